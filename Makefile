@@ -1,0 +1,23 @@
+# The two commands of the README. Both create .venv and install the project on first use.
+PYTHON ?= python3.11
+VENV ?= .venv
+PY := $(VENV)/bin/python
+
+.PHONY: run test lint bench
+
+$(PY): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[dev]"
+	touch $(PY)
+
+run: $(PY)  ## the product: moto + console on :8000 + consumer, sample templates loaded
+	$(PY) manage.py devstack
+
+test: $(PY)  ## lint, then every test (browser tests need Debian's chromium)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+	$(PY) -m pytest
+
+bench: $(PY)
+	$(PY) bench/run.py

@@ -1,0 +1,236 @@
+"""The journal table (``JOURNAL_TABLE``): one row per (message, recipient), keyed by the dedupe key.
+
+Attributes are those the Go consumer writes (Id, MessageId, Recipient, Status, Timestamp, SentAtKey,
+MessageSent, SesMessageId, Error, Context, ExpiresAt) plus ours: ClaimExpiresAt, Attempts, Subject,
+TemplateKey and RecipientKey (the lowercased recipient, for case-insensitive search).
+
+Every rule that guards against a double send sits in a conditional write, never in a read-then-write.
+A claim is one conditional UpdateItem rather than a PutItem so that ``Attempts`` can count claims:
+the counter also identifies *our* claim when we mark the row afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import UTC, datetime
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emailops.aws.clients import error_code, translate_error
+from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
+
+__all__ = ["DynamoJournal", "from_dynamo", "sent_at_key", "to_dynamo"]
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+# A row is ours to take when nobody has it, its last attempt failed, or its claim's lease ended. A
+# row the Go consumer wrote has no ClaimExpiresAt: its lease ends `lease` seconds after Timestamp.
+_CLAIMABLE = (
+    "attribute_not_exists(#id) OR #status = :failed OR (#status = :queued AND "
+    "(#lease < :now OR (attribute_not_exists(#lease) AND #ts < :stale)))"
+)
+_OURS = "#status = :queued AND #attempts = :attempt"
+_NAMES = {
+    "#id": "Id",
+    "#status": "Status",
+    "#ts": "Timestamp",
+    "#lease": "ClaimExpiresAt",
+    "#attempts": "Attempts",
+    "#err": "Error",
+}
+
+
+def sent_at_key(timestamp: int) -> str:
+    return f"{timestamp:020d}"
+
+
+def rfc3339(timestamp: int) -> str:
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _number(value: int | float) -> Decimal | str:
+    """DynamoDB numbers hold 38 digits within ±1e126; anything else is kept as its text."""
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if number != 0 and not (Decimal("1e-130") <= abs(number) < Decimal("1e126")):
+        return repr(value)
+    if len(number.as_tuple().digits) > 38:
+        return _number(float(value))
+    return number
+
+
+def to_dynamo(value: Any) -> Any:
+    """JSON-decoded data → what boto3's TypeSerializer accepts (floats become Decimals)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return _number(value) if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [to_dynamo(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_dynamo(v) for k, v in value.items()}
+    return str(value)
+
+
+def from_dynamo(value: Any) -> Any:
+    """Deserialized DynamoDB data → plain JSON-like Python (Decimals become int or float)."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [from_dynamo(v) for v in value]
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, set):
+        return sorted(from_dynamo(v) for v in value)
+    return value
+
+
+def _av(value: Any) -> dict[str, Any]:
+    return _serializer.serialize(to_dynamo(value))
+
+
+def _item(raw: dict[str, Any]) -> dict[str, Any]:
+    return {k: from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+
+
+class DynamoJournal:
+    """The journal's writes for the pipeline, and single-row reads."""
+
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def _row_values(self, claim: Claim, status: Status) -> dict[str, Any]:
+        return {
+            "MessageId": claim.message_id,
+            "Recipient": claim.recipient,
+            "RecipientKey": claim.recipient.lower(),
+            "Status": status.value,
+            "Timestamp": claim.now,
+            "SentAtKey": sent_at_key(claim.now),
+            "Context": claim.context,
+            "ExpiresAt": claim.now + claim.ttl_seconds,
+            "Subject": claim.subject,
+            "TemplateKey": claim.template_key,
+        }
+
+    def _conditional_update(
+        self,
+        key: str,
+        *,
+        sets: dict[str, Any],
+        condition: str,
+        values: dict[str, Any],
+        extra: str = "",
+        what: str,
+        **kwargs: Any,
+    ) -> dict[str, Any] | ClientError:
+        """One conditional UpdateItem. Returns the response, or the ConditionalCheckFailed error."""
+        names = dict(_NAMES)
+        exprs = []
+        attr_values = {f":{k}": _av(v) for k, v in values.items()}
+        for i, (attr, value) in enumerate(sets.items()):
+            names[f"#a{i}"] = attr
+            attr_values[f":a{i}"] = _av(value)
+            exprs.append(f"#a{i} = :a{i}")
+        update = f"SET {', '.join(exprs)} {extra}".strip()
+        used = set(re.findall(r"#\w+", update + " " + condition))
+        try:
+            return self.client.update_item(
+                TableName=self.table,
+                Key={"Id": {"S": key}},
+                UpdateExpression=update,
+                ConditionExpression=condition,
+                ExpressionAttributeNames={k: v for k, v in names.items() if k in used},
+                ExpressionAttributeValues=attr_values,
+                **kwargs,
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return exc
+            raise translate_error(exc, what, key=key) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc, what, key=key) from exc
+
+    def _claim_values(self, claim: Claim) -> dict[str, Any]:
+        return {
+            "failed": Status.FAILED.value,
+            "queued": Status.QUEUED.value,
+            "now": claim.now,
+            "stale": claim.now - claim.lease_seconds,
+        }
+
+    def claim(self, claim: Claim) -> ClaimResult:
+        sets = self._row_values(claim, Status.QUEUED) | {"ClaimExpiresAt": claim.lease_ends_at}
+        result = self._conditional_update(
+            claim.key,
+            sets=sets,
+            condition=_CLAIMABLE,
+            values=self._claim_values(claim) | {"one": 1},
+            extra="ADD #attempts :one REMOVE MessageSent, SesMessageId, #err",
+            what="claim journal row",
+            ReturnValues="UPDATED_NEW",
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+        )
+        if isinstance(result, dict):
+            return ClaimResult(
+                ClaimState.CLAIMED, attempt=int(result["Attributes"]["Attempts"]["N"])
+            )
+        current = result.response.get("Item") and _item(result.response["Item"])
+        if not current:  # a store that does not return the old item: look it up
+            current = self.get(claim.key) or {}
+        if current.get("Status") == Status.SENT.value:
+            return ClaimResult(ClaimState.ALREADY_SENT)
+        lease_end = current.get("ClaimExpiresAt") or (
+            int(current.get("Timestamp", claim.now)) + claim.lease_seconds
+        )
+        return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=int(lease_end))
+
+    def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
+        result = self._conditional_update(
+            key,
+            sets={
+                "Status": Status.SENT.value,
+                "SesMessageId": provider_id,
+                "MessageSent": rfc3339(sent_at),
+            },
+            condition=_OURS,
+            values={"queued": Status.QUEUED.value, "attempt": attempt},
+            what="mark journal row SENT",
+        )
+        return isinstance(result, dict)
+
+    def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
+        result = self._conditional_update(
+            key,
+            sets={"Status": Status.FAILED.value, "Error": error},
+            condition=_OURS,
+            values={"queued": Status.QUEUED.value, "attempt": attempt},
+            what="mark journal row FAILED",
+        )
+        return isinstance(result, dict)
+
+    def record_failure(self, claim: Claim, *, error: str) -> bool:
+        result = self._conditional_update(
+            claim.key,
+            sets=self._row_values(claim, Status.FAILED) | {"Error": error},
+            condition=_CLAIMABLE,
+            values=self._claim_values(claim),
+            what="record FAILED journal row",
+        )
+        return isinstance(result, dict)
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The row as plain Python keyed by attribute name, or None."""
+        try:
+            response = self.client.get_item(
+                TableName=self.table, Key={"Id": {"S": key}}, ConsistentRead=True
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, "read journal row", key=key) from exc
+        item = response.get("Item")
+        return _item(item) if item else None

@@ -1,0 +1,149 @@
+"""Create the service's AWS resources, idempotently (``manage.py bootstrap_aws``).
+
+For moto and for a fresh account; against the existing service's resources it only adds what is
+missing (e.g. the journal's newer GSIs) and changes nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emailops.aws.clients import error_code, translate_error
+
+__all__ = ["JOURNAL_INDEXES", "ensure_journal_table", "ensure_queue", "ensure_templates_table"]
+
+# name → (hash key, range key or None). Case-sensitive recipient search is the Go service's index;
+# the other two come with emailops (case-insensitive search, lookup by SES message id).
+JOURNAL_INDEXES: dict[str, tuple[str, str | None]] = {
+    "RecipientSentAtIndex": ("Recipient", "SentAtKey"),
+    "RecipientKeySentAtIndex": ("RecipientKey", "SentAtKey"),
+    "SesMessageIdIndex": ("SesMessageId", None),
+}
+
+Report = Callable[[str], None]
+
+
+def _index(name: str, hash_key: str, range_key: str | None) -> dict[str, Any]:
+    schema = [{"AttributeName": hash_key, "KeyType": "HASH"}]
+    if range_key:
+        schema.append({"AttributeName": range_key, "KeyType": "RANGE"})
+    return {"IndexName": name, "KeySchema": schema, "Projection": {"ProjectionType": "ALL"}}
+
+
+def _describe(client: Any, table: str) -> dict[str, Any] | None:
+    try:
+        return client.describe_table(TableName=table)["Table"]
+    except ClientError as exc:
+        if error_code(exc) == "ResourceNotFoundException":
+            return None
+        raise translate_error(exc, "describe table", key=table) from exc
+
+
+def ensure_templates_table(client: Any, table: str, report: Report) -> None:
+    if _describe(client, table):
+        report(f"table {table}: exists")
+        return
+    try:
+        client.create_table(
+            TableName=table,
+            KeySchema=[{"AttributeName": "MessageId", "KeyType": "HASH"}],
+            AttributeDefinitions=[{"AttributeName": "MessageId", "AttributeType": "S"}],
+            BillingMode="PAY_PER_REQUEST",
+        )
+        client.get_waiter("table_exists").wait(TableName=table)
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, "create table", key=table) from exc
+    report(f"table {table}: created")
+
+
+def ensure_journal_table(client: Any, table: str, report: Report) -> None:
+    """The journal, its GSIs and TTL on ExpiresAt. GSIs missing on an existing table are added
+    one at a time (DynamoDB allows one index creation per UpdateTable)."""
+    attributes = {"Id", *(k for keys in JOURNAL_INDEXES.values() for k in keys if k)}
+    definitions = [{"AttributeName": a, "AttributeType": "S"} for a in sorted(attributes)]
+    try:
+        described = _describe(client, table)
+        if described is None:
+            client.create_table(
+                TableName=table,
+                KeySchema=[{"AttributeName": "Id", "KeyType": "HASH"}],
+                AttributeDefinitions=definitions,
+                GlobalSecondaryIndexes=[_index(n, *keys) for n, keys in JOURNAL_INDEXES.items()],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            client.get_waiter("table_exists").wait(TableName=table)
+            report(f"table {table}: created with {', '.join(JOURNAL_INDEXES)}")
+        else:
+            present = {i["IndexName"] for i in described.get("GlobalSecondaryIndexes", [])}
+            for name, keys in JOURNAL_INDEXES.items():
+                if name in present:
+                    continue
+                client.update_table(
+                    TableName=table,
+                    AttributeDefinitions=definitions,
+                    GlobalSecondaryIndexUpdates=[{"Create": _index(name, *keys)}],
+                )
+                client.get_waiter("table_exists").wait(TableName=table)
+                report(f"table {table}: added index {name} (it backfills in the background)")
+            report(f"table {table}: exists")
+        ttl = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+        if ttl.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+            client.update_time_to_live(
+                TableName=table,
+                TimeToLiveSpecification={"Enabled": True, "AttributeName": "ExpiresAt"},
+            )
+            report(f"table {table}: TTL on ExpiresAt enabled")
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, "set up journal table", key=table) from exc
+
+
+def ensure_queue(
+    client: Any,
+    name: str,
+    report: Report,
+    *,
+    visibility_timeout: int = 60,
+    max_receive_count: int = 3,
+) -> str:
+    """The request queue with a dead-letter queue ``{name}-dlq``; returns the queue URL.
+
+    An existing queue keeps its attributes; it only gains a dead-letter queue if it has none.
+    """
+    try:
+        try:
+            url = client.get_queue_url(QueueName=name)["QueueUrl"]
+        except ClientError as exc:
+            if "NonExistentQueue" not in error_code(exc):
+                raise
+            url = None
+        if url:
+            policy = client.get_queue_attributes(QueueUrl=url, AttributeNames=["RedrivePolicy"])
+            if policy.get("Attributes", {}).get("RedrivePolicy"):
+                report(f"queue {name}: exists ({url})")
+                return url
+        dlq_url = client.create_queue(
+            QueueName=f"{name}-dlq", Attributes={"MessageRetentionPeriod": "1209600"}
+        )["QueueUrl"]
+        dlq_arn = client.get_queue_attributes(QueueUrl=dlq_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        redrive = json.dumps(
+            {"deadLetterTargetArn": dlq_arn, "maxReceiveCount": str(max_receive_count)}
+        )
+        if url:
+            client.set_queue_attributes(QueueUrl=url, Attributes={"RedrivePolicy": redrive})
+        else:
+            url = client.create_queue(
+                QueueName=name,
+                Attributes={"VisibilityTimeout": str(visibility_timeout), "RedrivePolicy": redrive},
+            )["QueueUrl"]
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, "set up queue", key=name) from exc
+    report(
+        f"queue {name}: {url} (dead-letter queue {name}-dlq, maxReceiveCount {max_receive_count})"
+    )
+    return url

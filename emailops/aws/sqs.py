@@ -1,0 +1,150 @@
+"""The request queue (``EMAIL_SERVICE_QUEUE_URL``) and its dead-letter queue."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emailops.aws.clients import translate_error
+
+__all__ = ["FAILURE_REASON_ATTRIBUTE", "QueueInfo", "QueueMessage", "SqsQueue"]
+
+FAILURE_REASON_ATTRIBUTE = "FailureReason"
+MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling (12 hours)
+_MAX_ATTRIBUTES = 10  # SQS's limit per message
+
+
+@dataclass(frozen=True)
+class QueueMessage:
+    message_id: str
+    receipt_handle: str
+    body: str
+    receive_count: int = 1
+    attributes: dict[str, Any] = field(default_factory=dict)  # message attributes, as SQS gave them
+
+
+@dataclass(frozen=True)
+class QueueInfo:
+    visibility_timeout: int
+    dead_letter_url: str | None
+    max_receive_count: int | None
+
+
+class SqsQueue:
+    def __init__(self, client: Any, url: str) -> None:
+        self.client = client
+        self.url = url
+
+    def _call(self, operation: str, what: str, key: str | None = None, **kwargs: Any) -> Any:
+        try:
+            return getattr(self.client, operation)(**kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, what, key=key or self.url) from exc
+
+    def describe(self) -> QueueInfo:
+        attrs = self._call(
+            "get_queue_attributes",
+            "read queue attributes",
+            QueueUrl=self.url,
+            AttributeNames=["VisibilityTimeout", "RedrivePolicy"],
+        )["Attributes"]
+        policy = json.loads(attrs.get("RedrivePolicy") or "{}")
+        dead_letter_url = None
+        if arn := policy.get("deadLetterTargetArn"):
+            *_, account, name = arn.split(":")
+            dead_letter_url = self._call(
+                "get_queue_url",
+                "find dead-letter queue",
+                key=arn,
+                QueueName=name,
+                QueueOwnerAWSAccountId=account,
+            )["QueueUrl"]
+        max_receives = policy.get("maxReceiveCount")
+        return QueueInfo(
+            visibility_timeout=int(attrs.get("VisibilityTimeout", 30)),
+            dead_letter_url=dead_letter_url,
+            max_receive_count=int(max_receives) if max_receives else None,
+        )
+
+    def receive(self, *, max_messages: int = 10, wait_seconds: int = 20) -> list[QueueMessage]:
+        response = self._call(
+            "receive_message",
+            "receive messages",
+            QueueUrl=self.url,
+            MaxNumberOfMessages=max_messages,
+            WaitTimeSeconds=wait_seconds,
+            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+            MessageAttributeNames=["All"],
+        )
+        return [
+            QueueMessage(
+                message_id=m["MessageId"],
+                receipt_handle=m["ReceiptHandle"],
+                body=m.get("Body", ""),
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
+                attributes=m.get("MessageAttributes", {}),
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def delete_batch(self, messages: list[QueueMessage]) -> list[str]:
+        """Delete up to 10 at a time; returns the ids SQS failed to delete (they will reappear)."""
+        failed: list[str] = []
+        for start in range(0, len(messages), 10):
+            chunk = messages[start : start + 10]
+            response = self._call(
+                "delete_message_batch",
+                "delete messages",
+                QueueUrl=self.url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m.receipt_handle} for i, m in enumerate(chunk)
+                ],
+            )
+            failed += [chunk[int(f["Id"])].message_id for f in response.get("Failed", [])]
+        return failed
+
+    def change_visibility(self, message: QueueMessage, seconds: int) -> None:
+        self._call(
+            "change_message_visibility",
+            "change message visibility",
+            key=message.message_id,
+            QueueUrl=self.url,
+            ReceiptHandle=message.receipt_handle,
+            VisibilityTimeout=max(0, min(MAX_VISIBILITY_SECONDS, seconds)),
+        )
+
+    def dead_letter(self, message: QueueMessage, dead_letter_url: str, reason: str) -> None:
+        """Copy the message to the DLQ with the reason attached, then delete the original.
+
+        In that order: a crash between the two leaves a duplicate in the DLQ, never a loss.
+        """
+        attributes = {
+            k: {kk: vv for kk, vv in v.items() if kk in ("DataType", "StringValue", "BinaryValue")}
+            for k, v in list(message.attributes.items())[: _MAX_ATTRIBUTES - 1]
+            if k != FAILURE_REASON_ATTRIBUTE
+        }
+        attributes[FAILURE_REASON_ATTRIBUTE] = {"DataType": "String", "StringValue": reason[:4000]}
+        self._call(
+            "send_message",
+            "move message to the dead-letter queue",
+            key=message.message_id,
+            QueueUrl=dead_letter_url,
+            MessageBody=message.body,
+            MessageAttributes=attributes,
+        )
+        self._call(
+            "delete_message",
+            "delete dead-lettered message",
+            key=message.message_id,
+            QueueUrl=self.url,
+            ReceiptHandle=message.receipt_handle,
+        )
+
+    def send(self, body: str) -> str:
+        """Put one request on the queue (enqueue_email, send-test, resend); returns its id."""
+        return self._call("send_message", "enqueue request", QueueUrl=self.url, MessageBody=body)[
+            "MessageId"
+        ]

@@ -1,0 +1,93 @@
+"""Turn (messageId, context) into a ready email: mapping → template (branded or default) → render.
+
+Shared by the consumer and the console's preview, so both resolve and render exactly alike.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from inscriptis import get_text
+from inscriptis.model.config import ParserConfig
+
+from emailops.core.errors import TemplateNotFound, UnknownMessageId
+from emailops.core.ports import (
+    MappingStore,
+    TemplateMapping,
+    TemplateStore,
+    custom_template_key,
+    default_template_key,
+)
+from emailops.core.rendering import Renderer
+
+__all__ = ["Composed", "Composer", "html_to_text"]
+
+_TEXT_CONFIG = ParserConfig(display_links=True)
+
+
+def html_to_text(html: str) -> str:
+    """A readable plain-text alternative (links shown as ``text [url]``) for the text/plain part."""
+    return get_text(html, _TEXT_CONFIG).strip() + "\n"
+
+
+@dataclass(frozen=True)
+class Composed:
+    mapping: TemplateMapping
+    template_key: str  # the S3 key actually used
+    subject: str
+    html: str
+    text: str
+    missing: tuple[str, ...]  # context variables the templates used but the context lacked
+
+
+class Composer:
+    def __init__(self, *, mappings: MappingStore, templates: TemplateStore, renderer: Renderer):
+        self.mappings = mappings
+        self.templates = templates
+        self.renderer = renderer
+
+    def mapping_for(self, message_id: str) -> TemplateMapping:
+        mapping = self.mappings.get_mapping(message_id)
+        if mapping is None:
+            raise UnknownMessageId(
+                "look up template mapping",
+                key=message_id,
+                reason="no such messageId in the templates table",
+            )
+        return mapping
+
+    def template_for(self, template_file: str, organization_id: str | None) -> tuple[str, str]:
+        """(key, source): the organization's branded template if it has one, else the default."""
+        if organization_id is not None:
+            key = custom_template_key(organization_id, template_file)
+            source = self.templates.read_template(key)
+            if source is not None:
+                return key, source
+        key = default_template_key(template_file)
+        source = self.templates.read_template(key)
+        if source is None:
+            raise TemplateNotFound("fetch template", key=key, reason="no such object in the bucket")
+        return key, source
+
+    def compose(
+        self, message_id: str, context: dict[str, Any], organization_id: str | None
+    ) -> Composed:
+        mapping = self.mapping_for(message_id)
+        key, source = self.template_for(mapping.template_file, organization_id)
+        subject_source = context.get("subject")
+        if not isinstance(subject_source, str) or not subject_source:
+            subject_source = mapping.subject
+        subject = self.renderer.render_subject(
+            subject_source, context, name=f"subject of {message_id}"
+        )
+        body = self.renderer.render_body(source, context, name=key)
+        missing = tuple(dict.fromkeys(subject.missing + body.missing))
+        return Composed(
+            mapping=mapping,
+            template_key=key,
+            subject=subject.text,
+            html=body.text,
+            text=html_to_text(body.text),
+            missing=missing,
+        )

@@ -1,0 +1,156 @@
+"""The EmailRequest wire contract, as producers put it on the queue.
+
+Parsing is strict about anything that could reach an S3 key or an address header and lenient about
+what the Go consumer tolerated (a missing or null ``context`` is an empty one).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from email_validator import EmailNotValidError, validate_email
+
+from emailops.core.errors import InvalidRequest
+
+__all__ = ["EmailRequest", "Recipient", "parse_request", "request_to_json"]
+
+
+@dataclass(frozen=True)
+class Recipient:
+    email: str
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class EmailRequest:
+    message_id: str
+    recipients: tuple[Recipient, ...]
+    context: dict[str, Any] = field(default_factory=dict)
+    dedupe_id: str = ""
+
+    @property
+    def organization_id(self) -> str | None:
+        """The branding organization as it appears in S3 keys (``custom/O{id}/``), or None."""
+        return organization_id_of(self.context)
+
+    @property
+    def subject_override(self) -> str | None:
+        subject = self.context.get("subject")
+        return subject if isinstance(subject, str) and subject else None
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def _parse_int(text: str) -> int | float:
+    # Go decodes every number as float64, where "-0" keeps its sign; Python's int would drop it.
+    return -0.0 if text.lstrip("-").strip("0") == "" and text.startswith("-") else int(text)
+
+
+def loads(body: str | bytes) -> Any:
+    """json.loads that refuses NaN/Infinity (not JSON, and Go would refuse them too)."""
+    return json.loads(body, parse_constant=_reject_constant, parse_int=_parse_int)
+
+
+def organization_id_of(context: dict[str, Any]) -> str | None:
+    value = context.get("organizationId")
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        raise InvalidRequest("parse request", reason="context.organizationId must be a number")
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float) and math.isfinite(value) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, str) and value.isascii() and value.isdigit():
+        return value
+    raise InvalidRequest(
+        "parse request",
+        reason=f"context.organizationId must be an integer or a string of digits, got {value!r}",
+    )
+
+
+def _parse_recipient(index: int, raw: Any) -> Recipient:
+    where = f"recipients[{index}]"
+    if not isinstance(raw, dict):
+        raise InvalidRequest("parse request", reason=f"{where} must be an object with an email")
+    email = raw.get("email")
+    if not isinstance(email, str) or not email:
+        raise InvalidRequest("parse request", reason=f"{where}.email is missing")
+    try:
+        validate_email(email, check_deliverability=False)
+    except EmailNotValidError as exc:
+        raise InvalidRequest("parse request", reason=f"{where}.email {email!r}: {exc}") from None
+    name = raw.get("name") or ""
+    if not isinstance(name, str):
+        raise InvalidRequest("parse request", reason=f"{where}.name must be a string")
+    if any(ch in name for ch in "\r\n"):
+        raise InvalidRequest("parse request", reason=f"{where}.name must be one line")
+    return Recipient(email=email, name=name)
+
+
+def parse_request(body: str | bytes) -> EmailRequest:
+    """Parse and validate one SQS body; raises InvalidRequest with a readable reason."""
+    try:
+        data = loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidRequest("parse request", reason=f"body is not JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InvalidRequest("parse request", reason="body must be a JSON object")
+
+    message_id = data.get("messageId")
+    if not isinstance(message_id, str) or not message_id.strip():
+        raise InvalidRequest("parse request", reason="messageId is missing or empty")
+
+    raw_recipients = data.get("recipients")
+    if not isinstance(raw_recipients, list) or not raw_recipients:
+        raise InvalidRequest("parse request", key=message_id, reason="no recipients")
+    recipients: dict[str, Recipient] = {}
+    for index, raw in enumerate(raw_recipients):
+        recipient = _parse_recipient(index, raw)
+        recipients.setdefault(recipient.email, recipient)  # a repeat would share the same key
+
+    context = data.get("context")
+    if context is None:
+        context = {}
+    if not isinstance(context, dict):
+        raise InvalidRequest("parse request", key=message_id, reason="context must be an object")
+
+    dedupe_id = data.get("dedupeId")
+    if dedupe_id is None:
+        dedupe_id = ""
+    if not isinstance(dedupe_id, str):
+        raise InvalidRequest("parse request", key=message_id, reason="dedupeId must be a string")
+
+    request = EmailRequest(
+        message_id=message_id,
+        recipients=tuple(recipients.values()),
+        context=context,
+        dedupe_id=dedupe_id,
+    )
+    try:
+        request.organization_id  # noqa: B018 -- validated here so a bad one never reaches an S3 key
+    except InvalidRequest as exc:
+        exc.key = message_id
+        exc.request = request  # recipients are known: the pipeline journals them as FAILED
+        raise
+    return request
+
+
+def request_to_json(request: EmailRequest) -> str:
+    """Serialise a request back to the wire format (for enqueue, resend and send-test)."""
+    payload: dict[str, Any] = {
+        "messageId": request.message_id,
+        "recipients": [
+            {"name": r.name, "email": r.email} if r.name else {"email": r.email}
+            for r in request.recipients
+        ],
+        "context": request.context,
+    }
+    if request.dedupe_id:
+        payload["dedupeId"] = request.dedupe_id
+    return json.dumps(payload, ensure_ascii=False)

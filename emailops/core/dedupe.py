@@ -1,0 +1,114 @@
+"""Idempotency keys, byte-identical to the Go consumer's ``EmailRequest.DedupeKey``.
+
+The Go consumer decodes ``context`` into ``map[string]interface{}`` and re-encodes each value with
+``encoding/json``; to match it byte for byte we reproduce that encoder: every number is a float64
+printed the ES6 way, strings are HTML-escaped, objects have sorted keys, nothing has spaces.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from decimal import Decimal
+from typing import Any
+
+from emailops.core.contract import EmailRequest
+
+__all__ = ["canonical_context", "dedupe_key", "go_json"]
+
+_HEX = "0123456789abcdef"
+# Go's encodeState escapes these even though they are printable: HTML-significant bytes and the two
+# JavaScript line terminators.
+_SHORT_ESCAPES = {
+    '"': '\\"',
+    "\\": "\\\\",
+    "\n": "\\n",
+    "\r": "\\r",
+    "\t": "\\t",
+    "\b": "\\b",
+    "\f": "\\f",
+}
+_UNICODE_ESCAPED = {"<", ">", "&", "\u2028", "\u2029"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _go_string(value: str) -> str:
+    out = ['"']
+    for ch in _go_key(value):
+        if ch in _SHORT_ESCAPES:
+            out.append(_SHORT_ESCAPES[ch])
+        elif ch < " " or ch in _UNICODE_ESCAPED:
+            code = ord(ch)
+            out.append("\\u" + "".join(_HEX[(code >> s) & 0xF] for s in (12, 8, 4, 0)))
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def _go_float(value: float) -> str:
+    """strconv.AppendFloat(f, 'f' or 'e', -1, 64) as encoding/json uses it (ES6 number format)."""
+    if not math.isfinite(value):
+        raise ValueError(f"unsupported number {value!r}")
+    if value == 0:
+        return "-0" if math.copysign(1.0, value) < 0 else "0"
+    sign = "-" if value < 0 else ""
+    # repr() gives the shortest digits that round-trip, as Go's precision -1 does.
+    _, digit_tuple, exponent = Decimal(repr(abs(value))).as_tuple()
+    point = len(digit_tuple) + exponent  # value == 0.DIGITS * 10**point
+    digits = "".join(map(str, digit_tuple)).rstrip("0")
+    if abs(value) < 1e-6 or abs(value) >= 1e21:
+        exp = point - 1
+        body = digits[0] + ("." + digits[1:] if len(digits) > 1 else "")
+        # Go prints at least two exponent digits, then encoding/json trims "e-07" to "e-7".
+        return f"{sign}{body}e{'-' if exp < 0 else '+'}{abs(exp):02d}".replace("e-0", "e-")
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    if point >= len(digits):
+        return f"{sign}{digits}{'0' * (point - len(digits))}"
+    return f"{sign}{digits[:point]}.{digits[point:]}"
+
+
+def go_json(value: Any) -> str:
+    """Encode a JSON-decoded value exactly as Go's json.Marshal would after decoding to interface{}."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        return _go_float(float(value))
+    if isinstance(value, str):
+        return _go_string(value)
+    if isinstance(value, list | tuple):
+        return "[" + ",".join(go_json(item) for item in value) + "]"
+    if isinstance(value, dict):
+        items = sorted(((_go_key(k), v) for k, v in value.items()), key=_first)
+        return "{" + ",".join(f"{_go_string(k)}:{go_json(v)}" for k, v in items) + "}"
+    raise TypeError(f"not a JSON value: {type(value).__name__}")
+
+
+def _go_key(key: str) -> str:
+    # Unpaired surrogates become U+FFFD in Go; after that, code-point order is UTF-8 byte order.
+    return _SURROGATE.sub("\ufffd", key)
+
+
+def canonical_context(context: dict[str, Any] | None) -> str:
+    if not context:
+        return ""
+    items = sorted(((_go_key(k), v) for k, v in context.items()), key=_first)
+    return "".join(f"{key}={go_json(value)};" for key, value in items)
+
+
+def dedupe_key(request: EmailRequest, recipient_email: str) -> str:
+    """The journal ``Id`` for one (request, recipient)."""
+    if request.dedupe_id:
+        return f"{request.dedupe_id}:{recipient_email}"
+    parts = (request.message_id, recipient_email, canonical_context(request.context))
+    return hashlib.sha256(_go_key("\x00".join(parts)).encode()).hexdigest()
+
+
+def _first(pair: tuple[str, Any]) -> str:
+    return pair[0]

@@ -1,0 +1,130 @@
+"""The small interfaces the core is written against, and the values that cross them.
+
+Adapters in ``emailops.aws`` implement these against DynamoDB, S3 and SES; tests use in-memory fakes.
+Adapters raise only the core's exceptions (``emailops.core.errors``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum, StrEnum
+from typing import Any, Protocol
+
+__all__ = [
+    "Claim",
+    "ClaimResult",
+    "ClaimState",
+    "Journal",
+    "MappingStore",
+    "OutgoingEmail",
+    "Sender",
+    "Status",
+    "TemplateMapping",
+    "TemplateStore",
+    "custom_template_key",
+    "default_template_key",
+]
+
+
+class Status(StrEnum):
+    QUEUED = "QUEUED"
+    SENT = "SENT"
+    FAILED = "FAILED"
+
+
+@dataclass(frozen=True)
+class TemplateMapping:
+    """A row of the templates table: which template file and default subject a messageId uses."""
+
+    message_id: str
+    template_file: str
+    subject: str
+    # Console bookkeeping, stored as extra attributes the Go consumer ignores.
+    version: int = 0
+    updated_by: str = ""
+    updated_at: str = ""
+
+
+def default_template_key(template_file: str) -> str:
+    return f"default/{template_file}"
+
+
+def custom_template_key(organization_id: str, template_file: str) -> str:
+    return f"custom/O{organization_id}/{template_file}"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """Everything a journal row records about one (request, recipient) when it is claimed."""
+
+    key: str
+    message_id: str
+    recipient: str
+    context: dict[str, Any]
+    now: int  # epoch seconds
+    lease_seconds: int
+    ttl_seconds: int
+    subject: str = ""
+    template_key: str = ""
+
+    @property
+    def lease_ends_at(self) -> int:
+        return self.now + self.lease_seconds
+
+
+class ClaimState(Enum):
+    CLAIMED = "claimed"  # ours to send; `attempt` identifies our claim
+    ALREADY_SENT = "already-sent"  # a duplicate delivery: skip
+    IN_PROGRESS = "in-progress"  # another consumer holds a live lease until `lease_ends_at`
+
+
+@dataclass(frozen=True)
+class ClaimResult:
+    state: ClaimState
+    attempt: int = 0
+    lease_ends_at: int = 0
+
+
+@dataclass(frozen=True)
+class OutgoingEmail:
+    from_address: str
+    to: str  # an RFC 5322 address, display name included when known
+    subject: str
+    html: str
+    text: str = ""
+    reply_to: tuple[str, ...] = field(default_factory=tuple)
+
+
+class MappingStore(Protocol):
+    def get_mapping(self, message_id: str) -> TemplateMapping | None: ...
+
+
+class TemplateStore(Protocol):
+    def read_template(self, key: str) -> str | None:
+        """The template source at ``key``, or None when no such object exists."""
+        ...
+
+
+class Journal(Protocol):
+    def claim(self, claim: Claim) -> ClaimResult:
+        """Conditionally take the row: no row, FAILED, or QUEUED with an ended lease."""
+        ...
+
+    def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
+        """Record the send if claim ``attempt`` is still ours; False when it is not."""
+        ...
+
+    def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
+        """Record a failed send if claim ``attempt`` is still ours; False when it is not."""
+        ...
+
+    def record_failure(self, claim: Claim, *, error: str) -> bool:
+        """Write a FAILED row for a request that failed before sending, unless the row is SENT
+        or under a live claim; False when it was left alone."""
+        ...
+
+
+class Sender(Protocol):
+    def send(self, email: OutgoingEmail) -> str:
+        """Send one email; return the provider's message id."""
+        ...

@@ -1,0 +1,179 @@
+"""Render email bodies (HTML, autoescaped) and subjects (plain text) in a Jinja2 sandbox.
+
+One ``Renderer`` is shared by the consumer's threads and the console: environments and the compiled
+template cache are thread-safe, and the names of missing variables are collected per render through a
+context variable.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import math
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+from jinja2 import ChainableUndefined, TemplateSyntaxError, meta, nodes
+from jinja2.exceptions import SecurityError
+from jinja2.exceptions import TemplateError as JinjaTemplateError
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+from markupsafe import Markup
+
+from emailops.core.errors import TemplateError
+from emailops.core.gotemplate import translate
+
+__all__ = ["Rendered", "Renderer", "go_format"]
+
+_missing: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("missing", default=None)
+
+
+class _RecordingUndefined(ChainableUndefined):
+    """Renders empty (as the Go consumer did) and remembers the missing name for the log."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        names = _missing.get()
+        if names is not None and self._undefined_name and self._undefined_name not in names:
+            names.append(self._undefined_name)
+
+
+def go_format(value: Any) -> Any:
+    """Print JSON values the way the Go templates showed them (``true``, ``[a b]``, ``map[k:v]``).
+
+    Integral numbers print as integers (Go would print a large one as ``1e+06``; nobody wants that).
+    """
+    if isinstance(value, ChainableUndefined | Markup | str):
+        return value
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
+            return str(int(value))
+        return repr(value)
+    if isinstance(value, list | tuple):
+        return "[" + " ".join(str(go_format(v)) for v in value) + "]"
+    if isinstance(value, dict):
+        return "map[" + " ".join(f"{k}:{go_format(value[k])}" for k in sorted(value)) + "]"
+    return value
+
+
+def _go_range(value: Any) -> Any:
+    """Go's range over a map yields its values in key order; Jinja's would yield the keys."""
+    if isinstance(value, dict):
+        return [value[k] for k in sorted(value)]
+    return value
+
+
+class _StrictSandbox(ImmutableSandboxedEnvironment):
+    """Reaching for an unsafe attribute raises at once.
+
+    The stock sandbox returns an Undefined that raises when printed, but a lenient Undefined (ours
+    renders missing values empty) would swallow it; a template that probes Python internals must
+    fail loudly instead.
+    """
+
+    def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
+        raise SecurityError(
+            f"access to attribute {attribute!r} of a {type(obj).__name__} is not allowed"
+        )
+
+
+def _environment(*, autoescape: bool) -> ImmutableSandboxedEnvironment:
+    env = _StrictSandbox(
+        autoescape=autoescape,
+        undefined=_RecordingUndefined,
+        finalize=go_format,
+        keep_trailing_newline=True,
+        auto_reload=False,
+    )
+    env.filters["go_range"] = _go_range
+    return env
+
+
+@dataclass(frozen=True)
+class Rendered:
+    text: str
+    missing: tuple[str, ...] = ()  # context variables the template used but the context lacked
+
+
+class Renderer:
+    """Compile (cached) and render templates; every failure is a TemplateError with a line."""
+
+    def __init__(self, *, cache_size: int = 256) -> None:
+        self._html = _environment(autoescape=True)
+        self._text = _environment(autoescape=False)
+        self._compile = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
+
+    def _compile_uncached(self, source: str, html: bool, name: str):
+        env = self._html if html else self._text
+        try:
+            return env.from_string(translate(source, name=name))
+        except TemplateSyntaxError as exc:
+            raise TemplateError(
+                "compile template", key=name, reason=exc.message or str(exc), line=exc.lineno
+            ) from None
+
+    def check(self, source: str, *, html: bool = True, name: str = "template") -> None:
+        """Raise TemplateError if ``source`` does not compile."""
+        self._compile(source, html, name)
+
+    def variables(self, source: str, *, name: str = "template") -> set[str]:
+        """Top-level context variables the template reads (for the preview's variable report)."""
+        env = self._html
+        try:
+            ast = env.parse(translate(source, name=name))
+        except TemplateSyntaxError as exc:
+            raise TemplateError(
+                "compile template", key=name, reason=str(exc), line=exc.lineno
+            ) from None
+        found = set(meta.find_undeclared_variables(ast)) - {"_root"}
+        # `{{$.x}}` reads x through the root; count it as x.
+        for node in ast.find_all(nodes.Getitem):
+            reads_root = isinstance(node.node, nodes.Name) and node.node.name == "_root"
+            if reads_root and isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
+                found.add(node.arg.value)
+        return found
+
+    def render_body(self, source: str, context: dict[str, Any], *, name: str = "body") -> Rendered:
+        return self._render(source, context, html=True, name=name)
+
+    def render_subject(
+        self, source: str, context: dict[str, Any], *, name: str = "subject"
+    ) -> Rendered:
+        rendered = self._render(source, context, html=False, name=name)
+        text = rendered.text.strip()
+        if "\n" in text or "\r" in text:
+            raise TemplateError("render subject", key=name, reason="the subject must be one line")
+        return Rendered(text=text, missing=rendered.missing)
+
+    def _render(self, source: str, context: dict[str, Any], *, html: bool, name: str) -> Rendered:
+        template = self._compile(source, html, name)
+        names: list[str] = []
+        token = _missing.set(names)
+        try:
+            text = template.render({**context, "_root": context})
+        except SecurityError as exc:
+            raise TemplateError(
+                "render template",
+                key=name,
+                reason=f"blocked by the sandbox: {exc}",
+                line=_line(exc),
+            ) from None
+        except (JinjaTemplateError, ArithmeticError, LookupError, TypeError, ValueError) as exc:
+            raise TemplateError(
+                "render template", key=name, reason=str(exc), line=_line(exc)
+            ) from None
+        finally:
+            _missing.reset(token)
+        return Rendered(text=text, missing=tuple(names))
+
+
+def _line(exc: BaseException) -> int | None:
+    """The template line Jinja2 put in the traceback (it rewrites frames to '<template>')."""
+    lines = [
+        f.lineno for f in traceback.extract_tb(exc.__traceback__) if f.filename == "<template>"
+    ]
+    return lines[-1] if lines else None

@@ -1,0 +1,105 @@
+"""Adapters built from settings, shared by the consumer and the console.
+
+Each integration checks its own settings when first built and raises ImproperlyConfigured naming the
+missing variable, so a misconfigured process fails at start-up, not on its first record.
+"""
+
+from __future__ import annotations
+
+import functools
+from email.utils import parseaddr
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from emailops.aws.clients import aws_client, reset_clients
+from emailops.aws.journal import DynamoJournal
+from emailops.aws.mappings import DynamoMappingStore
+from emailops.aws.s3 import S3TemplateStore
+from emailops.aws.ses import SesSender
+from emailops.aws.sqs import SqsQueue
+from emailops.core.compose import Composer
+from emailops.core.rendering import Renderer
+from emailops.core.template_cache import CachedTemplateStore
+
+__all__ = [
+    "composer",
+    "journal",
+    "mapping_store",
+    "queue",
+    "renderer",
+    "require",
+    "reset",
+    "sender",
+    "sender_addresses",
+    "template_store",
+]
+
+
+def require(name: str) -> str:
+    value = getattr(settings, name, "")
+    if not value:
+        raise ImproperlyConfigured(f"{name} is not set (see .env.example)")
+    return value
+
+
+def sender_addresses() -> tuple[str, tuple[str, ...]]:
+    """(From, Reply-To): EMAIL_SENDER/EMAIL_REPLY_TO, else Pennsieve's support address."""
+    if settings.EMAIL_SENDER:
+        if "@" not in parseaddr(settings.EMAIL_SENDER)[1]:
+            raise ImproperlyConfigured("EMAIL_SENDER must look like 'Display Name <address>'")
+        reply_to = (settings.EMAIL_REPLY_TO,) if settings.EMAIL_REPLY_TO else ()
+        return settings.EMAIL_SENDER, reply_to
+    if settings.PENNSIEVE_DOMAIN:
+        support = f"support@{settings.PENNSIEVE_DOMAIN}"
+        return f"Pennsieve <{support}>", (settings.EMAIL_REPLY_TO or support,)
+    raise ImproperlyConfigured("EMAIL_SENDER is not set (nor PENNSIEVE_DOMAIN to derive it from)")
+
+
+def _client(service: str):
+    return aws_client(service, region=settings.AWS_REGION)
+
+
+@functools.cache
+def renderer() -> Renderer:
+    return Renderer()
+
+
+@functools.cache
+def mapping_store() -> DynamoMappingStore:
+    return DynamoMappingStore(_client("dynamodb"), require("TEMPLATES_TABLE"))
+
+
+@functools.cache
+def journal() -> DynamoJournal:
+    return DynamoJournal(_client("dynamodb"), require("JOURNAL_TABLE"))
+
+
+@functools.cache
+def template_store() -> S3TemplateStore:
+    return S3TemplateStore(require("S3_BUCKET"), region=settings.AWS_REGION)
+
+
+@functools.cache
+def queue() -> SqsQueue:
+    return SqsQueue(_client("sqs"), require("EMAIL_SERVICE_QUEUE_URL"))
+
+
+@functools.cache
+def sender() -> SesSender:
+    return SesSender(_client("ses"))
+
+
+def composer(*, cache_seconds: float = 0) -> Composer:
+    """Mapping + template + renderer; the consumer caches templates, the console never does."""
+    templates = template_store()
+    if cache_seconds > 0:
+        templates = CachedTemplateStore(templates, seconds=cache_seconds)
+    return Composer(mappings=mapping_store(), templates=templates, renderer=renderer())
+
+
+def reset() -> None:
+    """Forget built adapters (tests change settings between cases)."""
+    for factory in (renderer, mapping_store, journal, template_store, queue, sender):
+        factory.cache_clear()
+    reset_clients()

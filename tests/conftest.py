@@ -1,0 +1,115 @@
+"""Shared fixtures: moto in-process AWS with the service's resources, and request fixtures."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+CONTRACT = Path(__file__).parent / "contract"
+SAMPLES = Path(__file__).parent.parent / "emailops" / "data" / "samples"
+
+# Strictness in CI: a test that needs a service must fail, not skip, when CI promised it.
+REQUIRE_SERVICES = os.environ.get("EMAILOPS_REQUIRE_SERVICES") == "1"
+
+
+def skip_or_fail(reason: str) -> None:
+    """Skip with a reason locally; fail in CI, where every service is supposed to be there."""
+    if REQUIRE_SERVICES:
+        pytest.fail(f"required service missing: {reason}")
+    pytest.skip(reason)
+
+
+def fixture_body(name: str) -> str:
+    return (CONTRACT / "fixtures" / name).read_text()
+
+
+@pytest.fixture
+def aws_env(monkeypatch):
+    """Credentials and region for moto; never a real endpoint."""
+    monkeypatch.delenv("AWS_ENDPOINT_URL", raising=False)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    for name, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_SESSION_TOKEN": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.fixture
+def aws(aws_env, settings):
+    """moto in-process with both tables, queue + DLQ, bucket and a verified sender; settings point
+    at them. Yields a small namespace of clients and names."""
+    from moto import mock_aws
+
+    from emailops import wiring
+    from emailops.aws import provision
+    from emailops.aws.clients import aws_client
+
+    with mock_aws():
+        wiring.reset()
+        settings.TEMPLATES_TABLE = "email-message-templates"
+        settings.JOURNAL_TABLE = "email-journal"
+        settings.S3_BUCKET = "emailops-templates"
+        settings.AWS_REGION = "us-east-1"
+        settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.test>"
+        settings.EMAIL_REPLY_TO = "support@pennsieve.test"
+        settings.TEMPLATE_CACHE_SECONDS = 0
+        quiet = lambda _line: None  # noqa: E731
+        dynamodb = aws_client("dynamodb", region="us-east-1")
+        sqs = aws_client("sqs", region="us-east-1")
+        provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
+        provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
+        settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(
+            sqs, "email-service-queue", quiet, visibility_timeout=30
+        )
+        wiring.template_store().create_bucket()
+        wiring.sender().verify_sender("support@pennsieve.test")
+        yield AwsStack(
+            dynamodb=dynamodb,
+            sqs=sqs,
+            ses=aws_client("ses", region="us-east-1"),
+            queue_url=settings.EMAIL_SERVICE_QUEUE_URL,
+        )
+        wiring.reset()
+
+
+class AwsStack:
+    def __init__(self, **kwargs):
+        self.__dict__.update(kwargs)
+
+    @property
+    def dlq_url(self) -> str:
+        return self.queue_url + "-dlq"
+
+    def load_samples(self) -> None:
+        from django.core.management import call_command
+
+        out = io.StringIO()
+        call_command("load_templates", str(SAMPLES / "templates"), stdout=out)
+        call_command("load_template_mappings", str(SAMPLES / "mappings.json"), stdout=out)
+
+    def sent_emails(self) -> list:
+        from moto.core import DEFAULT_ACCOUNT_ID
+        from moto.ses.models import ses_backends
+
+        return list(ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages)
+
+    def queue_messages(self, url: str, max_messages: int = 10) -> list[dict]:
+        response = self.sqs.receive_message(
+            QueueUrl=url,
+            MaxNumberOfMessages=max_messages,
+            MessageAttributeNames=["All"],
+            VisibilityTimeout=0,
+        )
+        return response.get("Messages", [])
+
+
+@pytest.fixture
+def dedupe_reference() -> dict:
+    return json.loads((CONTRACT / "dedupe-keys.json").read_text())["keys"]

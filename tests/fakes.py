@@ -1,0 +1,126 @@
+"""In-memory stand-ins for the core's ports: they record calls and keep the journal's rules."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from emailops.core.errors import EmailOpsError
+from emailops.core.ports import (
+    Claim,
+    ClaimResult,
+    ClaimState,
+    OutgoingEmail,
+    Status,
+    TemplateMapping,
+)
+
+
+class DictMappings:
+    def __init__(self, *mappings: TemplateMapping) -> None:
+        self.rows = {m.message_id: m for m in mappings}
+        self.error: EmailOpsError | None = None
+
+    def get_mapping(self, message_id: str) -> TemplateMapping | None:
+        if self.error:
+            raise self.error
+        return self.rows.get(message_id)
+
+
+class DictTemplates:
+    def __init__(self, templates: dict[str, str] | None = None) -> None:
+        self.templates = dict(templates or {})
+        self.reads: list[str] = []
+        self.error: EmailOpsError | None = None
+
+    def read_template(self, key: str) -> str | None:
+        self.reads.append(key)
+        if self.error:
+            raise self.error
+        return self.templates.get(key)
+
+
+class InMemoryJournal:
+    """The DynamoDB journal's claim rules, over a dict."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.lock = threading.Lock()
+        self.fail_next: dict[str, EmailOpsError] = {}  # operation name → error to raise once
+
+    def _maybe_fail(self, operation: str) -> None:
+        if operation in self.fail_next:
+            raise self.fail_next.pop(operation)
+
+    def _claimable(self, row: dict[str, Any] | None, claim: Claim) -> bool:
+        if row is None or row["Status"] == Status.FAILED:
+            return True
+        if row["Status"] != Status.QUEUED:
+            return False
+        lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
+        return lease < claim.now
+
+    def _values(self, claim: Claim, status: Status) -> dict[str, Any]:
+        return {
+            "Id": claim.key,
+            "MessageId": claim.message_id,
+            "Recipient": claim.recipient,
+            "Status": status,
+            "Timestamp": claim.now,
+            "Context": claim.context,
+            "Subject": claim.subject,
+            "TemplateKey": claim.template_key,
+            "ExpiresAt": claim.now + claim.ttl_seconds,
+        }
+
+    def claim(self, claim: Claim) -> ClaimResult:
+        self._maybe_fail("claim")
+        with self.lock:
+            row = self.rows.get(claim.key)
+            if not self._claimable(row, claim):
+                if row["Status"] == Status.SENT:
+                    return ClaimResult(ClaimState.ALREADY_SENT)
+                lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
+                return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease)
+            attempts = (row or {}).get("Attempts", 0) + 1
+            self.rows[claim.key] = self._values(claim, Status.QUEUED) | {
+                "ClaimExpiresAt": claim.lease_ends_at,
+                "Attempts": attempts,
+            }
+            return ClaimResult(ClaimState.CLAIMED, attempt=attempts)
+
+    def _mark(self, key: str, attempt: int, **changes: Any) -> bool:
+        with self.lock:
+            row = self.rows.get(key)
+            if not row or row["Status"] != Status.QUEUED or row.get("Attempts") != attempt:
+                return False
+            row.update(changes)
+            return True
+
+    def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
+        self._maybe_fail("mark_sent")
+        return self._mark(key, attempt, Status=Status.SENT, SesMessageId=provider_id)
+
+    def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
+        self._maybe_fail("mark_failed")
+        return self._mark(key, attempt, Status=Status.FAILED, Error=error)
+
+    def record_failure(self, claim: Claim, *, error: str) -> bool:
+        with self.lock:
+            if not self._claimable(self.rows.get(claim.key), claim):
+                return False
+            self.rows[claim.key] = self._values(claim, Status.FAILED) | {"Error": error}
+            return True
+
+
+@dataclass
+class RecordingSender:
+    sent: list[OutgoingEmail] = field(default_factory=list)
+    errors: list[EmailOpsError] = field(default_factory=list)  # raised, in order, before succeeding
+
+    def send(self, email: OutgoingEmail) -> str:
+        if self.errors:
+            raise self.errors.pop(0)
+        self.sent.append(email)
+        return f"ses-{len(self.sent)}"

@@ -1,0 +1,120 @@
+"""python manage.py devstack — the whole product on this machine, on embedded defaults.
+
+Starts moto's server on loopback (AWS for everything: DynamoDB, S3, SQS, SES), bootstraps it, loads
+the sample templates and mappings, migrates the console's database, creates a dev admin, then runs
+the console and the consumer until Ctrl-C, which stops them all.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
+
+SAMPLES = Path(settings.BASE_DIR) / "emailops" / "data" / "samples"
+
+
+def local_aws_environment(endpoint: str) -> dict[str, str]:
+    """Variables that point every process at the local moto server (real settings still win)."""
+    defaults = {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "TEMPLATES_TABLE": "email-message-templates",
+        "JOURNAL_TABLE": "email-journal",
+        "S3_BUCKET": "emailops-templates",
+        "EMAIL_SENDER": "Pennsieve <support@pennsieve.local>",
+        "EMAIL_REPLY_TO": "support@pennsieve.local",
+        "EMAIL_SERVICE_QUEUE_URL": f"{endpoint}/123456789012/email-service-queue",
+        "DJANGO_DEBUG": "true",
+    }
+    env = {**defaults, **{k: v for k, v in os.environ.items() if k in defaults}}
+    env["AWS_ENDPOINT_URL"] = endpoint  # never real AWS from the dev stack
+    return env
+
+
+class Command(BaseCommand):
+    help = "Run console + consumer on a local moto server with sample templates (Ctrl-C stops all)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--port", type=int, default=8000, help="console port (default 8000)")
+        parser.add_argument("--moto-port", type=int, default=5055, help="moto port (default 5055)")
+        parser.add_argument(
+            "--admin-password",
+            default=os.environ.get("DEVSTACK_ADMIN_PASSWORD", ""),
+            help="password for the dev admin (default: a random one, printed)",
+        )
+
+    def handle(self, *args, port, moto_port, admin_password, **options):
+        from moto.server import ThreadedMotoServer  # dev-only dependency path
+
+        endpoint = f"http://127.0.0.1:{moto_port}"
+        moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
+        moto.start()
+        env = {**os.environ, **local_aws_environment(endpoint)}
+        manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
+        password = admin_password or secrets.token_urlsafe(9)
+
+        def step(*command: str, check: bool = True) -> None:
+            result = subprocess.run([*manage, *command], env=env, check=False)
+            if check and result.returncode:
+                raise CommandError(f"`manage.py {' '.join(command)}` failed ({result.returncode})")
+
+        processes: list[subprocess.Popen] = []
+        try:
+            step("migrate", "--noinput", "-v", "0")
+            step("bootstrap_aws")
+            step("load_templates", str(SAMPLES / "templates"))
+            step("load_template_mappings", str(SAMPLES / "mappings.json"))
+            step(
+                "create_console_user",
+                "admin",
+                "--superuser",
+                "--email",
+                "admin@pennsieve.local",
+                "--password",
+                password,
+            )
+            processes.append(
+                subprocess.Popen([*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], env=env)
+            )
+            processes.append(
+                subprocess.Popen([*manage, "consume_emails", "--wait-time", "5"], env=env)
+            )
+            env_file = Path(settings.BASE_DIR) / ".devstack.env"
+            env_file.write_text(
+                "".join(f"export {k}='{v}'\n" for k, v in local_aws_environment(endpoint).items())
+            )
+            self.stdout.write(
+                self.style.SUCCESS(
+                    f"\nemailops is running (Ctrl-C stops everything).\n"
+                    f"  console:  http://127.0.0.1:{port}/admin/  (user admin, password {password})\n"
+                    f"  AWS:      moto at {endpoint}\n"
+                    f"  try, in another shell:\n"
+                    f"    source {env_file}\n"
+                    f"    python manage.py enqueue_email --message-id added-to-team --to you@example.com "
+                    f'--context \'{{"teamName": "Imaging", "administrator": "Dave"}}\'\n'
+                )
+            )
+            while all(p.poll() is None for p in processes):
+                time.sleep(0.5)
+            raise CommandError("a process of the stack exited; stopping the rest")
+        except KeyboardInterrupt:
+            self.stdout.write("stopping...")
+        finally:
+            for process in processes:
+                if process.poll() is None:
+                    process.send_signal(signal.SIGTERM)
+            for process in processes:
+                try:
+                    process.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    process.kill()
+            moto.stop()

@@ -1,0 +1,60 @@
+"""python manage.py enqueue_email — put an EmailRequest on the queue, for trying things out."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from emailops import wiring
+from emailops.core.contract import parse_request
+from emailops.core.errors import EmailOpsError
+
+
+class Command(BaseCommand):
+    help = (
+        "Enqueue a request from a JSON file (--file) or from flags (--message-id, --to, --context)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--file", type=Path, help="a JSON EmailRequest (as producers send it)")
+        parser.add_argument("--message-id")
+        parser.add_argument(
+            "--to", action="append", default=[], metavar="EMAIL", help="recipient (repeatable)"
+        )
+        parser.add_argument("--context", default="{}", help="JSON object of template variables")
+        parser.add_argument("--dedupe-id", default="")
+        parser.add_argument(
+            "--raw",
+            action="store_true",
+            help="send the file as is, without validating it (to try bad input)",
+        )
+
+    def handle(self, *args, file, message_id, to, context, dedupe_id, raw, **options):
+        if file:
+            body = file.read_text(encoding="utf-8")
+        elif message_id and to:
+            try:
+                payload = {
+                    "messageId": message_id,
+                    "recipients": [{"email": e} for e in to],
+                    "context": json.loads(context),
+                }
+            except ValueError as exc:
+                raise CommandError(f"--context is not JSON: {exc}") from exc
+            if dedupe_id:
+                payload["dedupeId"] = dedupe_id
+            body = json.dumps(payload)
+        else:
+            raise CommandError("give --file, or --message-id with at least one --to")
+        if not raw:
+            try:
+                parse_request(body)
+            except EmailOpsError as exc:
+                raise CommandError(f"{exc.describe()} (use --raw to enqueue it anyway)") from exc
+        try:
+            sqs_id = wiring.queue().send(body)
+        except EmailOpsError as exc:
+            raise CommandError(exc.describe()) from exc
+        self.stdout.write(f"enqueued sqsMessageId={sqs_id}")

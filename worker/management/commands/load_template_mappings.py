@@ -1,0 +1,47 @@
+"""python manage.py load_template_mappings FILE.json — write messageId → template rows."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from emailops import wiring
+from emailops.core.errors import EmailOpsError
+from emailops.core.ports import TemplateMapping
+
+
+class Command(BaseCommand):
+    help = "Load a JSON list of {MessageId, TemplateFile, Subject} into TEMPLATES_TABLE (upsert)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", type=Path)
+
+    def handle(self, *args, file: Path, **options):
+        try:
+            rows = json.loads(file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise CommandError(f"cannot read {file}: {exc}") from exc
+        if not isinstance(rows, list):
+            raise CommandError(f"{file}: expected a JSON list of mappings")
+        store = wiring.mapping_store()
+        for index, row in enumerate(rows):
+            try:
+                mapping = TemplateMapping(
+                    message_id=row["MessageId"],
+                    template_file=row["TemplateFile"],
+                    subject=row["Subject"],
+                    updated_by="load_template_mappings",
+                )
+            except (KeyError, TypeError) as exc:
+                raise CommandError(
+                    f"{file}[{index}]: needs MessageId, TemplateFile, Subject"
+                ) from exc
+            try:
+                current = store.get_mapping(mapping.message_id)
+                store.save_mapping(mapping, expected_version=current.version if current else None)
+            except EmailOpsError as exc:
+                raise CommandError(exc.describe()) from exc
+            self.stdout.write(f"{'updated' if current else 'created'} {mapping.message_id}")
+        self.stdout.write(f"{len(rows)} mapping(s) loaded into {store.table}")
