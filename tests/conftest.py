@@ -113,3 +113,24 @@ class AwsStack:
 @pytest.fixture
 def dedupe_reference() -> dict:
     return json.loads((CONTRACT / "dedupe-keys.json").read_text())["keys"]
+
+
+@pytest.fixture
+def make_user(db, django_user_model):
+    """make_user("Support") → a staff user in that group (None: staff without a group)."""
+    from django.contrib.auth.models import Group
+
+    def make(group: str | None = None, *, superuser: bool = False, username: str | None = None):
+        name = username or (group or ("root" if superuser else "nogroup")).lower().replace(" ", "-")
+        user = django_user_model.objects.create_user(
+            username=name,
+            email=f"{name}@example.com",
+            password="pw-for-tests",
+            is_staff=True,
+            is_superuser=superuser,
+        )
+        if group:
+            user.groups.add(Group.objects.get(name=group))
+        return user
+
+    return make

@@ -1,0 +1,67 @@
+"""Admin entries for the console. The placeholder models' changelists route to custom views
+(the django-rq dashboard pattern); each feature package supplies its pages:
+
+- ``templates_admin.mappings``: ``admin_urls(admin_site)`` and ``changelist(request, admin_site)``
+- ``templates_admin.journal``: the same two names.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin
+
+from templates_admin import roles
+from templates_admin.models import EmailJournalPage, TemplateMappingPage
+
+
+class PlaceholderAdmin(admin.ModelAdmin):
+    """A model admin with no ORM pages: its changelist is a custom view, plus custom pages.
+
+    ``view_permission`` decides who sees the index entry; every custom view checks its own.
+    """
+
+    view_permission = ""
+    feature = None  # the package with admin_urls() and changelist()
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.has_perm(self.view_permission)
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def get_urls(self):
+        # Custom pages first, so they win over the default "<path:object_id>/" patterns.
+        return self.feature.admin_urls(self.admin_site) + super().get_urls()
+
+    def changelist_view(self, request, extra_context=None):
+        return self.feature.changelist(request, self.admin_site)
+
+
+@admin.register(TemplateMappingPage)
+class TemplateMappingAdmin(PlaceholderAdmin):
+    view_permission = roles.MANAGE_MAPPINGS
+
+    @property
+    def feature(self):
+        from templates_admin import mappings
+
+        return mappings
+
+
+@admin.register(EmailJournalPage)
+class EmailJournalAdmin(PlaceholderAdmin):
+    view_permission = roles.SEARCH_JOURNAL
+
+    @property
+    def feature(self):
+        from templates_admin import journal
+
+        return journal

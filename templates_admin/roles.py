@@ -1,0 +1,26 @@
+"""The console's groups and the permissions each one holds (created by a data migration)."""
+
+from __future__ import annotations
+
+SUPPORT = "Support"
+SUPPORT_LEADS = "Support leads"
+TEMPLATE_OWNERS = "Template owners"
+
+MANAGE_MAPPINGS = "templates_admin.manage_mappings"
+PREVIEW_TEMPLATES = "templates_admin.preview_templates"
+SEND_TEST_EMAIL = "templates_admin.send_test_email"
+SEARCH_JOURNAL = "templates_admin.search_journal"
+RESEND_EMAIL = "templates_admin.resend_email"
+
+# Template owners read the journal too: the send-test page links to the send it made.
+GROUP_PERMISSIONS: dict[str, list[str]] = {
+    SUPPORT: [SEARCH_JOURNAL],
+    SUPPORT_LEADS: [SEARCH_JOURNAL, RESEND_EMAIL],
+    TEMPLATE_OWNERS: [
+        MANAGE_MAPPINGS,
+        PREVIEW_TEMPLATES,
+        SEND_TEST_EMAIL,
+        SEARCH_JOURNAL,
+        RESEND_EMAIL,
+    ],
+}

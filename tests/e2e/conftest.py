@@ -1,0 +1,65 @@
+"""Real-browser fixtures: Debian's chromium driven by Playwright against pytest-django's live server.
+
+The live server runs in this process, so in-process moto (the ``aws`` fixture) serves it too.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from tests.conftest import skip_or_fail
+
+CHROMIUM = "/usr/bin/chromium"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+
+@pytest.fixture(scope="session")
+def browser():
+    if not os.path.exists(CHROMIUM):
+        skip_or_fail(f"{CHROMIUM} is not installed (apt-get install chromium)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        skip_or_fail("playwright is not installed (pip install -e '.[dev]')")
+    # Playwright's sync API keeps an event loop running in this thread; Django's ORM calls made by
+    # the test itself (creating users) are still synchronous and safe.
+    os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
+        yield browser
+        browser.close()
+
+
+@pytest.fixture
+def page(browser):
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    yield page
+    context.close()
+
+
+@pytest.fixture
+def login(page, live_server):
+    """login(user) signs in through the admin's own login form; returns the page."""
+
+    def sign_in(user, password: str = "pw-for-tests"):
+        page.goto(f"{live_server.url}/admin/login/")
+        page.fill("#id_username", user.username)
+        page.fill("#id_password", password)
+        page.click("input[type=submit]")
+        page.wait_for_url(f"{live_server.url}/admin/")
+        return page
+
+    return sign_in
