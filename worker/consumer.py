@@ -113,6 +113,7 @@ class Consumer:
         log.log(
             logging.INFO if outcome.action in (Action.DELETE, Action.WAIT) else logging.WARNING,
             "record.done",
+            messageId=outcome.message_id or None,
             outcome=outcome.action.value,
             sent=outcome.sent,
             skipped=outcome.skipped,

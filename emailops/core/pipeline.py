@@ -11,7 +11,7 @@ import logging
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import formataddr
 from enum import Enum
 
@@ -38,6 +38,7 @@ class Action(Enum):
 class RecordOutcome:
     action: Action
     reason: str = ""
+    message_id: str = ""  # the request's messageId, when the body parsed
     wait_until: int = 0  # for WAIT: epoch seconds when the blocking lease ends
     sent: int = 0
     skipped: int = 0
@@ -111,9 +112,11 @@ class EmailPipeline:
             log.warning("request.invalid", error=exc.describe())
             if exc.request is not None:
                 self._record_failures(exc.request, exc.describe(), log.bind(messageId=exc.key))
-            return RecordOutcome(Action.DEAD_LETTER, reason=exc.describe())
-        log = log.bind(messageId=request.message_id)
+            return RecordOutcome(Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or "")
+        outcome = self._process_request(request, log.bind(messageId=request.message_id))
+        return replace(outcome, message_id=request.message_id)
 
+    def _process_request(self, request: EmailRequest, log: EventLog) -> RecordOutcome:
         try:
             composed = self.composer.compose(
                 request.message_id, request.context, request.organization_id

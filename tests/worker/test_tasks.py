@@ -1,0 +1,57 @@
+"""Celery tasks, eagerly and through a real Redis broker with an in-process worker."""
+
+from __future__ import annotations
+
+import socket
+
+import pytest
+
+from emailops.core.errors import InvalidRequest
+from tests.conftest import fixture_body, skip_or_fail
+from worker import tasks
+
+REDIS_URL = "redis://127.0.0.1:6379/15"
+
+
+def redis_available() -> bool:
+    try:
+        with socket.create_connection(("127.0.0.1", 6379), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def test_enqueue_task_rejects_a_bad_request_before_it_reaches_the_queue(aws):
+    with pytest.raises(InvalidRequest, match="no recipients"):
+        tasks.enqueue_email_request.apply(args=['{"messageId": "x", "recipients": []}']).get()
+    assert aws.queue_messages(aws.queue_url) == []
+
+
+def test_consume_task_sends_what_is_queued(aws):
+    aws.load_samples()
+    tasks.enqueue_email_request.apply(args=[fixture_body("multi-recipient.json")]).get()
+    stats = tasks.consume_emails_batch.apply(kwargs={"max_messages": 10}).get()
+    assert stats["received"] == 1 and stats["deleted"] == 1
+    assert sorted(m.destinations["ToAddresses"][0] for m in aws.sent_emails()) == [
+        "Reviewer One <rev1@example.com>",
+        "Reviewer Two <rev2@example.com>",
+    ]
+
+
+def test_tasks_run_on_a_real_redis_broker(aws):
+    if not redis_available():
+        skip_or_fail("Redis is not listening on 127.0.0.1:6379")
+    from celery import Celery
+    from celery.contrib.testing.worker import start_worker
+
+    aws.load_samples()
+    # A fresh app on Redis (db 15) gets the same shared tasks, with a result backend to read.
+    redis_app = Celery("emailops-test", broker=REDIS_URL, backend=REDIS_URL)
+    redis_app.conf.task_default_queue = "emailops-test"
+    enqueue = redis_app.tasks[tasks.enqueue_email_request.name]
+    consume = redis_app.tasks[tasks.consume_emails_batch.name]
+    with start_worker(redis_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+        sqs_id = enqueue.delay(fixture_body("with-dedupe-id.json")).get(timeout=20)
+        stats = consume.delay(10).get(timeout=30)
+    assert sqs_id and stats["deleted"] == 1
+    assert [m.subject for m in aws.sent_emails()] == ["You were added to the team Imaging"]
