@@ -7,6 +7,7 @@ the console and the consumer until Ctrl-C, which stops them all.
 
 from __future__ import annotations
 
+import logging
 import os
 import secrets
 import signal
@@ -55,6 +56,9 @@ class Command(BaseCommand):
     def handle(self, *args, port, moto_port, admin_password, **options):
         from moto.server import ThreadedMotoServer  # dev-only dependency path
 
+        # SIGTERM stops the stack like Ctrl-C: children first, then moto.
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
+        logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request access log
         endpoint = f"http://127.0.0.1:{moto_port}"
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
         moto.start()
