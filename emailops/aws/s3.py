@@ -9,7 +9,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.base import ContentFile
 from storages.backends.s3 import S3Storage
 
-from emailops.aws.clients import translate_error
+from emailops.aws.clients import error_code, translate_error
 from emailops.core.errors import TemplateError
 
 __all__ = ["S3TemplateStore"]
@@ -36,12 +36,16 @@ class S3TemplateStore:
         return storage
 
     def read_template(self, key: str) -> str | None:
+        # One GetObject through the storage's client: Storage.open() would add a HeadObject per
+        # read, and this is the consumer's hot path (a branded miss costs one call, not two).
+        client = self.storage.connection.meta.client
         try:
-            with self.storage.open(key, "rb") as handle:
-                data = handle.read()
-        except FileNotFoundError:
-            return None
-        except (ClientError, BotoCoreError) as exc:
+            data = client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+        except ClientError as exc:
+            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise translate_error(exc, "fetch template", key=key) from exc
+        except BotoCoreError as exc:
             raise translate_error(exc, "fetch template", key=key) from exc
         try:
             return data.decode("utf-8")

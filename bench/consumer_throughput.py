@@ -1,0 +1,127 @@
+"""Consumer throughput and AWS calls per record, template cache off vs on, side by side.
+
+Runs the real consumer (SQS → DynamoDB → S3 → SES adapters) against moto in-process, so the
+figures measure our code plus moto, not AWS latency; the calls-per-record column is what carries
+over to production. Usage: python bench/consumer_throughput.py [--records 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "emailops.settings")
+for name, value in {
+    "AWS_ACCESS_KEY_ID": "testing",
+    "AWS_SECRET_ACCESS_KEY": "testing",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "LOG_LEVEL": "WARNING",
+}.items():
+    os.environ[name] = value
+os.environ.pop("AWS_ENDPOINT_URL", None)
+
+import django  # noqa: E402
+
+django.setup()
+
+from django.conf import settings  # noqa: E402
+from django.core.management import call_command  # noqa: E402
+from moto import mock_aws  # noqa: E402
+
+from emailops import wiring  # noqa: E402
+from emailops.aws import provision  # noqa: E402
+from emailops.aws.clients import aws_client  # noqa: E402
+from worker.wiring import build_consumer  # noqa: E402
+
+SAMPLES = ROOT / "emailops" / "data" / "samples"
+
+
+def request(i: int) -> str:
+    org = {"organizationId": 367} if i % 2 else {"organizationId": 1000 + i % 7}
+    return json.dumps(
+        {
+            "messageId": "dataset-publication-accepted",
+            "recipients": [{"email": f"owner{i}@example.com"}, {"email": f"co{i}@example.com"}],
+            "context": {
+                **org,
+                "datasetName": f"Dataset {i}",
+                "reviewerName": "Bob",
+                "date": "2026-06-18",
+            },
+        }
+    )
+
+
+def run(records: int, cache_seconds: int) -> dict:
+    with mock_aws():
+        wiring.reset()
+        settings.TEMPLATE_CACHE_SECONDS = cache_seconds
+        settings.JOURNAL_TABLE, settings.S3_BUCKET = "email-journal", "emailops-bench"
+        settings.EMAIL_SENDER = "Bench <bench@example.com>"
+        quiet = lambda _line: None  # noqa: E731
+        dynamodb, sqs = (
+            aws_client("dynamodb", region="us-east-1"),
+            aws_client("sqs", region="us-east-1"),
+        )
+        provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
+        provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
+        settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(sqs, "bench", quiet)
+        wiring.template_store().create_bucket()
+        wiring.sender().verify_sender("bench@example.com")
+        devnull = open(os.devnull, "w")  # noqa: SIM115
+        call_command("load_templates", str(SAMPLES / "templates"), stdout=devnull)
+        call_command("load_template_mappings", str(SAMPLES / "mappings.json"), stdout=devnull)
+        for start in range(0, records, 10):
+            sqs.send_message_batch(
+                QueueUrl=settings.EMAIL_SERVICE_QUEUE_URL,
+                Entries=[
+                    {"Id": str(i), "MessageBody": request(i)}
+                    for i in range(start, min(records, start + 10))
+                ],
+            )
+
+        consumer = build_consumer()
+        calls: collections.Counter[str] = collections.Counter()
+
+        def count(event_name, **_):
+            calls[event_name.split(".", 2)[2]] += 1
+
+        storage_client = wiring.template_store().storage.connection.meta.client
+        for client in {dynamodb, sqs, aws_client("ses", region="us-east-1"), storage_client}:
+            client.meta.events.register("before-call.*.*", count)
+        started = time.perf_counter()
+        stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
+        elapsed = time.perf_counter() - started
+        assert stats.deleted == records, stats
+        return {"seconds": elapsed, "calls": calls, "records": records}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--records", type=int, default=200)
+    args = parser.parse_args()
+    off, on = run(args.records, 0), run(args.records, 60)
+    print(f"consumer, {args.records} records x 2 recipients, moto in-process")
+    print(f"{'':28}{'cache off':>12}{'cache on':>12}{'ratio':>8}")
+    rate_off, rate_on = args.records / off["seconds"], args.records / on["seconds"]
+    print(f"{'records/s':28}{rate_off:12.1f}{rate_on:12.1f}{rate_on / rate_off:8.2f}")
+    for op in sorted(set(off["calls"]) | set(on["calls"])):
+        a, b = off["calls"][op] / args.records, on["calls"][op] / args.records
+        print(f"{op + ' per record':28}{a:12.2f}{b:12.2f}{(b / a if a else 0):8.2f}")
+    total_off = sum(off["calls"].values()) / args.records
+    total_on = sum(on["calls"].values()) / args.records
+    print(
+        f"{'AWS calls per record':28}{total_off:12.2f}{total_on:12.2f}{total_on / total_off:8.2f}"
+    )
+
+
+if __name__ == "__main__":
+    main()
