@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -21,7 +22,6 @@ from moto.core import DEFAULT_ACCOUNT_ID
 from moto.server import ThreadedMotoServer
 from moto.ses.models import ses_backends
 
-from emailops.aws import provision
 from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from tests.conftest import CONTRACT, SAMPLES, fixture_body
@@ -60,8 +60,11 @@ def stack():
     }
     env.pop("AWS_PROFILE", None)
     client = lambda name: boto3.client(  # noqa: E731
-        name, endpoint_url=endpoint, region_name="us-east-1",
-        aws_access_key_id="testing", aws_secret_access_key="testing",
+        name,
+        endpoint_url=endpoint,
+        region_name="us-east-1",
+        aws_access_key_id="testing",
+        aws_secret_access_key="testing",
     )
     manage = [sys.executable, str(ROOT / "manage.py")]
     for command in (
@@ -87,27 +90,38 @@ class Stack:
     def consume(self) -> subprocess.CompletedProcess:
         result = subprocess.run(
             [*self.manage, "consume_emails", "--until-empty", "--wait-time", "1"],
-            env=self.env, capture_output=True, text=True, timeout=180,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=180,
         )
         assert result.returncode == 0, result.stderr
         return result
 
     def row(self, key: str) -> dict:
-        item = self.dynamodb.get_item(TableName="email-journal", Key={"Id": {"S": key}},
-                                      ConsistentRead=True).get("Item")
+        item = self.dynamodb.get_item(
+            TableName="email-journal", Key={"Id": {"S": key}}, ConsistentRead=True
+        ).get("Item")
         assert item, f"no journal row {key}"
         return {k: next(iter(v.values())) for k, v in item.items()}
 
     def put_row(self, **attributes: str | int) -> None:
-        self.dynamodb.put_item(TableName="email-journal", Item={
-            k: {"N": str(v)} if isinstance(v, int) else {"S": v} for k, v in attributes.items()})
+        self.dynamodb.put_item(
+            TableName="email-journal",
+            Item={
+                k: {"N": str(v)} if isinstance(v, int) else {"S": v} for k, v in attributes.items()
+            },
+        )
 
     def dead_letters(self) -> list[dict]:
         found: dict[str, dict] = {}
         for _ in range(5):  # SQS returns a sample per call; a few calls see every message
             response = self.sqs.receive_message(
-                QueueUrl=self.dlq_url, MaxNumberOfMessages=10, MessageAttributeNames=["All"],
-                VisibilityTimeout=0)
+                QueueUrl=self.dlq_url,
+                MaxNumberOfMessages=10,
+                MessageAttributeNames=["All"],
+                VisibilityTimeout=0,
+            )
             found.update({m["MessageId"]: m for m in response.get("Messages", [])})
         return list(found.values())
 
@@ -125,38 +139,99 @@ def key_for(body: str | dict, email: str) -> str:
 def consumed(stack):
     """Load the queue with every case at once (one batch proves records are isolated), consume."""
     now = int(time.time())
-    failed_before = {"messageId": "added-to-team", "dedupeId": "retry-1",
-                     "recipients": [{"email": "retry@example.com"}], "context": {"teamName": "Ops"}}
-    stack.put_row(Id="retry-1:retry@example.com", MessageId="added-to-team",
-                  Recipient="retry@example.com", Status="FAILED", Timestamp=now - 600,
-                  SentAtKey=f"{now - 600:020d}", Error="Throttling: rate exceeded", Attempts=1)
-    crashed = {"messageId": "added-to-team", "dedupeId": "crash-1",
-               "recipients": [{"email": "crash@example.com"}], "context": {"teamName": "Ops"}}
+    failed_before = {
+        "messageId": "added-to-team",
+        "dedupeId": "retry-1",
+        "recipients": [{"email": "retry@example.com"}],
+        "context": {"teamName": "Ops"},
+    }
+    stack.put_row(
+        Id="retry-1:retry@example.com",
+        MessageId="added-to-team",
+        Recipient="retry@example.com",
+        Status="FAILED",
+        Timestamp=now - 600,
+        SentAtKey=f"{now - 600:020d}",
+        Error="Throttling: rate exceeded",
+        Attempts=1,
+    )
+    crashed = {
+        "messageId": "added-to-team",
+        "dedupeId": "crash-1",
+        "recipients": [{"email": "crash@example.com"}],
+        "context": {"teamName": "Ops"},
+    }
     # A claim by the Go consumer that died mid-send: no ClaimExpiresAt, Timestamp long ago.
-    stack.put_row(Id="crash-1:crash@example.com", MessageId="added-to-team",
-                  Recipient="crash@example.com", Status="QUEUED", Timestamp=now - 3600,
-                  SentAtKey=f"{now - 3600:020d}")
-    busy = {"messageId": "added-to-team", "dedupeId": "busy-1",
-            "recipients": [{"email": "busy@example.com"}], "context": {"teamName": "Ops"}}
-    stack.put_row(Id="busy-1:busy@example.com", MessageId="added-to-team",
-                  Recipient="busy@example.com", Status="QUEUED", Timestamp=now,
-                  SentAtKey=f"{now:020d}", ClaimExpiresAt=now + 600, Attempts=1)
+    stack.put_row(
+        Id="crash-1:crash@example.com",
+        MessageId="added-to-team",
+        Recipient="crash@example.com",
+        Status="QUEUED",
+        Timestamp=now - 3600,
+        SentAtKey=f"{now - 3600:020d}",
+    )
+    busy = {
+        "messageId": "added-to-team",
+        "dedupeId": "busy-1",
+        "recipients": [{"email": "busy@example.com"}],
+        "context": {"teamName": "Ops"},
+    }
+    stack.put_row(
+        Id="busy-1:busy@example.com",
+        MessageId="added-to-team",
+        Recipient="busy@example.com",
+        Status="QUEUED",
+        Timestamp=now,
+        SentAtKey=f"{now:020d}",
+        ClaimExpiresAt=now + 600,
+        Attempts=1,
+    )
     cases = {
         "fixtures": [fixture_body(p.name) for p in sorted((CONTRACT / "fixtures").glob("*.json"))],
         "duplicate": [fixture_body("minimal.json")],
-        "override": [{"messageId": "added-to-team", "recipients": [{"email": "subj@example.com"}],
-                      "context": {"teamName": "R&D", "subject": "Welcome to {{.teamName}}, {{ who }}",
-                                  "who": "Ann"}}],
-        "escaping": [{"messageId": "added-to-team", "recipients": [{"email": "xss@example.com"}],
-                      "context": {"teamName": "<script>alert(1)</script>", "administrator": "Tom & Jerry",
-                                  "host": "h", "organizationNodeId": "N:o"}}],
-        "fallback": [{"messageId": "dataset-publication-accepted",
-                      "recipients": [{"email": "org999@example.com"}],
-                      "context": {"organizationId": "999", "datasetName": "D", "reviewerName": "R",
-                                  "date": "2026-01-01"}}],
-        "retry": [failed_before], "crashed": [crashed], "busy": [busy],
-        "malformed": ["{not json", {"messageId": "no-such-email", "recipients": [{"email": "u@example.com"}]},
-                      {"messageId": "added-to-team", "recipients": [{"email": "not-an-address"}]}],
+        "override": [
+            {
+                "messageId": "added-to-team",
+                "recipients": [{"email": "subj@example.com"}],
+                "context": {
+                    "teamName": "R&D",
+                    "subject": "Welcome to {{.teamName}}, {{ who }}",
+                    "who": "Ann",
+                },
+            }
+        ],
+        "escaping": [
+            {
+                "messageId": "added-to-team",
+                "recipients": [{"email": "xss@example.com"}],
+                "context": {
+                    "teamName": "<script>alert(1)</script>",
+                    "administrator": "Tom & Jerry",
+                    "host": "h",
+                    "organizationNodeId": "N:o",
+                },
+            }
+        ],
+        "fallback": [
+            {
+                "messageId": "dataset-publication-accepted",
+                "recipients": [{"email": "org999@example.com"}],
+                "context": {
+                    "organizationId": "999",
+                    "datasetName": "D",
+                    "reviewerName": "R",
+                    "date": "2026-01-01",
+                },
+            }
+        ],
+        "retry": [failed_before],
+        "crashed": [crashed],
+        "busy": [busy],
+        "malformed": [
+            "{not json",
+            {"messageId": "no-such-email", "recipients": [{"email": "u@example.com"}]},
+            {"messageId": "added-to-team", "recipients": [{"email": "not-an-address"}]},
+        ],
     }
     for bodies in cases.values():
         for body in bodies:
@@ -166,7 +241,12 @@ def consumed(stack):
 
 
 def test_every_contract_fixture_is_sent_with_its_reference_key(stack, consumed, dedupe_reference):
-    for name in ("minimal.json", "multi-recipient.json", "with-dedupe-id.json", "with-organization.json"):
+    for name in (
+        "minimal.json",
+        "multi-recipient.json",
+        "with-dedupe-id.json",
+        "with-organization.json",
+    ):
         for email, key in dedupe_reference[name].items():
             row = stack.row(key)
             assert row["Status"] == "SENT", (name, row)
@@ -226,13 +306,16 @@ def test_live_claim_is_left_to_its_owner(stack, consumed):
     assert sent_to("busy@example.com") == []
     assert stack.row("busy-1:busy@example.com")["Status"] == "QUEUED"
     attributes = stack.sqs.get_queue_attributes(
-        QueueUrl=stack.queue_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"])
+        QueueUrl=stack.queue_url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )
     assert int(attributes["Attributes"]["ApproximateNumberOfMessagesNotVisible"]) >= 1
 
 
 def test_bad_records_go_to_the_dead_letter_queue_with_a_reason(stack, consumed):
-    reasons = {m["Body"]: m["MessageAttributes"]["FailureReason"]["StringValue"]
-               for m in stack.dead_letters()}
+    reasons = {
+        m["Body"]: m["MessageAttributes"]["FailureReason"]["StringValue"]
+        for m in stack.dead_letters()
+    }
     assert "body is not JSON" in reasons["{not json"]
     unknown = next(r for b, r in reasons.items() if "no-such-email" in b)
     assert "no such messageId" in unknown
@@ -256,3 +339,24 @@ def test_a_second_run_sends_nothing_new(stack, consumed):
     stack.enqueue(fixture_body("multi-recipient.json"))  # redelivery of an already-sent request
     stack.consume()
     assert len(ses_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].sent_messages) == before
+
+
+def test_sigterm_stops_the_consumer_cleanly(stack):
+    process = subprocess.Popen(
+        [*stack.manage, "consume_emails", "--wait-time", "1"],
+        env=stack.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        for line in process.stderr:  # blocks until the consumer has started polling
+            if "event=consumer.configured" in line:
+                break
+        process.send_signal(signal.SIGTERM)
+        out, err = process.communicate(timeout=30)
+    finally:
+        process.kill()
+    assert process.returncode == 0, err
+    assert "finishing the current batch" in err
+    assert out.startswith("received=")

@@ -55,19 +55,30 @@ def parts(aws):
 
 
 def make_consumer(queue, pipeline, dead_letter_url):
-    return Consumer(queue=queue, pipeline=pipeline, dead_letter_url=dead_letter_url,
-                    backoff_base=10, backoff_cap=100)
+    return Consumer(
+        queue=queue,
+        pipeline=pipeline,
+        dead_letter_url=dead_letter_url,
+        backoff_base=10,
+        backoff_cap=100,
+    )
 
 
 def test_transient_failure_backs_off_and_keeps_the_message(aws, parts):
     pipeline, sender, queue = parts
     sender.errors.append(TransientError("send email", reason="Throttling"))
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
-    stats = make_consumer(queue, pipeline, aws.dlq_url).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    stats = make_consumer(queue, pipeline, aws.dlq_url).run(
+        stop=threading.Event(), until_empty=True, wait_time=0
+    )
     assert stats.retried == 1 and stats.deleted == 0
-    assert len(queue.visibility) == 1 and 5 <= queue.visibility[0] <= 10  # receive 1: base 10, jittered
+    assert (
+        len(queue.visibility) == 1 and 5 <= queue.visibility[0] <= 10
+    )  # receive 1: base 10, jittered
     assert aws.queue_messages(aws.queue_url) == []  # invisible, not gone
-    attrs = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=["All"])["Attributes"]
+    attrs = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=["All"])[
+        "Attributes"
+    ]
     assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"
 
 
@@ -83,7 +94,9 @@ def test_a_crashing_record_does_not_touch_the_rest_of_its_batch(aws, parts, monk
     monkeypatch.setattr(pipeline, "process", buggy)
     for email in ("one@example.com", "crash@example.com", "two@example.com"):
         aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request(email))
-    stats = make_consumer(queue, pipeline, aws.dlq_url).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    stats = make_consumer(queue, pipeline, aws.dlq_url).run(
+        stop=threading.Event(), until_empty=True, wait_time=0
+    )
     assert stats.deleted == 2 and stats.retried == 1
     assert sorted(e.to for e in sender.sent) == ["one@example.com", "two@example.com"]
 
@@ -91,16 +104,23 @@ def test_a_crashing_record_does_not_touch_the_rest_of_its_batch(aws, parts, monk
 def test_permanent_failure_without_a_dead_letter_queue_stays_on_the_queue(aws, parts):
     pipeline, _, queue = parts
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody="not json")
-    stats = make_consumer(queue, pipeline, None).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    stats = make_consumer(queue, pipeline, None).run(
+        stop=threading.Event(), until_empty=True, wait_time=0
+    )
     assert stats.dead_lettered == 0 and stats.retried == 1 and queue.visibility
     assert aws.queue_messages(aws.dlq_url) == []
 
 
 def test_permanent_failure_is_dead_lettered_at_once_with_its_reason(aws, parts):
     pipeline, _, queue = parts
-    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("x@example.com", "nope"),
-                         MessageAttributes={"producer": {"DataType": "String", "StringValue": "api"}})
-    stats = make_consumer(queue, pipeline, aws.dlq_url).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    aws.sqs.send_message(
+        QueueUrl=aws.queue_url,
+        MessageBody=request("x@example.com", "nope"),
+        MessageAttributes={"producer": {"DataType": "String", "StringValue": "api"}},
+    )
+    stats = make_consumer(queue, pipeline, aws.dlq_url).run(
+        stop=threading.Event(), until_empty=True, wait_time=0
+    )
     assert stats.dead_lettered == 1
     (dead,) = aws.queue_messages(aws.dlq_url)
     assert "no such messageId" in dead["MessageAttributes"]["FailureReason"]["StringValue"]
@@ -113,7 +133,8 @@ def test_max_messages_and_stop(aws, parts):
     for i in range(5):
         aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request(f"u{i}@example.com"))
     stats = make_consumer(queue, pipeline, aws.dlq_url).run(
-        stop=threading.Event(), max_messages=2, batch_size=1, wait_time=0)
+        stop=threading.Event(), max_messages=2, batch_size=1, wait_time=0
+    )
     assert stats.received == 2 and len(sender.sent) == 2
     stopped = threading.Event()
     stopped.set()
@@ -135,8 +156,15 @@ def test_missing_settings_fail_at_start_up_naming_the_variable(aws, settings, na
 
 
 def test_sender_falls_back_to_the_pennsieve_domain(settings):
-    settings.EMAIL_SENDER, settings.EMAIL_REPLY_TO, settings.PENNSIEVE_DOMAIN = "", "", "pennsieve.io"
-    assert wiring.sender_addresses() == ("Pennsieve <support@pennsieve.io>", ("support@pennsieve.io",))
+    settings.EMAIL_SENDER, settings.EMAIL_REPLY_TO, settings.PENNSIEVE_DOMAIN = (
+        "",
+        "",
+        "pennsieve.io",
+    )
+    assert wiring.sender_addresses() == (
+        "Pennsieve <support@pennsieve.io>",
+        ("support@pennsieve.io",),
+    )
     settings.PENNSIEVE_DOMAIN = ""
     with pytest.raises(ImproperlyConfigured, match="EMAIL_SENDER"):
         wiring.sender_addresses()

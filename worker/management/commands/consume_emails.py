@@ -40,7 +40,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, until_empty, max_messages, wait_time, batch_size, **options):
-        consumer = build_consumer()
         stop = threading.Event()
 
         def request_stop(signum, _frame):
@@ -55,6 +54,7 @@ class Command(BaseCommand):
             sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
         }
         try:
+            consumer = build_consumer()
             stats = consumer.run(
                 stop=stop,
                 until_empty=until_empty,
