@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,12 +49,48 @@ def _reject_constant(name: str) -> Any:
 
 def _parse_int(text: str) -> int | float:
     # Go decodes every number as float64, where "-0" keeps its sign; Python's int would drop it.
-    return -0.0 if text.lstrip("-").strip("0") == "" and text.startswith("-") else int(text)
+    if text.lstrip("-").strip("0") == "" and text.startswith("-"):
+        return -0.0
+    value = int(text)
+    _parse_float(text)  # beyond float64, Go's decoder refuses it: so do we
+    return value
+
+
+def _parse_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):
+        raise ValueError(f"number {text[:20]} is out of range for a float64")
+    return value
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# Deeper than this, the recursive dedupe encoder would overflow Python's stack; DynamoDB stores only
+# 32 levels anyway, so no such request could be journaled.
+MAX_DEPTH = 100
+
+
+def _go_strings(value: Any, depth: int = 0) -> Any:
+    """Go decodes an unpaired surrogate escape (``"\\ud800"``) as U+FFFD; Python keeps the
+    surrogate, which neither DynamoDB nor SES clients can encode."""
+    if depth > MAX_DEPTH:
+        raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
+    if isinstance(value, str):
+        return _SURROGATE.sub("\ufffd", value)
+    if isinstance(value, list):
+        return [_go_strings(v, depth + 1) for v in value]
+    if isinstance(value, dict):
+        return {_go_strings(k): _go_strings(v, depth + 1) for k, v in value.items()}
+    return value
 
 
 def loads(body: str | bytes) -> Any:
-    """json.loads that refuses NaN/Infinity (not JSON, and Go would refuse them too)."""
-    return json.loads(body, parse_constant=_reject_constant, parse_int=_parse_int)
+    """json.loads that decodes as Go does: refuses NaN/Infinity and numbers beyond float64 (not
+    JSON, or not decodable by Go), and turns unpaired surrogates into U+FFFD. Also refuses bodies
+    nested deeper than MAX_DEPTH."""
+    data = json.loads(
+        body, parse_constant=_reject_constant, parse_int=_parse_int, parse_float=_parse_float
+    )
+    return _go_strings(data)
 
 
 def organization_id_of(context: dict[str, Any]) -> str | None:
@@ -81,6 +118,10 @@ def _parse_recipient(index: int, raw: Any) -> Recipient:
     email = raw.get("email")
     if not isinstance(email, str) or not email:
         raise InvalidRequest("parse request", reason=f"{where}.email is missing")
+    if not email.isascii():  # SES (and formataddr) take only ASCII addresses
+        raise InvalidRequest(
+            "parse request", reason=f"{where}.email {email!r} must be an ASCII address"
+        )
     try:
         validate_email(email, check_deliverability=False)
     except EmailNotValidError as exc:
@@ -97,7 +138,7 @@ def parse_request(body: str | bytes) -> EmailRequest:
     """Parse and validate one SQS body; raises InvalidRequest with a readable reason."""
     try:
         data = loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+    except (ValueError, RecursionError) as exc:  # (UnicodeDecodeError is a ValueError)
         raise InvalidRequest("parse request", reason=f"body is not JSON ({exc})") from None
     if not isinstance(data, dict):
         raise InvalidRequest("parse request", reason="body must be a JSON object")

@@ -178,13 +178,13 @@ class _Translator:
         """The Jinja2 tag for one Go action body, or None when the body is not Go syntax."""
         if body.startswith("/*") and body.endswith("*/"):
             return "comment"
-        keyword, _, rest = body.partition(" ")
+        keyword, rest = [*re.split(r"\s+", body, maxsplit=1), ""][:2]
         rest = rest.strip()
         if body in ("else", "end") and self.stack:
             return self.close_or_else(body)
-        if body == "end":
-            raise self.error("{{end}} without an open {{if}}, {{range}} or {{with}}")
-        if keyword == "else" and rest.startswith("if ") and self.stack:
+        if body in ("else", "end"):
+            raise self.error("{{" + body + "}} without an open {{if}}, {{range}} or {{with}}")
+        if keyword == "else" and re.match(r"if\s", rest) and self.stack:
             if self.stack[-1].kind != "if" or self.stack[-1].in_else:
                 raise self.error("{{else if}} outside an {{if}}")
             return f"{{% elif {self.pipeline(rest[3:])} %}}"
