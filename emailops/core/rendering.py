@@ -34,8 +34,10 @@ class _RecordingUndefined(ChainableUndefined):
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         names = _missing.get()
-        if names is not None and self._undefined_name and self._undefined_name not in names:
-            names.append(self._undefined_name)
+        # The name is an int for a missing list index (`{{index .xs 5}}`); the report is text.
+        name = "" if self._undefined_name is None else str(self._undefined_name)
+        if names is not None and name and name not in names:
+            names.append(name)
 
 
 def go_format(value: Any) -> Any:
@@ -67,18 +69,49 @@ def _go_range(value: Any) -> Any:
     return value
 
 
-class _StrictSandbox(ImmutableSandboxedEnvironment):
-    """Reaching for an unsafe attribute raises at once.
+MAX_POWER_BITS = 4096  # `n ** e` results beyond this are refused
+MAX_REPEAT = 100_000  # `'x' * n` / `[x] * n` results beyond this length are refused
 
-    The stock sandbox returns an Undefined that raises when printed, but a lenient Undefined (ours
-    renders missing values empty) would swallow it; a template that probes Python internals must
-    fail loudly instead.
+
+class _StrictSandbox(ImmutableSandboxedEnvironment):
+    """The sandbox, stricter in two ways.
+
+    Reaching for an unsafe attribute raises at once: the stock sandbox returns an Undefined that
+    raises when printed, but a lenient Undefined (ours renders missing values empty) would swallow
+    it. And ``**`` and ``*`` are checked before they run, so a template cannot burn CPU or memory
+    (intercepting them also stops Jinja2 from folding them at compile time).
     """
+
+    intercepted_binops = frozenset({"**", "*"})
 
     def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
         raise SecurityError(
             f"access to attribute {attribute!r} of a {type(obj).__name__} is not allowed"
         )
+
+    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
+        huge_power = (
+            operator == "**"
+            and _is_int(left)
+            and _is_int(right)
+            and abs(left) > 1
+            and right * abs(left).bit_length() > MAX_POWER_BITS
+        )
+        if huge_power:
+            raise SecurityError(f"{left} ** {right} is too large for a template")
+        if operator == "*":
+            for seq, times in ((left, right), (right, left)):
+                if (
+                    isinstance(seq, str | list | tuple)
+                    and _is_int(times)
+                    and len(seq) * times > MAX_REPEAT
+                ):
+                    raise SecurityError("repeating a sequence that often is not allowed")
+        return super().call_binop(context, operator, left, right)
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _environment(*, autoescape: bool) -> ImmutableSandboxedEnvironment:
