@@ -4,3 +4,7 @@ from django.apps import AppConfig
 class WorkerConfig(AppConfig):
     name = "worker"
     verbose_name = "Email consumer"
+
+    def ready(self) -> None:
+        # Make the project's Celery app the current one, so shared tasks bind to it.
+        import emailops.celery  # noqa: F401
