@@ -112,7 +112,9 @@ class EmailPipeline:
             log.warning("request.invalid", error=exc.describe())
             if exc.request is not None:
                 self._record_failures(exc.request, exc.describe(), log.bind(messageId=exc.key))
-            return RecordOutcome(Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or "")
+            return RecordOutcome(
+                Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or ""
+            )
         outcome = self._process_request(request, log.bind(messageId=request.message_id))
         return replace(outcome, message_id=request.message_id)
 

@@ -1,0 +1,124 @@
+"""AWS errors become the core's: throttling, 5xx and network trouble are transient; requests AWS
+will never accept are permanent."""
+
+from __future__ import annotations
+
+import pytest
+from botocore.exceptions import (
+    ClientError,
+    ConnectTimeoutError,
+    EndpointConnectionError,
+    NoCredentialsError,
+    ReadTimeoutError,
+)
+
+from emailops.aws.clients import aws_client, error_code, reset_clients, translate_error
+from emailops.core.errors import PermanentError, SendRejected, TransientError
+
+
+def client_error(code: str, message: str = "", status: int = 400) -> ClientError:
+    return ClientError(
+        {
+            "Error": {"Code": code, "Message": message},
+            "ResponseMetadata": {"HTTPStatusCode": status},
+        },
+        "SomeOperation",
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "status"),
+    [
+        ("Throttling", 400),
+        ("ThrottlingException", 400),
+        ("ProvisionedThroughputExceededException", 400),
+        ("RequestLimitExceeded", 400),
+        ("SlowDown", 503),
+        ("InternalServerError", 500),
+        ("InternalFailure", 500),
+        ("ServiceUnavailable", 503),
+        ("TransactionConflictException", 400),
+        ("AccessDeniedException", 400),  # an operator can fix it: keep the record
+        ("ResourceNotFoundException", 400),
+        ("", 502),
+    ],
+)
+def test_transient_codes(code, status):
+    error = translate_error(client_error(code, "try later", status), "claim journal row", key="k")
+    assert type(error) is TransientError
+    assert not error.permanent
+    assert error.what == "claim journal row"
+    assert error.key == "k"
+    assert code in error.reason and "try later" in error.reason
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        "ValidationException",
+        "InvalidParameterValue",
+        "InvalidParameterCombination",
+        "MessageRejected",
+        "MailFromDomainNotVerified",
+        "MailFromDomainNotVerifiedException",
+        "ItemCollectionSizeLimitExceededException",
+    ],
+)
+def test_permanent_codes(code):
+    error = translate_error(client_error(code, "no"), "send email")
+    assert type(error) is PermanentError
+    assert error.permanent
+    assert error.reason == f"{code}: no"
+
+
+def test_permanent_class_and_extra_codes():
+    error = translate_error(
+        client_error("MessageRejected"), "send email", permanent_class=SendRejected
+    )
+    assert type(error) is SendRejected
+    assert error.reason == "MessageRejected"  # no message: just the code
+    extra = translate_error(
+        client_error("NoSuchBucket"), "x", permanent_codes=frozenset({"NoSuchBucket"})
+    )
+    assert extra.permanent
+    # The permanent class is only for permanent errors.
+    throttled = translate_error(client_error("Throttling"), "x", permanent_class=SendRejected)
+    assert type(throttled) is TransientError
+
+
+@pytest.mark.parametrize(
+    "exc",
+    [
+        EndpointConnectionError(endpoint_url="https://sqs.us-east-1.amazonaws.com"),
+        ConnectTimeoutError(endpoint_url="https://sqs.us-east-1.amazonaws.com"),
+        ReadTimeoutError(endpoint_url="https://sqs.us-east-1.amazonaws.com"),
+        NoCredentialsError(),
+    ],
+)
+def test_botocore_errors_are_transient(exc):
+    error = translate_error(exc, "receive messages", key="q")
+    assert type(error) is TransientError
+    assert type(exc).__name__ in error.reason
+
+
+def test_other_exceptions_are_not_translated():
+    with pytest.raises(TypeError):
+        translate_error(ValueError("x"), "x")
+
+
+def test_error_code():
+    assert error_code(client_error("Throttling")) == "Throttling"
+    assert error_code(ClientError({}, "Op")) == ""
+
+
+def test_clients_are_cached_per_service_and_region(aws_env):
+    reset_clients()
+    try:
+        assert aws_client("sqs", region="us-east-1") is aws_client("sqs", region="us-east-1")
+        assert aws_client("sqs", region="us-east-1") is not aws_client("sqs", region="eu-west-1")
+        assert aws_client("sqs", region="eu-west-1").meta.region_name == "eu-west-1"
+        before = aws_client("ses", region="us-east-1")
+        reset_clients()
+        assert aws_client("ses", region="us-east-1") is not before
+    finally:
+        reset_clients()

@@ -1,0 +1,104 @@
+"""S3TemplateStore against moto: read (None when absent), write, list, and bytes that are not text."""
+
+from __future__ import annotations
+
+import pytest
+
+from emailops import wiring
+from emailops.aws.clients import aws_client
+from emailops.aws.s3 import S3TemplateStore
+from emailops.core.errors import EmailOpsError, TemplateError
+
+BUCKET = "emailops-templates"
+
+
+@pytest.fixture
+def store(aws) -> S3TemplateStore:
+    return wiring.template_store()
+
+
+@pytest.fixture
+def s3(aws):
+    return aws_client("s3", region="us-east-1")
+
+
+def test_read_of_a_missing_template_is_none(store):
+    assert store.read_template("default/nothing.html") is None
+    assert store.read_template("custom/O367/nothing.html") is None
+
+
+def test_write_then_read(store, s3):
+    source = "<p>Hello {{.name}} — ünïcødé ✓</p>\n"
+    store.write_template("default/welcome.html", source)
+    assert store.read_template("default/welcome.html") == source
+    # Stored under exactly that key, as UTF-8.
+    body = s3.get_object(Bucket=BUCKET, Key="default/welcome.html")["Body"].read()
+    assert body == source.encode("utf-8")
+
+
+def test_write_overwrites_in_place(store, s3):
+    store.write_template("default/welcome.html", "v1")
+    store.write_template("default/welcome.html", "v2")
+    assert store.read_template("default/welcome.html") == "v2"
+    keys = [o["Key"] for o in s3.list_objects_v2(Bucket=BUCKET).get("Contents", [])]
+    assert keys == ["default/welcome.html"]  # no renamed copy beside it
+
+
+def test_list_keys(store):
+    for key in [
+        "default/b.html",
+        "default/a.html",
+        "custom/O367/a.html",
+        "custom/O12/a.html",
+        "default-other/x.html",
+    ]:
+        store.write_template(key, "x")
+    assert sorted(store.list_keys()) == [
+        "custom/O12/a.html",
+        "custom/O367/a.html",
+        "default-other/x.html",
+        "default/a.html",
+        "default/b.html",
+    ]
+    assert sorted(store.list_keys("default/")) == ["default/a.html", "default/b.html"]
+    assert sorted(store.list_keys("custom/O367/")) == ["custom/O367/a.html"]
+    assert list(store.list_keys("nothing/")) == []
+
+
+def test_list_keys_pages_through_everything(store, s3):
+    for i in range(1005):  # more than one ListObjects page
+        s3.put_object(Bucket=BUCKET, Key=f"default/t{i:04d}.html", Body=b"x")
+    keys = list(store.list_keys("default/"))
+    assert len(keys) == 1005
+    assert len(set(keys)) == 1005
+
+
+def test_non_utf8_template_is_a_template_error(store, s3):
+    s3.put_object(Bucket=BUCKET, Key="default/latin1.html", Body="<p>café</p>".encode("latin-1"))
+    with pytest.raises(TemplateError) as info:
+        store.read_template("default/latin1.html")
+    assert info.value.key == "default/latin1.html"
+    assert "UTF-8" in info.value.reason
+    assert info.value.permanent
+
+
+def test_empty_template_is_an_empty_string_not_none(store, s3):
+    s3.put_object(Bucket=BUCKET, Key="default/empty.html", Body=b"")
+    assert store.read_template("default/empty.html") == ""
+
+
+def test_a_missing_bucket_is_an_error_not_a_missing_template(aws):
+    store = S3TemplateStore("no-such-bucket", region="us-east-1")
+    with pytest.raises(EmailOpsError) as info:
+        store.read_template("default/welcome.html")
+    assert "NoSuchBucket" in info.value.reason
+    assert not info.value.permanent
+
+
+def test_create_bucket_is_idempotent(aws, s3):
+    store = S3TemplateStore("fresh-bucket", region="us-east-1")
+    store.create_bucket()
+    store.create_bucket()
+    assert "fresh-bucket" in [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    store.write_template("default/x.html", "x")
+    assert store.read_template("default/x.html") == "x"

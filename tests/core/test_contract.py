@@ -1,0 +1,361 @@
+"""The EmailRequest wire contract: every fixture parses; every malformed body is a readable
+InvalidRequest (a PermanentError), never another exception."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from emailops.core.contract import (
+    MAX_DEPTH,
+    EmailRequest,
+    Recipient,
+    parse_request,
+    request_to_json,
+)
+from emailops.core.errors import InvalidRequest, PermanentError
+from tests.conftest import CONTRACT, fixture_body
+
+FIXTURES = sorted(p.name for p in (CONTRACT / "fixtures").glob("*.json"))
+
+
+def body(**fields) -> str:
+    payload = {"messageId": "m", "recipients": [{"email": "a@example.com"}]}
+    payload.update(fields)
+    return json.dumps(payload)
+
+
+def rejected(text: str | bytes) -> InvalidRequest:
+    with pytest.raises(InvalidRequest) as info:
+        parse_request(text)
+    assert isinstance(info.value, PermanentError)
+    assert info.value.permanent
+    assert info.value.reason, "the rejection must say why"
+    return info.value
+
+
+# --- fixtures ---------------------------------------------------------------------------------
+
+
+def test_there_are_fixtures():
+    assert len(FIXTURES) >= 4
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_every_fixture_parses_with_its_recipients_and_context(name):
+    raw = json.loads(fixture_body(name))
+    request = parse_request(fixture_body(name))
+    assert request.message_id == raw["messageId"]
+    assert [r.email for r in request.recipients] == [r["email"] for r in raw["recipients"]]
+    assert [r.name for r in request.recipients] == [r.get("name", "") for r in raw["recipients"]]
+    assert request.context == raw.get("context", {})
+    assert request.dedupe_id == raw.get("dedupeId", "")
+
+
+def test_fixture_details():
+    assert parse_request(fixture_body("with-dedupe-id.json")).dedupe_id == "team-invite-evt-12345"
+    assert parse_request(fixture_body("with-organization.json")).organization_id == "367"
+    assert parse_request(fixture_body("minimal.json")).organization_id is None
+    multi = parse_request(fixture_body("multi-recipient.json"))
+    assert multi.recipients == (
+        Recipient("rev1@example.com", "Reviewer One"),
+        Recipient("rev2@example.com", "Reviewer Two"),
+    )
+
+
+def test_bytes_body_is_accepted():
+    assert parse_request(fixture_body("minimal.json").encode()).message_id == (
+        "dataset-publication-accepted"
+    )
+
+
+# --- context -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"messageId":"m","recipients":[{"email":"a@example.com"}]}',
+        '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":null}',
+        '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{}}',
+    ],
+)
+def test_missing_or_null_context_is_empty(text):
+    request = parse_request(text)
+    assert request.context == {}
+    assert request.organization_id is None
+    assert request.subject_override is None
+
+
+@pytest.mark.parametrize("context", [[], [1], "x", 1, 1.5, True, False])
+def test_context_of_another_type_is_rejected(context):
+    exc = rejected(body(context=context))
+    assert "context" in exc.reason
+    assert exc.key == "m"
+
+
+def test_subject_override_only_for_non_empty_strings():
+    assert parse_request(body(context={"subject": "Hi {{.x}}"})).subject_override == "Hi {{.x}}"
+    for value in ["", None, 1, ["s"]]:
+        assert parse_request(body(context={"subject": value})).subject_override is None
+
+
+# --- JSON-level rejections ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        "not json",
+        "{",
+        '{"messageId": "m",}',
+        "{'messageId': 'm'}",
+        b"\xff\xfe\x00garbage",
+        # NaN and Infinity are not JSON (Python would accept them; Go would not).
+        '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"n":NaN}}',
+        '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"n":Infinity}}',
+        '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"n":-Infinity}}',
+    ],
+)
+def test_body_not_json_is_rejected(text):
+    assert "not JSON" in rejected(text).reason
+
+
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "1" + "0" * 400])
+def test_numbers_go_cannot_decode_are_rejected(number):
+    """Go's decoder refuses a number beyond float64; it must be an InvalidRequest here too, not
+    an OverflowError later while computing the dedupe key."""
+    text = '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"n":%s}}'
+    rejected(text % number)
+
+
+def test_tiny_numbers_underflow_to_zero_as_in_go():
+    text = '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"n":1e-400}}'
+    assert parse_request(text).context == {"n": 0.0}
+
+
+@pytest.mark.parametrize("text", ["[]", "[1]", '"s"', "1", "null", "true"])
+def test_body_not_an_object_is_rejected(text):
+    assert "object" in rejected(text).reason
+
+
+# --- messageId and recipients ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("message_id", [None, "", "   ", 1, ["m"], {"a": 1}, True])
+def test_missing_or_empty_message_id_is_rejected(message_id):
+    payload = {"recipients": [{"email": "a@example.com"}]}
+    if message_id is not None:
+        payload["messageId"] = message_id
+    assert "messageId" in rejected(json.dumps(payload)).reason
+
+
+@pytest.mark.parametrize("recipients", [None, [], {}, "a@example.com", {"email": "a@example.com"}])
+def test_no_recipients_is_rejected(recipients):
+    payload = {"messageId": "m"}
+    if recipients is not None:
+        payload["recipients"] = recipients
+    exc = rejected(json.dumps(payload))
+    assert "recipients" in exc.reason
+    assert exc.key == "m"
+
+
+@pytest.mark.parametrize(
+    "recipient",
+    [
+        {},
+        {"name": "Alice"},
+        {"email": ""},
+        {"email": None},
+        {"email": 42},
+        {"email": "alice"},
+        {"email": "alice@"},
+        {"email": "@example.com"},
+        {"email": "alice@@example.com"},
+        {"email": "alice example@example.com"},
+        {"email": "alice@example.com\r\nBcc: eve@example.com"},
+        {"email": "Alice <alice@example.com>"},
+        {"email": "a@example.com, b@example.com"},
+        "alice@example.com",
+        ["alice@example.com"],
+    ],
+)
+def test_recipient_without_a_valid_email_is_rejected(recipient):
+    exc = rejected(body(recipients=[{"email": "ok@example.com"}, recipient]))
+    assert "recipients[1]" in exc.reason
+
+
+@pytest.mark.parametrize("name", ["Alice\nBcc: eve@example.com", "A\rB", 5, ["A"]])
+def test_recipient_name_must_be_one_line_of_text(name):
+    exc = rejected(body(recipients=[{"email": "a@example.com", "name": name}]))
+    assert "recipients[0].name" in exc.reason
+
+
+def test_null_recipient_name_is_empty():
+    request = parse_request(body(recipients=[{"email": "a@example.com", "name": None}]))
+    assert request.recipients == (Recipient("a@example.com", ""),)
+
+
+@pytest.mark.parametrize("email", ["用户@例子.广告", "a@例子.广告", "zoë@example.com"])
+def test_internationalized_addresses_are_rejected(email):
+    """SES accepts only ASCII addresses and formataddr refuses others: such a request must fail
+    here, readably, rather than crash the pipeline after the row was claimed."""
+    assert "recipients[0]" in rejected(body(recipients=[{"email": email}])).reason
+
+
+def test_non_ascii_display_name_is_fine():
+    request = parse_request(body(recipients=[{"email": "z@example.com", "name": "Zoë Ünal"}]))
+    assert request.recipients[0].name == "Zoë Ünal"
+
+
+def test_repeated_recipient_is_sent_once_and_order_is_kept():
+    request = parse_request(
+        body(
+            recipients=[
+                {"email": "b@example.com", "name": "B"},
+                {"email": "a@example.com"},
+                {"email": "b@example.com", "name": "B again"},
+            ]
+        )
+    )
+    assert request.recipients == (Recipient("b@example.com", "B"), Recipient("a@example.com"))
+
+
+@pytest.mark.parametrize("dedupe_id", [1, ["x"], {"a": 1}, True])
+def test_dedupe_id_must_be_a_string(dedupe_id):
+    assert "dedupeId" in rejected(body(dedupeId=dedupe_id)).reason
+
+
+def test_null_dedupe_id_is_none():
+    assert parse_request(body(dedupeId=None)).dedupe_id == ""
+
+
+def test_lone_surrogates_become_replacement_characters_as_in_go():
+    """Go decodes an unpaired \\ud800 escape as U+FFFD; keeping the surrogate would make the
+    request impossible to encode for DynamoDB or SES."""
+    text = (
+        '{"messageId":"m\\ud800","recipients":[{"email":"a@example.com","name":"A\\udc00"}],'
+        '"context":{"k\\ud800":["\\ud83d\\ude00 \\udfff"]}}'
+    )
+    request = parse_request(text)
+    assert request.message_id == "m\ufffd"
+    assert request.recipients[0].name == "A\ufffd"
+    assert request.context == {"k\ufffd": ["\U0001f600 \ufffd"]}
+    json.dumps(request.context, ensure_ascii=False).encode("utf-8")  # encodable now
+
+
+# --- organizationId ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (367, "367"),
+        (367.0, "367"),
+        ("0367", "0367"),
+        ("367", "367"),
+        (0, "0"),
+        (None, None),
+    ],
+)
+def test_accepted_organization_ids(value, expected):
+    assert parse_request(body(context={"organizationId": value})).organization_id == expected
+
+
+def test_organization_id_written_as_json_float_text():
+    text = (
+        '{"messageId":"m","recipients":[{"email":"a@example.com"}],'
+        '"context":{"organizationId":367.0}}'
+    )
+    assert parse_request(text).organization_id == "367"
+
+
+@pytest.mark.parametrize(
+    "value",
+    [True, False, "36a", 1.5, "../x", "", " 367", "367 ", "-1/..", "3.67", "٣٦٧", [367], {"id": 1}],
+)
+def test_rejected_organization_ids_carry_the_request(value):
+    payload = {
+        "messageId": "m",
+        "recipients": [{"email": "a@example.com"}, {"email": "b@example.com", "name": "B"}],
+        "context": {"organizationId": value, "x": 1},
+    }
+    exc = rejected(json.dumps(payload))
+    assert "organizationId" in exc.reason
+    assert exc.key == "m"
+    assert isinstance(exc.request, EmailRequest)
+    assert [r.email for r in exc.request.recipients] == ["a@example.com", "b@example.com"]
+    assert exc.request.context["x"] == 1
+
+
+def test_other_rejections_do_not_carry_a_request():
+    assert rejected(body(recipients=[])).request is None
+    assert rejected("[]").request is None
+
+
+# --- request_to_json ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+def test_request_to_json_round_trips_fixtures(name):
+    request = parse_request(fixture_body(name))
+    assert parse_request(request_to_json(request)) == request
+
+
+def test_request_to_json_omits_empty_name_and_dedupe_id():
+    request = EmailRequest("m", (Recipient("a@example.com"),), {"é": "ü"})
+    payload = json.loads(request_to_json(request))
+    assert payload == {
+        "messageId": "m",
+        "recipients": [{"email": "a@example.com"}],
+        "context": {"é": "ü"},
+    }
+    assert "é" in request_to_json(request)  # not \u-escaped
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(10**15), 10**15) | st.text(max_size=8),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=5), children, max_size=3)
+    ),
+    max_leaves=10,
+)
+
+
+@settings(deadline=None)
+@given(
+    context=st.dictionaries(
+        st.text(max_size=6).filter(lambda k: k != "organizationId"), _json_values, max_size=4
+    )
+)
+def test_request_to_json_round_trips_any_context(context):
+    request = EmailRequest("m", (Recipient("a@example.com", "A"),), context, "d")
+    assert parse_request(request_to_json(request)) == request
+
+
+@settings(deadline=None)
+@given(st.text(max_size=40) | st.binary(max_size=40))
+def test_garbage_is_only_ever_an_invalid_request(text):
+    with pytest.raises(InvalidRequest):
+        parse_request(text)
+
+
+@pytest.mark.parametrize("depth", [MAX_DEPTH + 1, 990, 5000, 100_000])
+def test_bodies_nested_too_deeply_are_rejected_not_crashed(depth):
+    """Deep nesting used to escape as RecursionError (from json, or later from the dedupe key)."""
+    text = '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"x":%s}}'
+    exc = rejected(text % ("[" * depth + "]" * depth))
+    assert "not JSON" in exc.reason
+
+
+def test_nesting_up_to_the_limit_is_fine():
+    from emailops.core.dedupe import dedupe_key
+
+    depth = MAX_DEPTH - 2  # the body object and the context are two levels
+    text = '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"x":%s}}'
+    request = parse_request(text % ("[" * depth + "]" * depth))
+    assert len(dedupe_key(request, "a@example.com")) == 64

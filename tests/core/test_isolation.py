@@ -1,0 +1,45 @@
+"""The core is Django-free and AWS-free: importing every emailops.core module loads neither."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+CORE = sorted(p.stem for p in (ROOT / "emailops" / "core").glob("*.py") if p.stem != "__init__")
+
+
+@pytest.fixture(scope="module")
+def loaded_by_core() -> set[str]:
+    """Top-level packages in sys.modules after importing every core module, in a fresh process."""
+    assert {"contract", "dedupe", "pipeline", "rendering", "compose", "ports"} <= set(CORE)
+    script = (
+        "import importlib, json, sys\n"
+        f"for name in {CORE!r}:\n"
+        "    importlib.import_module('emailops.core.' + name)\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT)},
+        check=True,
+    )
+    modules = json.loads(result.stdout)
+    assert "emailops.core.pipeline" in modules  # the imports did happen
+    return {m.split(".")[0] for m in modules}
+
+
+def test_core_loads_no_aws_library(loaded_by_core):
+    assert not loaded_by_core & {"boto3", "botocore", "s3transfer", "moto", "storages"}
+
+
+def test_core_loads_no_django(loaded_by_core):
+    assert not loaded_by_core & {"django", "celery", "kombu"}
