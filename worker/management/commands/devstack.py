@@ -82,7 +82,7 @@ class Command(BaseCommand):
                 "admin",
                 "--superuser",
                 "--email",
-                "admin@pennsieve.local",
+                "admin@example.com",  # a deliverable-looking address: .local recipients are refused
                 "--password",
                 password,
             )
