@@ -21,7 +21,7 @@ from emailops.core.ports import (
 )
 from emailops.core.rendering import Renderer
 
-__all__ = ["Composed", "Composer", "html_to_text"]
+__all__ = ["Composed", "Composer", "html_to_text", "subject_source_for"]
 
 _TEXT_CONFIG = ParserConfig(display_links=True)
 
@@ -39,6 +39,12 @@ class Composed:
     html: str
     text: str
     missing: tuple[str, ...]  # context variables the templates used but the context lacked
+
+
+def subject_source_for(mapping: TemplateMapping, context: dict[str, Any]) -> str:
+    """The subject template: a non-empty string ``context.subject`` overrides the mapping's."""
+    override = context.get("subject")
+    return override if isinstance(override, str) and override else mapping.subject
 
 
 class Composer:
@@ -75,9 +81,7 @@ class Composer:
     ) -> Composed:
         mapping = self.mapping_for(message_id)
         key, source = self.template_for(mapping.template_file, organization_id)
-        subject_source = context.get("subject")
-        if not isinstance(subject_source, str) or not subject_source:
-            subject_source = mapping.subject
+        subject_source = subject_source_for(mapping, context)
         subject = self.renderer.render_subject(
             subject_source, context, name=f"subject of {message_id}"
         )
