@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
@@ -26,6 +27,7 @@ class Command(BaseCommand):
         if not isinstance(rows, list):
             raise CommandError(f"{file}: expected a JSON list of mappings")
         store = wiring.mapping_store()
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         for index, row in enumerate(rows):
             try:
                 mapping = TemplateMapping(
@@ -33,6 +35,7 @@ class Command(BaseCommand):
                     template_file=row["TemplateFile"],
                     subject=row["Subject"],
                     updated_by="load_template_mappings",
+                    updated_at=now,
                 )
             except (KeyError, TypeError) as exc:
                 raise CommandError(
