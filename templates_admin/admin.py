@@ -8,6 +8,8 @@
 from __future__ import annotations
 
 from django.contrib import admin
+from django.http import Http404
+from django.urls import path, re_path
 
 from templates_admin import roles
 from templates_admin.models import EmailJournalPage, TemplateMappingPage
@@ -38,11 +40,19 @@ class PlaceholderAdmin(admin.ModelAdmin):
         return False
 
     def get_urls(self):
-        # Custom pages first, so they win over the default "<path:object_id>/" patterns.
-        return self.feature.admin_urls(self.admin_site) + super().get_urls()
+        # Only the changelist of the default URLs: the add/change/history/delete views would query
+        # the placeholder's table, which does not exist. Anything else under the model is a 404.
+        name = f"{self.opts.app_label}_{self.opts.model_name}_changelist"
+        changelist = path("", self.admin_site.admin_view(self.changelist_view), name=name)
+        not_found = re_path(r"^.+$", self.admin_site.admin_view(_not_found))
+        return [*self.feature.admin_urls(self.admin_site), changelist, not_found]
 
     def changelist_view(self, request, extra_context=None):
         return self.feature.changelist(request, self.admin_site)
+
+
+def _not_found(request, *args, **kwargs):
+    raise Http404("No such console page")
 
 
 @admin.register(TemplateMappingPage)

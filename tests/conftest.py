@@ -115,10 +115,36 @@ def dedupe_reference() -> dict:
     return json.loads((CONTRACT / "dedupe-keys.json").read_text())["keys"]
 
 
+@pytest.fixture(autouse=True)
+def fast_password_hasher(settings):
+    """Tests create many users; the production hasher's work factor only slows them down."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+def ensure_console_groups() -> None:
+    """The groups the data migration creates. Transactional tests flush the database between
+    cases, and with it the migration's rows, so tests that need the groups recreate them."""
+    from django.contrib.auth.models import Group, Permission
+
+    from templates_admin.roles import GROUP_PERMISSIONS
+
+    for name, perms in GROUP_PERMISSIONS.items():
+        group, created = Group.objects.get_or_create(name=name)
+        if created:
+            codenames = [p.split(".", 1)[1] for p in perms]
+            group.permissions.add(
+                *Permission.objects.filter(
+                    content_type__app_label="templates_admin", codename__in=codenames
+                )
+            )
+
+
 @pytest.fixture
 def make_user(db, django_user_model):
     """make_user("Support") → a staff user in that group (None: staff without a group)."""
     from django.contrib.auth.models import Group
+
+    ensure_console_groups()
 
     def make(group: str | None = None, *, superuser: bool = False, username: str | None = None):
         name = username or (group or ("root" if superuser else "nogroup")).lower().replace(" ", "-")
