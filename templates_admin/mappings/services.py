@@ -1,0 +1,191 @@
+"""Writes for the mapping pages. Mappings go to the templates table (the consumer's source of
+truth) and every change is audited in the Django DB; test sends go on the request queue."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import asdict
+from typing import Any
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_slug
+from django.db import transaction
+from django.utils import timezone
+
+from emailops import wiring
+from emailops.core.contract import EmailRequest, Recipient, parse_request, request_to_json
+from emailops.core.dedupe import dedupe_key
+from emailops.core.errors import ConcurrentUpdate, InvalidRequest, TemplateError
+from emailops.core.ports import TemplateMapping, default_template_key
+from templates_admin.models import EmailAction, MappingChange
+
+# A bare file name: it becomes part of an S3 key, so no folders and no "..".
+_TEMPLATE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+MAX_ID_LENGTH = 200  # MappingChange.message_id / EmailAction.message_id
+
+
+def mapping_validate(*, template_file: str, subject: str, message_id: str | None = None) -> None:
+    """Raise ValidationError (keyed by field) unless the mapping would work for the consumer."""
+    errors: dict[str, list[str]] = {}
+    if message_id is not None:
+        try:
+            validate_slug(message_id)
+            if len(message_id) > MAX_ID_LENGTH:
+                raise ValidationError(f"Use at most {MAX_ID_LENGTH} characters.")
+        except ValidationError as exc:
+            errors["message_id"] = exc.messages
+    if not _TEMPLATE_FILE.match(template_file):
+        errors["template_file"] = ["Give a file name such as welcome.html (no folders)."]
+    elif wiring.template_store().read_template(default_template_key(template_file)) is None:
+        errors["template_file"] = [
+            f"There is no {default_template_key(template_file)} in the templates bucket; "
+            "upload the default template first."
+        ]
+    if not subject.strip():
+        errors["subject"] = ["The subject cannot be empty."]
+    elif "\n" in subject or "\r" in subject:
+        errors["subject"] = ["The subject must be one line."]
+    else:
+        try:
+            wiring.renderer().check(subject, html=False, name="subject")
+        except TemplateError as exc:
+            errors["subject"] = [f"The subject does not compile: {exc.reason}"]
+    if errors:
+        raise ValidationError(errors)
+
+
+def _snapshot(mapping: TemplateMapping | None) -> dict[str, Any] | None:
+    return asdict(mapping) if mapping else None
+
+
+def _stamped(mapping: TemplateMapping, user: AbstractBaseUser) -> TemplateMapping:
+    return TemplateMapping(
+        message_id=mapping.message_id,
+        template_file=mapping.template_file,
+        subject=mapping.subject,
+        updated_by=user.get_username(),
+        updated_at=timezone.now().isoformat(timespec="seconds"),
+    )
+
+
+def _audited_save(
+    *,
+    action: MappingChange.Action,
+    before: TemplateMapping | None,
+    mapping: TemplateMapping,
+    expected_version: int | None,
+    user: AbstractBaseUser,
+) -> TemplateMapping:
+    # The audit row is written first and commits only if the DynamoDB write succeeds (a failed
+    # write raises and rolls it back), so the trail never records a change that did not happen.
+    with transaction.atomic():
+        change = MappingChange.objects.create(
+            message_id=mapping.message_id, action=action, user=user, before=_snapshot(before)
+        )
+        saved = wiring.mapping_store().save_mapping(
+            _stamped(mapping, user), expected_version=expected_version
+        )
+        change.after = _snapshot(saved)
+        change.save(update_fields=["after"])
+    return saved
+
+
+def mapping_create(
+    *, message_id: str, template_file: str, subject: str, user: AbstractBaseUser
+) -> TemplateMapping:
+    """Raises ValidationError, or ConcurrentUpdate (with ``.current``) if it already exists."""
+    mapping_validate(message_id=message_id, template_file=template_file, subject=subject)
+    mapping = TemplateMapping(message_id=message_id, template_file=template_file, subject=subject)
+    return _audited_save(
+        action=MappingChange.Action.CREATE,
+        before=None,
+        mapping=mapping,
+        expected_version=None,
+        user=user,
+    )
+
+
+def _current_or_conflict(message_id: str) -> TemplateMapping:
+    current = wiring.mapping_store().get_mapping(message_id)
+    if current is None:
+        raise ConcurrentUpdate(
+            "save template mapping", key=message_id, reason="it was deleted since you opened it"
+        )
+    return current
+
+
+def mapping_update(
+    *,
+    message_id: str,
+    template_file: str,
+    subject: str,
+    expected_version: int,
+    user: AbstractBaseUser,
+) -> TemplateMapping:
+    """Replace the mapping last seen at ``expected_version``; a save that changes nothing writes
+    nothing. Raises ValidationError, or ConcurrentUpdate if someone else changed it meanwhile."""
+    mapping_validate(template_file=template_file, subject=subject)
+    current = _current_or_conflict(message_id)
+    unchanged = (current.template_file, current.subject) == (template_file, subject)
+    if unchanged and current.version == expected_version:
+        return current
+    mapping = TemplateMapping(message_id=message_id, template_file=template_file, subject=subject)
+    return _audited_save(
+        action=MappingChange.Action.UPDATE,
+        before=current,
+        mapping=mapping,
+        expected_version=expected_version,
+        user=user,
+    )
+
+
+def mapping_delete(*, message_id: str, expected_version: int, user: AbstractBaseUser) -> None:
+    """Delete the mapping last seen at ``expected_version``; raises ConcurrentUpdate otherwise."""
+    current = _current_or_conflict(message_id)
+    with transaction.atomic():  # as in _audited_save: no trail entry unless the delete happened
+        MappingChange.objects.create(
+            message_id=message_id,
+            action=MappingChange.Action.DELETE,
+            user=user,
+            before=_snapshot(current),
+        )
+        wiring.mapping_store().delete_mapping(message_id, expected_version=expected_version)
+
+
+def send_test_email(
+    *, message_id: str, context: dict[str, Any], user: AbstractBaseUser
+) -> EmailAction:
+    """Queue a real request for ``message_id`` to the user's own address, through the normal
+    contract with a fresh dedupeId, and audit it. Raises ValidationError when it cannot."""
+    email = (getattr(user, "email", "") or "").strip()
+    if not email:
+        raise ValidationError(
+            "Your account has no email address, so there is nowhere to send a test. "
+            "Ask an administrator to add one to your user."
+        )
+    name = user.get_full_name() if hasattr(user, "get_full_name") else ""
+    request = EmailRequest(
+        message_id=message_id,
+        recipients=(Recipient(email=email, name=name),),
+        context=context,
+        dedupe_id=f"test-{uuid.uuid4()}",
+    )
+    body = request_to_json(request)
+    try:
+        parse_request(body)  # exactly what the consumer will check first
+    except InvalidRequest as exc:
+        raise ValidationError(f"The consumer would refuse this request: {exc.reason}") from None
+    with transaction.atomic():  # as in _audited_save: audited if and only if it was queued
+        action = EmailAction.objects.create(
+            kind=EmailAction.Kind.SEND_TEST,
+            user=user,
+            message_id=message_id,
+            recipient=email,
+            dedupe_id=request.dedupe_id,
+            journal_key=dedupe_key(request, email),
+        )
+        action.sqs_message_id = wiring.queue().send(body)
+        action.save(update_fields=["sqs_message_id"])
+    return action

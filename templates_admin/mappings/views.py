@@ -1,0 +1,323 @@
+"""Mapping pages inside the admin. Views are thin: forms parse, selectors read, services write.
+
+Every view checks its own permission (``admin_view`` only checks ``is_staff``) and sends the
+strict CSP. ``admin_site`` is bound by ``urls.admin_urls`` so pages get the admin's navigation.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable
+from typing import Any
+from urllib.parse import urlencode
+
+from django.contrib import messages
+from django.contrib.admin import AdminSite
+from django.contrib.auth.decorators import permission_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.html import format_html
+from django.views.decorators.http import require_POST
+
+from emailops.core.errors import ConcurrentUpdate, EmailOpsError
+from emailops.core.ports import TemplateMapping
+from templates_admin import roles
+from templates_admin.mappings import selectors, services
+from templates_admin.mappings.csp import strict_csp
+from templates_admin.mappings.forms import (
+    DEFAULT_ORG,
+    MappingCreateForm,
+    MappingDeleteForm,
+    MappingEditForm,
+    PreviewForm,
+)
+from templates_admin.models import TemplateMappingPage
+
+TEMPLATES = "templates_admin/mappings/"
+
+
+def console_view(permission: str) -> Callable:
+    """Permission check (403 for staff without it), strict CSP, and AWS failures shown as a page."""
+
+    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+        @functools.wraps(view)
+        def wrapped(request: HttpRequest, *args: Any, admin_site: AdminSite, **kwargs: Any):
+            try:
+                return view(request, *args, admin_site=admin_site, **kwargs)
+            except ConcurrentUpdate:
+                raise  # views handle conflicts themselves; one escaping here is a bug
+            except EmailOpsError as exc:
+                return _page(
+                    request,
+                    admin_site,
+                    "unavailable.html",
+                    {"title": "Email service unavailable", "error": exc.describe()},
+                    status=503,
+                )
+
+        return permission_required(permission, raise_exception=True)(strict_csp(wrapped))
+
+    return decorate
+
+
+def _page(
+    request: HttpRequest,
+    admin_site: AdminSite,
+    template: str,
+    context: dict[str, Any],
+    *,
+    status: int = 200,
+) -> TemplateResponse:
+    return TemplateResponse(
+        request,
+        TEMPLATES + template,
+        {**admin_site.each_context(request), "opts": TemplateMappingPage._meta, **context},
+        status=status,
+    )
+
+
+def _url(name: str, **kwargs: str) -> str:
+    return reverse(f"admin:templates_admin_mapping_{name}", kwargs=kwargs)
+
+
+def _mapping_or_404(message_id: str) -> TemplateMapping:
+    mapping = selectors.mapping_get(message_id=message_id)
+    if mapping is None:
+        raise Http404(f"No template mapping {message_id!r}.")
+    return mapping
+
+
+def _permissions(request: HttpRequest) -> dict[str, bool]:
+    return {
+        "can_manage": request.user.has_perm(roles.MANAGE_MAPPINGS),
+        "can_preview": request.user.has_perm(roles.PREVIEW_TEMPLATES),
+        "can_send_test": request.user.has_perm(roles.SEND_TEST_EMAIL),
+    }
+
+
+# --- List, create, edit, delete ----------------------------------------------------------------
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def mapping_list(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    query = request.GET.get("q", "")
+    rows = selectors.mapping_list(query=query)
+    context = {"title": "Template mappings", "rows": rows, "query": query}
+    return _page(request, admin_site, "list.html", context | _permissions(request))
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    form = MappingCreateForm(request.POST or None)
+    conflict = None
+    if request.method == "POST" and form.is_valid():
+        try:
+            mapping = services.mapping_create(
+                message_id=form.cleaned_data["message_id"],
+                template_file=form.cleaned_data["template_file"],
+                subject=form.cleaned_data["subject"],
+                user=request.user,
+            )
+        except ValidationError as exc:
+            form.add_error(None, exc)
+        except ConcurrentUpdate as exc:
+            conflict = exc
+            form.add_error("message_id", "A mapping with this message id already exists.")
+        else:
+            messages.success(request, f"Created the mapping {mapping.message_id}.")
+            return HttpResponseRedirect(_url("detail", message_id=mapping.message_id))
+    context = {
+        "title": "Add template mapping",
+        "form": form,
+        "conflict": conflict,
+        "template_files": selectors.default_template_files(),
+    }
+    return _page(request, admin_site, "add.html", context)
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
+    """The mapping's page: its edit form, branded overrides and change history."""
+    mapping = selectors.mapping_get(message_id=message_id)
+    if mapping is None and request.method != "POST":  # a save still learns it was deleted
+        raise Http404(f"No template mapping {message_id!r}.")
+    conflict = None
+    if request.method == "POST":
+        form = MappingEditForm(request.POST)
+        if form.is_valid():
+            try:
+                saved = services.mapping_update(
+                    message_id=message_id,
+                    template_file=form.cleaned_data["template_file"],
+                    subject=form.cleaned_data["subject"],
+                    expected_version=form.cleaned_data["version"],
+                    user=request.user,
+                )
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            except ConcurrentUpdate as exc:
+                conflict, form = _conflicting_edit(request, exc)
+            else:
+                messages.success(request, f"Saved {message_id} (version {saved.version}).")
+                return HttpResponseRedirect(_url("detail", message_id=message_id))
+    else:
+        form = MappingEditForm(initial=_form_values(mapping))
+    override_orgs = selectors.override_index().get(mapping.template_file, ()) if mapping else ()
+    context = {
+        "title": f"Template mapping {message_id}",
+        "message_id": message_id,
+        "mapping": mapping,
+        "form": form,
+        "conflict": conflict,
+        "override_orgs": override_orgs,
+        "history": selectors.mapping_history(message_id=message_id),
+        "template_files": selectors.default_template_files(),
+    }
+    return _page(request, admin_site, "detail.html", context | _permissions(request))
+
+
+def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
+    return {
+        "template_file": mapping.template_file,
+        "subject": mapping.subject,
+        "version": mapping.version,
+    }
+
+
+def _conflicting_edit(
+    request: HttpRequest, exc: ConcurrentUpdate
+) -> tuple[ConcurrentUpdate, MappingEditForm]:
+    """Keep the editor's input, show what is stored now, and move the form to the current
+    version: saving again is then a deliberate overwrite, made knowing what it replaces."""
+    data = request.POST.copy()
+    if exc.current is not None:
+        data["version"] = str(exc.current.version)
+    form = MappingEditForm(data)
+    form.is_valid()
+    return exc, form
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
+    mapping = selectors.mapping_get(message_id=message_id)
+    if mapping is None and request.method != "POST":  # confirming still learns it was deleted
+        raise Http404(f"No template mapping {message_id!r}.")
+    conflict = None
+    if request.method == "POST":
+        form = MappingDeleteForm(request.POST)
+        if form.is_valid():
+            try:
+                services.mapping_delete(
+                    message_id=message_id,
+                    expected_version=form.cleaned_data["version"],
+                    user=request.user,
+                )
+            except ConcurrentUpdate as exc:
+                conflict = exc  # confirming again deletes what is stored now, as the page shows
+                if exc.current is not None:
+                    form = MappingDeleteForm(initial={"version": exc.current.version})
+            else:
+                messages.success(request, f"Deleted the mapping {message_id}.")
+                changelist = reverse("admin:templates_admin_templatemappingpage_changelist")
+                return HttpResponseRedirect(changelist)
+    else:
+        form = MappingDeleteForm(initial={"version": mapping.version})
+    context = {
+        "title": f"Delete template mapping {message_id}?",
+        "message_id": message_id,
+        "mapping": mapping,
+        "form": form,
+        "conflict": conflict,
+    }
+    return _page(request, admin_site, "delete.html", context)
+
+
+# --- Templates, preview, test send -------------------------------------------------------------
+
+
+@console_view(roles.PREVIEW_TEMPLATES)
+def template_source(
+    request: HttpRequest, *, admin_site: AdminSite, message_id: str, org: str | None = None
+) -> HttpResponse:
+    """The raw template, read only: the default, or organization ``org``'s branded copy."""
+    mapping = _mapping_or_404(message_id)
+    source = selectors.template_source(mapping=mapping, organization_id=org)
+    key = selectors.template_key(mapping=mapping, organization_id=org)
+    context = {
+        "title": f"{key}",
+        "mapping": mapping,
+        "key": key,
+        "organization_id": org,
+        "lines": source.splitlines() if source is not None else None,
+    }
+    status = 200 if source is not None else 404
+    return _page(request, admin_site, "source.html", context, status=status)
+
+
+@console_view(roles.PREVIEW_TEMPLATES)
+def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
+    mapping = _mapping_or_404(message_id)
+    override_orgs = selectors.override_index().get(mapping.template_file, ())
+    if "context" in request.GET:
+        form = PreviewForm(request.GET, override_orgs=override_orgs)
+    else:  # first visit: sample values, and the asked-for (or first) branded organization
+        sample = selectors.preview_initial_context(mapping=mapping)
+        asked = request.GET.get("organization", "")
+        org = asked if asked in override_orgs else (override_orgs or (DEFAULT_ORG,))[0]
+        data = {"organization": org, "context": json.dumps(sample, indent=2)}
+        form = PreviewForm(data, override_orgs=override_orgs)
+    result = None
+    if form.is_valid():
+        result = selectors.preview_render(
+            mapping=mapping,
+            organization_id=form.cleaned_data["organization_id"],
+            context=form.cleaned_data["context"],
+        )
+    permissions = _permissions(request)
+    sent = []
+    if permissions["can_send_test"]:
+        sent = selectors.sent_test_list(user=request.user, message_id=message_id)
+    context = {
+        "title": f"Preview {message_id}",
+        "mapping": mapping,
+        "form": form,
+        "preview": result,
+        "override_orgs": override_orgs,
+        "sent_tests": sent,
+    }
+    return _page(request, admin_site, "preview.html", context | permissions)
+
+
+@require_POST
+@console_view(roles.SEND_TEST_EMAIL)
+def send_test(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
+    """Queue the previewed email to the signed-in user, then go back to the same preview."""
+    mapping = _mapping_or_404(message_id)
+    override_orgs = selectors.override_index().get(mapping.template_file, ())
+    form = PreviewForm(request.POST, override_orgs=override_orgs)
+    if not form.is_valid():
+        messages.error(request, "Not sent: fix the organization and context first.")
+    else:
+        try:
+            action = services.send_test_email(
+                message_id=message_id, context=form.cleaned_data["context"], user=request.user
+            )
+        except ValidationError as exc:
+            messages.error(request, "Not sent: " + " ".join(exc.messages))
+        else:
+            messages.success(
+                request,
+                format_html(
+                    "Test email queued to <strong>{}</strong> (dedupeId <code>{}</code>). "
+                    "It is listed under “Your test sends”, linked to the journal once the "
+                    "consumer has picked it up.",
+                    action.recipient,
+                    action.dedupe_id,
+                ),
+            )
+    fields = ("organization", "other_organization", "context")
+    query = urlencode({name: request.POST.get(name, "") for name in fields})
+    return HttpResponseRedirect(f"{_url('preview', message_id=message_id)}?{query}")
