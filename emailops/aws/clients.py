@@ -55,7 +55,7 @@ def error_code(exc: ClientError) -> str:
 # Codes that mean "this request, as it is, will never succeed". Everything else — throttling,
 # 5xx, network trouble, and also access or configuration problems that an operator can fix — is
 # transient: the record waits on the queue rather than being dead-lettered for a fault not its own.
-_PERMANENT_CODES = {
+PERMANENT_CODES = {
     "ValidationException",
     "InvalidParameterValue",
     "InvalidParameterCombination",
@@ -79,7 +79,7 @@ def translate_error(
         code = error_code(exc)
         message = exc.response.get("Error", {}).get("Message", "")
         reason = f"{code}: {message}" if message else code
-        if code in _PERMANENT_CODES or code in permanent_codes:
+        if code in PERMANENT_CODES or code in permanent_codes:
             return permanent_class(what, key=key, reason=reason)
         return TransientError(what, key=key, reason=reason)
     if isinstance(exc, BotoCoreError):

@@ -23,7 +23,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from emailops.aws.clients import error_code, translate_error
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 
-__all__ = ["DynamoJournal", "from_dynamo", "sent_at_key", "to_dynamo"]
+__all__ = ["DynamoJournal", "from_dynamo", "item_from_dynamo", "sent_at_key", "to_dynamo"]
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -93,7 +93,7 @@ def _av(value: Any) -> dict[str, Any]:
     return _serializer.serialize(to_dynamo(value))
 
 
-def _item(raw: dict[str, Any]) -> dict[str, Any]:
+def item_from_dynamo(raw: dict[str, Any]) -> dict[str, Any]:
     return {k: from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
 
 
@@ -180,7 +180,7 @@ class DynamoJournal:
             return ClaimResult(
                 ClaimState.CLAIMED, attempt=int(result["Attributes"]["Attempts"]["N"])
             )
-        current = result.response.get("Item") and _item(result.response["Item"])
+        current = result.response.get("Item") and item_from_dynamo(result.response["Item"])
         if not current:  # a store that does not return the old item: look it up
             current = self.get(claim.key) or {}
         if current.get("Status") == Status.SENT.value:
@@ -233,4 +233,4 @@ class DynamoJournal:
         except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc, "read journal row", key=key) from exc
         item = response.get("Item")
-        return _item(item) if item else None
+        return item_from_dynamo(item) if item else None
