@@ -72,6 +72,15 @@ TEMPLATES_TABLE = env.str("TEMPLATES_TABLE", default="email-message-templates")
 JOURNAL_TABLE = env.str("JOURNAL_TABLE", default="")
 S3_BUCKET = env.str("S3_BUCKET", default="")
 JOURNAL_TTL_DAYS = env.int("JOURNAL_TTL_DAYS", default=90)
+# The console masks stored context values whose key contains one of these (case-insensitive).
+JOURNAL_SENSITIVE_KEYS = env.get_value(
+    "JOURNAL_SENSITIVE_KEYS",
+    cast=list,
+    default="password,passwd,secret,token,key,credential,signature,session,cookie,otp,link",
+    parse_default=True,
+)
+# When the Go consumer stopped writing (ISO time): bounds the search for its rows (docs/journal.md).
+JOURNAL_GO_CUTOVER = env.str("JOURNAL_GO_CUTOVER", default="")
 EMAIL_SENDER = env.str("EMAIL_SENDER", default="")
 EMAIL_REPLY_TO = env.str("EMAIL_REPLY_TO", default="")
 PENNSIEVE_DOMAIN = env.str("PENNSIEVE_DOMAIN", default="")

@@ -7,6 +7,7 @@ missing variable, so a misconfigured process fails at start-up, not on its first
 from __future__ import annotations
 
 import functools
+from datetime import UTC, datetime
 from email.utils import parseaddr
 
 from django.conf import settings
@@ -14,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from emailops.aws.clients import aws_client, reset_clients
 from emailops.aws.journal import DynamoJournal
+from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
@@ -25,6 +27,7 @@ from emailops.core.template_cache import CachedTemplateStore
 __all__ = [
     "composer",
     "journal",
+    "journal_search",
     "mapping_store",
     "queue",
     "renderer",
@@ -76,6 +79,24 @@ def journal() -> DynamoJournal:
 
 
 @functools.cache
+def journal_search() -> JournalSearch:
+    return JournalSearch(_client("dynamodb"), require("JOURNAL_TABLE"), go_rows_until=_go_cutover())
+
+
+def _go_cutover() -> int | None:
+    """JOURNAL_GO_CUTOVER as epoch seconds (a date or a time without a zone is UTC)."""
+    if not settings.JOURNAL_GO_CUTOVER:
+        return None
+    try:
+        moment = datetime.fromisoformat(settings.JOURNAL_GO_CUTOVER)
+    except ValueError:
+        raise ImproperlyConfigured(
+            "JOURNAL_GO_CUTOVER must be an ISO date or time, e.g. 2026-12-01T09:00:00Z"
+        ) from None
+    return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
+
+
+@functools.cache
 def template_store() -> S3TemplateStore:
     return S3TemplateStore(require("S3_BUCKET"), region=settings.AWS_REGION)
 
@@ -100,6 +121,7 @@ def composer(*, cache_seconds: float = 0) -> Composer:
 
 def reset() -> None:
     """Forget built adapters (tests change settings between cases)."""
-    for factory in (renderer, mapping_store, journal, template_store, queue, sender):
+    factories = (renderer, mapping_store, journal, journal_search, template_store, queue, sender)
+    for factory in factories:
         factory.cache_clear()
     reset_clients()
