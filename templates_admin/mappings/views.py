@@ -25,8 +25,8 @@ from django.views.decorators.http import require_POST
 from emailops.core.errors import ConcurrentUpdate, EmailOpsError
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
+from templates_admin.csp import strict_csp
 from templates_admin.mappings import selectors, services
-from templates_admin.mappings.csp import strict_csp
 from templates_admin.mappings.forms import (
     DEFAULT_ORG,
     MappingCreateForm,
