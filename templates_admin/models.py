@@ -78,7 +78,8 @@ class EmailAction(models.Model):
     message_id = models.CharField(max_length=200)
     recipient = models.CharField(max_length=320)
     reason = models.TextField(blank=True)
-    dedupe_id = models.CharField(max_length=200)  # the fresh dedupeId of the new request
+    # The fresh dedupeId of the new request; unique, so a double submit cannot audit twice.
+    dedupe_id = models.CharField(max_length=200, unique=True)
     journal_key = models.CharField(max_length=300, db_index=True)  # Id of the new journal row
     original_key = models.CharField(
         max_length=300, blank=True, db_index=True

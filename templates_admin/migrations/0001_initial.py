@@ -75,7 +75,7 @@ class Migration(migrations.Migration):
                 ("message_id", models.CharField(max_length=200)),
                 ("recipient", models.CharField(max_length=320)),
                 ("reason", models.TextField(blank=True)),
-                ("dedupe_id", models.CharField(max_length=200)),
+                ("dedupe_id", models.CharField(max_length=200, unique=True)),
                 ("journal_key", models.CharField(db_index=True, max_length=300)),
                 ("original_key", models.CharField(blank=True, db_index=True, max_length=300)),
                 ("sqs_message_id", models.CharField(blank=True, max_length=100)),
