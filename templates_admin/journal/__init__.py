@@ -1,13 +1,10 @@
-"""Console pages: journal. See templates_admin.admin for how they are mounted."""
+"""Console pages: the email journal ("did they get the email?"). See templates_admin.admin for how
+they are mounted; ``selectors`` and ``services`` hold the logic the pages and ``email_log`` share.
+"""
 
 from __future__ import annotations
 
-from django.http import HttpResponse
+from templates_admin.journal.urls import admin_urls
+from templates_admin.journal.views import search as changelist
 
-
-def admin_urls(admin_site) -> list:
-    return []
-
-
-def changelist(request, admin_site) -> HttpResponse:
-    return HttpResponse("not built yet", status=501)
+__all__ = ["admin_urls", "changelist"]

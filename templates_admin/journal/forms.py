@@ -1,0 +1,79 @@
+"""The search box with its filters, and the resend confirmation."""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime, time
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+
+from emailops.core.ports import Status
+
+_RESEND_TOKEN = re.compile(r"^resend-[0-9a-f]{32}$")
+
+
+class JournalSearchForm(forms.Form):
+    q = forms.CharField(
+        label="Search",
+        required=False,
+        max_length=500,
+        widget=forms.TextInput(
+            attrs={
+                "placeholder": "email address, journal Id or SES message id",
+                "size": 48,
+                "autofocus": True,
+            }
+        ),
+    )
+    message_id = forms.CharField(label="messageId", required=False, max_length=200)
+    status = forms.ChoiceField(
+        required=False, choices=[("", "any")] + [(s.value, s.value) for s in Status]
+    )
+    since = forms.DateField(
+        label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    until = forms.DateField(
+        label="To", required=False, widget=forms.DateInput(attrs={"type": "date"})
+    )
+    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        since, until = data.get("since"), data.get("until")
+        if since and until and since > until:
+            raise forms.ValidationError("The date range ends before it starts.")
+        return data
+
+    def search_arguments(self) -> dict[str, Any]:
+        """Keyword arguments for journal_search; dates are whole days in the console's zone."""
+        data = self.cleaned_data
+        zone = timezone.get_current_timezone()
+        since, until = data.get("since"), data.get("until")
+        return {
+            "query": data["q"],
+            "message_id": data.get("message_id") or None,
+            "status": data.get("status") or None,
+            "since": datetime.combine(since, time.min, zone) if since else None,
+            "until": datetime.combine(until, time.max, zone) if until else None,
+            "cursor": data.get("cursor") or None,
+        }
+
+
+class ResendForm(forms.Form):
+    reason = forms.CharField(
+        label="Why resend?",
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Required. Kept in the audit trail with your name.",
+        error_messages={"required": "Say why you are resending."},
+    )
+    # Generated when the form is shown: resubmitting the same form resends only once.
+    dedupe_id = forms.CharField(widget=forms.HiddenInput)
+
+    def clean_dedupe_id(self) -> str:
+        value = self.cleaned_data["dedupe_id"]
+        if not _RESEND_TOKEN.match(value):
+            raise forms.ValidationError("This form is damaged; open it again.")
+        return value

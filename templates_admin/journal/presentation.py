@@ -1,0 +1,240 @@
+"""Journal rows in plain words, shared by the console pages and ``email_log``."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from emailops.aws.journal_search import failure_is_permanent
+from emailops.core.ports import Status
+
+MASK = "••••••"
+EXCERPT_LENGTH = 140
+
+# The journal's attributes in reading order (the Go consumer's, then ours); others follow, sorted.
+ATTRIBUTE_ORDER = (
+    "Id",
+    "MessageId",
+    "Recipient",
+    "Status",
+    "Timestamp",
+    "SentAtKey",
+    "MessageSent",
+    "SesMessageId",
+    "Error",
+    "Subject",
+    "TemplateKey",
+    "RecipientKey",
+    "ClaimExpiresAt",
+    "Attempts",
+    "ExpiresAt",
+    "Context",
+)
+EPOCH_ATTRIBUTES = ("Timestamp", "ClaimExpiresAt", "ExpiresAt")
+
+_CUSTOM_TEMPLATE = re.compile(r"^custom/O(?P<org>[^/]+)/")
+
+
+def ordered(row: dict[str, Any]) -> dict[str, Any]:
+    known = {name: row[name] for name in ATTRIBUTE_ORDER if name in row}
+    return known | {name: row[name] for name in sorted(row) if name not in known}
+
+
+def sensitive_keys() -> tuple[str, ...]:
+    return tuple(k.strip().lower() for k in settings.JOURNAL_SENSITIVE_KEYS if k.strip())
+
+
+def mask_context(value: Any, sensitive: Iterable[str] | None = None) -> Any:
+    """A copy with the value of every key that contains a sensitive word masked, at any depth."""
+    words = tuple(sensitive) if sensitive is not None else sensitive_keys()
+    if isinstance(value, dict):
+        return {
+            key: MASK if any(w in str(key).lower() for w in words) else mask_context(item, words)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [mask_context(item, words) for item in value]
+    return value
+
+
+def masked_row(row: dict[str, Any]) -> dict[str, Any]:
+    if "Context" not in row:
+        return ordered(row)
+    return ordered(row | {"Context": mask_context(row["Context"])})
+
+
+def branding(template_key: str | None) -> str:
+    """Which template family was used: "default", "org 367", or "" when the row does not say."""
+    if not template_key:
+        return ""
+    match = _CUSTOM_TEMPLATE.match(template_key)
+    if match:
+        return f"org {match['org']}"
+    return "default" if template_key.startswith("default/") else template_key
+
+
+def excerpt(text: str | None, length: int = EXCERPT_LENGTH) -> str:
+    text = " ".join((text or "").split())
+    return text if len(text) <= length else text[: length - 1] + "…"
+
+
+def moment(epoch: int | float | None) -> datetime | None:
+    """An epoch-seconds attribute as an aware datetime in the console's time zone."""
+    if epoch is None or isinstance(epoch, bool) or not isinstance(epoch, int | float):
+        return None
+    return timezone.localtime(datetime.fromtimestamp(epoch, UTC))
+
+
+def local_text(epoch: int | float | None) -> str:
+    when = moment(epoch)
+    return when.strftime("%Y-%m-%d %H:%M:%S %Z") if when else ""
+
+
+def utc_text(epoch: int | float | None) -> str:
+    when = moment(epoch)
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if when else ""
+
+
+def _rfc3339_local(text: Any) -> str:
+    """MessageSent ("2026-01-02T03:04:05Z") in the console's time zone; as stored if unreadable."""
+    if not isinstance(text, str) or not text:
+        return ""
+    try:
+        return local_text(datetime.fromisoformat(text).timestamp())
+    except ValueError:
+        return text
+
+
+@dataclass(frozen=True)
+class RowSummary:
+    """One line of a result list."""
+
+    key: str
+    recipient: str
+    message_id: str
+    status: str
+    subject: str
+    branding: str
+    error: str
+    timestamp: int | None
+    local_time: str
+    utc_time: str
+    stuck: bool  # QUEUED and its claim's lease has ended
+
+    @property
+    def status_label(self) -> str:
+        return f"{self.status} (stuck)" if self.stuck else self.status
+
+
+def summarize(row: dict[str, Any], *, now: int) -> RowSummary:
+    timestamp = row.get("Timestamp")
+    lease = row.get("ClaimExpiresAt")
+    return RowSummary(
+        key=str(row.get("Id", "")),
+        recipient=str(row.get("Recipient", "")),
+        message_id=str(row.get("MessageId", "")),
+        status=str(row.get("Status", "")),
+        subject=str(row.get("Subject", "")),
+        branding=branding(row.get("TemplateKey")),
+        error=excerpt(row.get("Error")),
+        timestamp=timestamp if isinstance(timestamp, int) else None,
+        local_time=local_text(timestamp),
+        utc_time=utc_text(timestamp),
+        stuck=row.get("Status") == Status.QUEUED and isinstance(lease, int) and lease < now,
+    )
+
+
+@dataclass(frozen=True)
+class StatusExplanation:
+    tone: str  # "ok", "pending", "warning" or "error": the badge's colour
+    headline: str
+    details: list[str] = field(default_factory=list)
+
+
+def explain_status(
+    row: dict[str, Any], *, now: int, lease_ends_at: int | None
+) -> StatusExplanation:
+    """What the row's status means for the person asking "did they get the email?"."""
+    status = row.get("Status")
+    claimed = local_text(row.get("Timestamp"))
+    if status == Status.SENT:
+        accepted = _rfc3339_local(row.get("MessageSent")) or claimed
+        return StatusExplanation(
+            "ok",
+            f"Sent: accepted by SES at {accepted}.",
+            [
+                f"SES message id: {row.get('SesMessageId') or 'not recorded'}.",
+                "Accepted is not delivered: SES reports bounces and complaints separately, "
+                "so if the person says it never arrived, check their spam folder and SES's "
+                "suppression list.",
+            ],
+        )
+    if status == Status.QUEUED:
+        return _explain_queued(claimed, now=now, lease_ends_at=lease_ends_at)
+    if status == Status.FAILED:
+        return _explain_failed(str(row.get("Error") or "no error recorded"))
+    return StatusExplanation("warning", f"Unknown status {status!r}.")
+
+
+def _explain_queued(claimed: str, *, now: int, lease_ends_at: int | None) -> StatusExplanation:
+    if lease_ends_at is None:
+        return StatusExplanation(
+            "pending",
+            f"Claimed at {claimed}; not sent yet.",
+            ["The claim's length is unknown, so whether it is still in progress is too."],
+        )
+    lease_end = local_text(lease_ends_at)
+    if lease_ends_at >= now:
+        return StatusExplanation(
+            "pending",
+            f"In progress: a consumer claimed it at {claimed} and is sending it.",
+            [f"Its claim lasts until {lease_end}."],
+        )
+    return StatusExplanation(
+        "warning",
+        f"Stuck since {lease_end}: claimed at {claimed}, but the consumer did not finish.",
+        [
+            "It will be retried when SQS delivers the request again (automatically while it is "
+            "on the queue; if it went to the dead-letter queue, redrive it).",
+            "If the consumer's log shows event=mark_sent.failed for this key, the email did go "
+            "out and only this row missed it.",
+        ],
+    )
+
+
+def _explain_failed(error: str) -> StatusExplanation:
+    permanent = failure_is_permanent(error)
+    if permanent:
+        return StatusExplanation(
+            "error",
+            f"Failed permanently: {error}",
+            [
+                "Retrying as things stand cannot help; fix the cause first.",
+                "The request was moved to the dead-letter queue; redrive it to retry (a FAILED "
+                "row is claimed again on redelivery), or resend this email from here.",
+            ],
+        )
+    if permanent is False:
+        return StatusExplanation(
+            "warning",
+            f"Failed for now, will be retried: {error}",
+            [
+                "A temporary problem (throttling, a timeout, an outage). SQS delivers the request "
+                "again after a back-off and the consumer claims this row again; after the queue's "
+                "maximum number of receives it moves to the dead-letter queue.",
+            ],
+        )
+    return StatusExplanation(
+        "error",
+        f"Failed: {error}",
+        [
+            "The row does not say whether the failure is permanent (the Go consumer wrote it).",
+            "A FAILED row is claimed again whenever the request is delivered again.",
+        ],
+    )

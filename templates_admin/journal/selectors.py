@@ -1,0 +1,274 @@
+"""Reads of the journal, shared by the console pages and ``manage.py email_log``.
+
+A search is one of three kinds, decided by what was typed: an email address (a recipient search,
+newest first, paged), or otherwise a journal ``Id`` (the dedupe key) or an SES message id.
+No search path scans the table: they are GetItem and Queries on the journal's GSIs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from dataclasses import asdict, dataclass, field, replace
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+
+from django.conf import settings
+from django.core import signing
+from django.core.exceptions import ImproperlyConfigured
+
+from emailops import wiring
+from emailops.aws.journal_search import JournalCriteria, JournalPage, QueryRun, SearchPosition
+from emailops.core.compose import Composed
+from emailops.core.contract import organization_id_of
+from emailops.core.errors import EmailOpsError
+from emailops.core.ports import Status
+from templates_admin.journal.presentation import branding, mask_context
+from templates_admin.models import EmailAction
+
+__all__ = [
+    "MAX_LIMIT",
+    "PAGE_SIZE",
+    "EmailPreview",
+    "InvalidCursor",
+    "JournalEntry",
+    "JournalSearchError",
+    "JournalSearchResult",
+    "SearchKind",
+    "journal_email_preview",
+    "journal_entry",
+    "journal_search",
+    "looks_like_email",
+    "parse_status",
+]
+
+PAGE_SIZE = 50
+MAX_LIMIT = 500
+_CURSOR_SALT = "templates_admin.journal.cursor"
+_EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
+
+
+class JournalSearchError(ValueError):
+    """The search as asked cannot run; the message says why, for the person who asked."""
+
+
+class InvalidCursor(JournalSearchError):
+    pass
+
+
+class SearchKind(StrEnum):
+    RECIPIENT = "recipient"
+    ID = "journal Id"
+    SES_MESSAGE_ID = "SES message id"
+    ID_OR_SES_MESSAGE_ID = "journal Id or SES message id"  # looked up as both, found neither
+
+
+def looks_like_email(text: str) -> bool:
+    """Loose on purpose: rows the Go consumer wrote hold whatever address producers sent."""
+    return bool(_EMAIL.match(text))
+
+
+def parse_status(status: str | None) -> str | None:
+    if not status:
+        return None
+    try:
+        return Status(status.strip().upper()).value
+    except ValueError:
+        known = ", ".join(s.value for s in Status)
+        raise JournalSearchError(f"status must be one of {known}, not {status!r}") from None
+
+
+@dataclass(frozen=True)
+class JournalSearchResult:
+    query: str
+    kind: SearchKind
+    rows: list[dict[str, Any]]
+    runs: tuple[QueryRun, ...] = ()
+    next_cursor: str | None = None  # older, newest first
+    previous_cursor: str | None = None  # newer, newest first
+    partial: bool = False  # the page's read budget ran out before it was full
+    problems: tuple[str, ...] = ()
+    filters_ignored: bool = False  # filters apply to recipient searches only
+
+    @property
+    def calls(self) -> int:
+        return sum(run.calls for run in self.runs)
+
+
+def journal_search(
+    *,
+    query: str,
+    message_id: str | None = None,
+    status: str | None = None,
+    since: datetime | None = None,
+    until: datetime | None = None,
+    cursor: str | None = None,
+    limit: int = PAGE_SIZE,
+    oldest_first: bool = False,
+) -> JournalSearchResult:
+    """One page of rows for ``query``: a recipient address, a journal Id or an SES message id.
+
+    Raises JournalSearchError for input that cannot be searched (and InvalidCursor for a cursor
+    that was altered or belongs to another search); EmailOpsError when AWS fails.
+    """
+    query = query.strip()
+    if not query:
+        raise JournalSearchError("type an email address, a journal Id or an SES message id")
+    if not 1 <= limit <= MAX_LIMIT:
+        raise JournalSearchError(f"limit must be between 1 and {MAX_LIMIT}")
+    criteria = JournalCriteria(
+        message_id=(message_id or "").strip() or None,
+        status=parse_status(status),
+        since=_epoch(since),
+        until=_epoch(until),
+    )
+    if (
+        criteria.since is not None
+        and criteria.until is not None
+        and criteria.since > criteria.until
+    ):
+        raise JournalSearchError("the date range ends before it starts")
+    if ":" in query or not looks_like_email(query):
+        return replace(_lookup(query), filters_ignored=criteria != JournalCriteria())
+
+    fingerprint = _fingerprint(query, criteria, oldest_first)
+    position = _decode_cursor(cursor, fingerprint) if cursor else None
+    page = wiring.journal_search().recipient_page(
+        query, criteria, position=position, limit=limit, newest_first=not oldest_first
+    )
+    return JournalSearchResult(
+        query=query,
+        kind=SearchKind.RECIPIENT,
+        rows=page.rows,
+        runs=page.runs,
+        next_cursor=_encode_cursor(page.next, fingerprint),
+        previous_cursor=_encode_cursor(page.previous, fingerprint),
+        partial=page.partial,
+        problems=page.problems,
+    )
+
+
+def _lookup(query: str) -> JournalSearchResult:
+    """A journal Id (GetItem) or, failing that, an SES message id (SesMessageIdIndex)."""
+    row = wiring.journal().get(query)
+    table = wiring.journal().table
+    get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(row is not None))
+    if row is not None:
+        return JournalSearchResult(query=query, kind=SearchKind.ID, rows=[row], runs=(get,))
+    page: JournalPage = wiring.journal_search().by_ses_message_id(query)
+    return JournalSearchResult(
+        query=query,
+        kind=SearchKind.SES_MESSAGE_ID if page.rows else SearchKind.ID_OR_SES_MESSAGE_ID,
+        rows=page.rows,
+        runs=(get, *page.runs),
+        problems=page.problems,
+    )
+
+
+def _epoch(moment: datetime | None) -> int | None:
+    if moment is None:
+        return None
+    if moment.tzinfo is None:
+        raise JournalSearchError("dates must carry a time zone")
+    return int(moment.timestamp())
+
+
+def _fingerprint(query: str, criteria: JournalCriteria, oldest_first: bool) -> str:
+    """Ties a cursor to its search: a cursor pasted onto other filters is refused, not misread."""
+    text = json.dumps([query, asdict(criteria), oldest_first], sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _encode_cursor(position: SearchPosition | None, fingerprint: str) -> str | None:
+    if position is None:
+        return None
+    payload = {
+        "f": fingerprint,
+        "s": position.segment,
+        "k": position.start_key,
+        "b": position.backward,
+        "l": position.legacy_plan,
+    }
+    return signing.dumps(payload, salt=_CURSOR_SALT, compress=True)
+
+
+def _decode_cursor(cursor: str, fingerprint: str) -> SearchPosition:
+    try:
+        payload = signing.loads(cursor, salt=_CURSOR_SALT)
+    except signing.BadSignature:
+        raise InvalidCursor(
+            "this page link is damaged or was altered; start the search again"
+        ) from None
+    if payload.get("f") != fingerprint:
+        raise InvalidCursor("this page link belongs to a different search; start the search again")
+    return SearchPosition(
+        segment=int(payload["s"]),
+        start_key=payload["k"],
+        backward=bool(payload["b"]),
+        legacy_plan=bool(payload["l"]),
+    )
+
+
+@dataclass(frozen=True)
+class JournalEntry:
+    """One journal row with what the console knows around it."""
+
+    key: str
+    row: dict[str, Any] | None
+    resends: list[EmailAction] = field(default_factory=list)  # made from this row
+    resent_from: EmailAction | None = None  # the resend that created this row
+    lease_ends_at: int | None = None  # when a QUEUED row's claim ends (or ended)
+
+
+def journal_entry(*, key: str) -> JournalEntry:
+    row = wiring.journal().get(key)
+    actions = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND).select_related("user")
+    return JournalEntry(
+        key=key,
+        row=row,
+        resends=list(actions.filter(original_key=key)),
+        resent_from=actions.filter(journal_key=key).first(),
+        lease_ends_at=_lease_end(row) if row and row.get("Status") == Status.QUEUED else None,
+    )
+
+
+def _lease_end(row: dict[str, Any]) -> int | None:
+    """ClaimExpiresAt; a Go row has none: its claim lasted the queue's visibility timeout."""
+    if isinstance(row.get("ClaimExpiresAt"), int):
+        return row["ClaimExpiresAt"]
+    timestamp = row.get("Timestamp")
+    if not isinstance(timestamp, int):
+        return None
+    lease = settings.CLAIM_LEASE_SECONDS
+    if not lease:
+        try:
+            lease = wiring.queue().describe().visibility_timeout
+        except (EmailOpsError, ImproperlyConfigured):
+            return None
+    return timestamp + lease
+
+
+@dataclass(frozen=True)
+class EmailPreview:
+    """The email re-rendered today, from today's template, with the row's masked context."""
+
+    composed: Composed | None
+    branding: str = ""
+    error: str = ""
+    rendered_at: int = 0
+
+
+def journal_email_preview(*, row: dict[str, Any]) -> EmailPreview:
+    context = mask_context(row.get("Context") or {})
+    try:
+        composed = wiring.composer().compose(
+            str(row.get("MessageId", "")), context, organization_id_of(context)
+        )
+    except EmailOpsError as exc:
+        return EmailPreview(composed=None, error=exc.describe(), rendered_at=int(time.time()))
+    return EmailPreview(
+        composed=composed, branding=branding(composed.template_key), rendered_at=int(time.time())
+    )

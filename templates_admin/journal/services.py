@@ -1,0 +1,87 @@
+"""Writes from the journal pages: resending an email."""
+
+from __future__ import annotations
+
+import logging
+import uuid
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from emailops import wiring
+from emailops.core.contract import EmailRequest, Recipient, parse_request, request_to_json
+from emailops.core.dedupe import dedupe_key
+from emailops.core.errors import InvalidRequest
+from emailops.core.events import EventLog
+from templates_admin import roles
+from templates_admin.models import EmailAction
+
+__all__ = ["email_resend", "new_resend_dedupe_id"]
+
+logger = logging.getLogger("templates_admin.journal")
+
+
+def new_resend_dedupe_id() -> str:
+    return f"resend-{uuid.uuid4().hex}"
+
+
+def email_resend(
+    *, key: str, reason: str, user: AbstractBaseUser, dedupe_id: str | None = None
+) -> EmailAction:
+    """Put the row's messageId and context back on the queue for the same recipient.
+
+    The new request carries a fresh ``dedupe_id``, so it gets its own journal row (``journal_key``)
+    instead of being skipped as a duplicate of the old one. The confirmation form generates the
+    dedupe id once, so submitting it twice resends once: the second call returns the first action.
+    Raises PermissionDenied, ValidationError (no reason, no row, a request that would not parse) or
+    EmailOpsError (the queue refused it; nothing is recorded then).
+    """
+    if not user.has_perm(roles.RESEND_EMAIL):
+        raise PermissionDenied("resending needs the resend_email permission")
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError("say why you are resending: the reason is kept in the audit trail")
+    dedupe_id = dedupe_id or new_resend_dedupe_id()
+    done = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND, dedupe_id=dedupe_id).first()
+    if done is not None:
+        return done
+
+    row = wiring.journal().get(key)
+    if row is None:
+        raise ValidationError(f"there is no journal row {key!r} to resend")
+    recipient = str(row.get("Recipient", ""))
+    request = EmailRequest(
+        message_id=str(row.get("MessageId", "")),
+        recipients=(Recipient(email=recipient),),
+        context=row.get("Context") or {},
+        dedupe_id=dedupe_id,
+    )
+    body = request_to_json(request)
+    try:
+        parse_request(body)  # the consumer would dead-letter it: say so now instead
+    except InvalidRequest as exc:
+        raise ValidationError(f"this row cannot be resent: {exc.describe()}") from exc
+
+    with transaction.atomic():  # no audit row for a resend the queue refused
+        action = EmailAction.objects.create(
+            kind=EmailAction.Kind.RESEND,
+            user=user,
+            message_id=request.message_id,
+            recipient=recipient,
+            reason=reason,
+            dedupe_id=dedupe_id,
+            journal_key=dedupe_key(request, recipient),
+            original_key=key,
+        )
+        action.sqs_message_id = wiring.queue().send(body)
+        action.save(update_fields=["sqs_message_id"])
+    EventLog(logger).info(
+        "email.resent",
+        user=user.get_username(),
+        messageId=action.message_id,
+        originalKey=key,
+        key=action.journal_key,
+        sqsMessageId=action.sqs_message_id,
+    )
+    return action

@@ -1,0 +1,21 @@
+"""The journal's pages under /admin/templates_admin/emailjournalpage/ (the search is the
+changelist itself). Specific suffixes come first: a key may contain slashes."""
+
+from __future__ import annotations
+
+from functools import partial
+
+from django.urls import URLPattern, path
+
+from templates_admin.journal import views
+
+
+def admin_urls(admin_site) -> list[URLPattern]:
+    def page(view):
+        return admin_site.admin_view(partial(view, admin_site=admin_site))
+
+    return [
+        path("entry/<path:key>/email/", page(views.email), name="templates_admin_journal_email"),
+        path("entry/<path:key>/resend/", page(views.resend), name="templates_admin_journal_resend"),
+        path("entry/<path:key>/", page(views.detail), name="templates_admin_journal_detail"),
+    ]

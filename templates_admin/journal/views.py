@@ -1,0 +1,222 @@
+"""The journal pages. Thin: check the permission, call a selector or service, render.
+
+``admin_site.admin_view`` only checks ``is_staff``; every view here checks its own permission.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from emailops.core.errors import EmailOpsError
+from templates_admin import csp, roles
+from templates_admin.journal import presentation, selectors
+from templates_admin.journal.forms import JournalSearchForm, ResendForm
+from templates_admin.journal.services import email_resend, new_resend_dedupe_id
+from templates_admin.models import EmailJournalPage
+
+TEMPLATES = "templates_admin/journal"
+
+
+def _require(request: HttpRequest, *permissions: str) -> None:
+    if not request.user.has_perms(permissions):
+        raise PermissionDenied
+
+
+def _render(
+    request: HttpRequest, admin_site, template: str, context: dict[str, Any], *, status: int = 200
+) -> TemplateResponse:
+    context = {
+        **admin_site.each_context(request),
+        "opts": EmailJournalPage._meta,
+        "search_url": reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist"),
+        **context,
+    }
+    return TemplateResponse(request, f"{TEMPLATES}/{template}", context, status=status)
+
+
+def _entry_url(admin_site, name: str, key: str) -> str:
+    return reverse(f"{admin_site.name}:templates_admin_journal_{name}", args=[key])
+
+
+def search(request: HttpRequest, admin_site) -> HttpResponse:
+    _require(request, roles.SEARCH_JOURNAL)
+    form = JournalSearchForm(request.GET or None)
+    result, error, status = None, "", 200
+    if form.is_valid() and form.cleaned_data["q"].strip():
+        try:
+            result = selectors.journal_search(**form.search_arguments())
+        except selectors.JournalSearchError as exc:
+            error, status = str(exc), 400
+        except EmailOpsError as exc:
+            error, status = f"The journal could not be read: {exc.describe()}", 502
+    now = int(time.time())
+    rows = [
+        (presentation.summarize(row, now=now), _entry_url(admin_site, "detail", str(row["Id"])))
+        for row in (result.rows if result else [])
+    ]
+    return _render(
+        request,
+        admin_site,
+        "search.html",
+        {
+            "title": "Email journal",
+            "form": form,
+            "result": result,
+            "rows": rows,
+            "error": error,
+            "ttl_days": settings.JOURNAL_TTL_DAYS,
+            "older_url": _page_url(request, result.next_cursor) if result else "",
+            "newer_url": _page_url(request, result.previous_cursor) if result else "",
+        },
+        status=status,
+    )
+
+
+def _page_url(request: HttpRequest, cursor: str | None) -> str:
+    if not cursor:
+        return ""
+    params = {k: v for k, v in request.GET.items() if k != "cursor" and v}
+    return "?" + urlencode(params | {"cursor": cursor})
+
+
+def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _require(request, roles.SEARCH_JOURNAL)
+    entry = selectors.journal_entry(key=key)
+    context: dict[str, Any] = {
+        "title": "Journal row",
+        "key": key,
+        "entry": entry,
+        "resends": [(a, _entry_url(admin_site, "detail", a.journal_key)) for a in entry.resends],
+        "can_resend": request.user.has_perm(roles.RESEND_EMAIL),
+    }
+    if entry.resent_from:
+        context["resent_from_url"] = _entry_url(
+            admin_site, "detail", entry.resent_from.original_key
+        )
+    if entry.row is None:  # never queued, expired, or a resend the consumer has not reached yet
+        status = 200 if entry.resent_from else 404
+        return _render(request, admin_site, "detail.html", context, status=status)
+    row = entry.row
+    context |= {
+        "subtitle": f"{row.get('MessageId', '')} to {row.get('Recipient', '')}",
+        "explanation": presentation.explain_status(
+            row, now=int(time.time()), lease_ends_at=entry.lease_ends_at
+        ),
+        "attributes": _attributes(row),
+        "recipient_url": reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist")
+        + "?"
+        + urlencode({"q": row.get("Recipient", "")}),
+        "email_url": _entry_url(admin_site, "email", key),
+        "resend_url": _entry_url(admin_site, "resend", key),
+    }
+    return _render(request, admin_site, "detail.html", context)
+
+
+def _attributes(row: dict[str, Any]) -> list[dict[str, str]]:
+    """Every attribute of the row, as (name, value, note) with times and branding spelled out."""
+    shown = []
+    for name, value in presentation.masked_row(row).items():
+        note = ""
+        if name in presentation.EPOCH_ATTRIBUTES:
+            note = presentation.local_text(value)
+            if name == "ExpiresAt" and note:
+                note = f"DynamoDB deletes the row after {note} (TTL)"
+        elif name == "TemplateKey":
+            note = f"branding: {presentation.branding(value)}"
+        text = (
+            json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
+            if isinstance(value, dict | list)
+            else str(value)
+        )
+        shown.append({"name": name, "value": text, "note": note, "utc": _utc_title(name, value)})
+    return shown
+
+
+def _utc_title(name: str, value: Any) -> str:
+    return presentation.utc_text(value) if name in presentation.EPOCH_ATTRIBUTES else ""
+
+
+def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _require(request, roles.SEARCH_JOURNAL)
+    entry = selectors.journal_entry(key=key)
+    if entry.row is None:
+        return redirect(_entry_url(admin_site, "detail", key))  # which explains
+    preview = selectors.journal_email_preview(row=entry.row)
+    response = _render(
+        request,
+        admin_site,
+        "email.html",
+        {
+            "title": "Email, re-rendered",
+            "subtitle": f"{entry.row.get('MessageId', '')} to {entry.row.get('Recipient', '')}",
+            "key": key,
+            "row": entry.row,
+            "preview": preview,
+            "rendered_at": presentation.local_text(preview.rendered_at),
+            "written_at": presentation.local_text(entry.row.get("Timestamp")),
+            "detail_url": _entry_url(admin_site, "detail", key),
+        },
+    )
+    response["Content-Security-Policy"] = csp.POLICY
+    return response
+
+
+def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _require(request, roles.SEARCH_JOURNAL, roles.RESEND_EMAIL)
+    entry = selectors.journal_entry(key=key)
+    detail_url = _entry_url(admin_site, "detail", key)
+    if entry.row is None:
+        return redirect(detail_url)
+    error = ""
+    if request.method == "POST":
+        form = ResendForm(request.POST)
+        if form.is_valid():
+            try:
+                action = email_resend(
+                    key=key,
+                    reason=form.cleaned_data["reason"],
+                    user=request.user,
+                    dedupe_id=form.cleaned_data["dedupe_id"],
+                )
+            except ValidationError as exc:
+                error = " ".join(exc.messages)
+            except EmailOpsError as exc:
+                error = f"The request could not be queued: {exc.describe()}"
+            else:
+                messages.success(
+                    request,
+                    f"Resent: queued as SQS message {action.sqs_message_id}; its journal row will "
+                    f"be {action.journal_key}.",
+                )
+                return redirect(detail_url)
+    else:
+        form = ResendForm(initial={"dedupe_id": new_resend_dedupe_id()})
+    return _render(
+        request,
+        admin_site,
+        "resend.html",
+        {
+            "title": "Resend this email?",
+            "key": key,
+            "row": entry.row,
+            "summary": presentation.summarize(entry.row, now=int(time.time())),
+            "explanation": presentation.explain_status(
+                entry.row, now=int(time.time()), lease_ends_at=entry.lease_ends_at
+            ),
+            "form": form,
+            "error": error,
+            "detail_url": detail_url,
+        },
+        status=400 if error else 200,
+    )
