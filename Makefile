@@ -19,5 +19,6 @@ test: $(PY)  ## lint, then every test (browser tests need Debian's chromium)
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest
 
-bench: $(PY)
-	$(PY) bench/run.py
+bench: $(PY)  ## benchmarks: figures, not tests
+	$(PY) bench/consumer_throughput.py
+	$(PY) bench/journal_search.py
