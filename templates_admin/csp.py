@@ -1,7 +1,8 @@
-"""A strict Content-Security-Policy for the mapping pages.
+"""The strict Content-Security-Policy of every console page that shows a rendered email.
 
-The preview shows template HTML in a sandboxed ``srcdoc`` iframe, which inherits this policy, so
-even a template that slipped a script past the sandbox could not run it or load anything remote.
+The preview and the journal's "view email" show template HTML in a sandboxed ``srcdoc`` iframe,
+which inherits this policy, so even a template that slipped a script past the sandbox could not run
+it, load anything remote (no tracking pixel fires from a support desk) or post a form out.
 The admin itself needs only its own static scripts (theme toggle, sidebar) and stylesheets;
 'unsafe-inline' styles are for the emails, whose CSS is inline by nature.
 """
@@ -19,7 +20,7 @@ POLICY = "; ".join(
         "script-src 'self'",
         "style-src 'self' 'unsafe-inline'",
         "img-src 'self' data:",
-        "font-src 'self'",
+        "font-src 'self' data:",
         "frame-src 'self' about:",
         "form-action 'self'",
         "base-uri 'none'",
