@@ -11,37 +11,20 @@ import argparse
 import collections
 import json
 import os
-import sys
 import threading
 import time
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "emailops.settings")
-for name, value in {
-    "AWS_ACCESS_KEY_ID": "testing",
-    "AWS_SECRET_ACCESS_KEY": "testing",
-    "AWS_DEFAULT_REGION": "us-east-1",
-    "LOG_LEVEL": "WARNING",
-}.items():
-    os.environ[name] = value
-os.environ.pop("AWS_ENDPOINT_URL", None)
+import moto_env
+from django.conf import settings
+from django.core.management import call_command
+from moto import mock_aws
 
-import django  # noqa: E402
+from emailops import wiring
+from emailops.aws import provision
+from emailops.aws.clients import aws_client
+from worker.wiring import build_consumer
 
-django.setup()
-
-from django.conf import settings  # noqa: E402
-from django.core.management import call_command  # noqa: E402
-from moto import mock_aws  # noqa: E402
-
-from emailops import wiring  # noqa: E402
-from emailops.aws import provision  # noqa: E402
-from emailops.aws.clients import aws_client  # noqa: E402
-from worker.wiring import build_consumer  # noqa: E402
-
-SAMPLES = ROOT / "emailops" / "data" / "samples"
+SAMPLES = moto_env.ROOT / "emailops" / "data" / "samples"
 
 
 def request(i: int) -> str:

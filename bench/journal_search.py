@@ -11,41 +11,25 @@ Goals: one Query for an unfiltered page; a bounded number (at most the page budg
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
-import sys
 import time
 from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-os.environ.setdefault("DJANGO_SETTINGS_MODULE", "emailops.settings")
-for name, value in {
-    "AWS_ACCESS_KEY_ID": "bench",
-    "AWS_SECRET_ACCESS_KEY": "bench",
-    "AWS_DEFAULT_REGION": "us-east-1",
-}.items():
-    os.environ[name] = value
-os.environ.pop("AWS_ENDPOINT_URL", None)
+import moto_env  # noqa: F401  (sets up Django and moto credentials first)
+from django.conf import settings
+from django.contrib import admin
+from django.contrib.auth import get_user_model
+from django.test import RequestFactory
+from moto import mock_aws
 
-import django  # noqa: E402
-
-django.setup()
-
-from django.conf import settings  # noqa: E402
-from django.contrib import admin  # noqa: E402
-from django.contrib.auth import get_user_model  # noqa: E402
-from django.test import RequestFactory  # noqa: E402
-from moto import mock_aws  # noqa: E402
-
-from emailops import wiring  # noqa: E402
-from emailops.aws import provision  # noqa: E402
-from emailops.aws.clients import aws_client  # noqa: E402
-from templates_admin.journal import selectors  # noqa: E402
-from templates_admin.journal.views import search  # noqa: E402
-from tests.journal_factory import BASE_TIME, journal_row, put_rows  # noqa: E402
+from emailops import wiring
+from emailops.aws import provision
+from emailops.aws.clients import aws_client
+from templates_admin.journal import selectors
+from templates_admin.journal.views import search
+from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 RECIPIENT = "heavy.user@example.com"
 MESSAGE_IDS = [f"message-{n}" for n in range(10)]  # each one in 10 rows
