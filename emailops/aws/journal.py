@@ -11,6 +11,7 @@ the counter also identifies *our* claim when we mark the row afterwards.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from datetime import UTC, datetime
@@ -94,7 +95,16 @@ def _av(value: Any) -> dict[str, Any]:
 
 
 def item_from_dynamo(raw: dict[str, Any]) -> dict[str, Any]:
-    return {k: from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+    item = {k: from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+    if isinstance(item.get("Context"), str):
+        # We write Context as a map; a writer that stored it as JSON text reads back the same.
+        try:
+            context = json.loads(item["Context"])
+        except ValueError:
+            context = None
+        if isinstance(context, dict):
+            item["Context"] = context
+    return item
 
 
 class DynamoJournal:

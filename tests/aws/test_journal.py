@@ -368,3 +368,20 @@ def test_from_dynamo(value, plain):
     result = from_dynamo(value)
     assert result == plain
     assert type(result) is type(plain)
+
+
+def test_a_context_stored_as_json_text_reads_back_as_a_map(aws, settings):
+    aws.dynamodb.put_item(
+        TableName=settings.JOURNAL_TABLE,
+        Item={
+            "Id": {"S": "k1"},
+            "Status": {"S": "SENT"},
+            "Context": {"S": '{"a": 1, "b": [true]}'},
+        },
+    )
+    aws.dynamodb.put_item(
+        TableName=settings.JOURNAL_TABLE,
+        Item={"Id": {"S": "k2"}, "Status": {"S": "SENT"}, "Context": {"S": "not json"}},
+    )
+    assert wiring.journal().get("k1")["Context"] == {"a": 1, "b": [True]}
+    assert wiring.journal().get("k2")["Context"] == "not json"
