@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from datetime import UTC, datetime
-from email.utils import parseaddr
+from email.utils import formataddr, parseaddr
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -49,10 +49,12 @@ def require(name: str) -> str:
 def sender_addresses() -> tuple[str, tuple[str, ...]]:
     """(From, Reply-To): EMAIL_SENDER/EMAIL_REPLY_TO, else Pennsieve's support address."""
     if settings.EMAIL_SENDER:
-        if "@" not in parseaddr(settings.EMAIL_SENDER)[1]:
+        name, address = parseaddr(settings.EMAIL_SENDER)
+        if "@" not in address:
             raise ImproperlyConfigured("EMAIL_SENDER must look like 'Display Name <address>'")
         reply_to = (settings.EMAIL_REPLY_TO,) if settings.EMAIL_REPLY_TO else ()
-        return settings.EMAIL_SENDER, reply_to
+        # SES takes a non-ASCII display name only MIME-encoded; an ASCII one stays as written.
+        return formataddr((name, address), charset="utf-8"), reply_to
     if settings.PENNSIEVE_DOMAIN:
         support = f"support@{settings.PENNSIEVE_DOMAIN}"
         return f"Pennsieve <{support}>", (settings.EMAIL_REPLY_TO or support,)

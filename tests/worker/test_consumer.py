@@ -168,3 +168,10 @@ def test_sender_falls_back_to_the_pennsieve_domain(settings):
     settings.PENNSIEVE_DOMAIN = ""
     with pytest.raises(ImproperlyConfigured, match="EMAIL_SENDER"):
         wiring.sender_addresses()
+
+
+def test_a_non_ascii_sender_name_is_mime_encoded_for_ses(settings):
+    settings.EMAIL_SENDER = "Pennsieve Über <support@pennsieve.io>"
+    assert wiring.sender_addresses()[0] == "=?utf-8?q?Pennsieve_=C3=9Cber?= <support@pennsieve.io>"
+    settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.io>"
+    assert wiring.sender_addresses()[0] == "Pennsieve <support@pennsieve.io>"
