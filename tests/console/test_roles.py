@@ -1,0 +1,39 @@
+"""The console's groups (data migration) and the onboarding command."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.management import CommandError, call_command
+
+from templates_admin import roles
+
+pytestmark = pytest.mark.django_db
+
+
+def test_the_migration_creates_each_group_with_exactly_its_permissions():
+    for name, permissions in roles.GROUP_PERMISSIONS.items():
+        group = Group.objects.get(name=name)
+        granted = {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()}
+        assert granted == set(permissions), name
+
+
+def test_create_console_user_onboards_someone_into_a_group():
+    out = io.StringIO()
+    call_command(
+        "create_console_user", "ann", "--group", "Support", "--email", "ann@example.com", stdout=out
+    )
+    user = get_user_model().objects.get(username="ann")
+    assert user.is_staff and not user.is_superuser and user.email == "ann@example.com"
+    assert user.has_perm(roles.SEARCH_JOURNAL) and not user.has_perm(roles.RESEND_EMAIL)
+    password = out.getvalue().rsplit("password: ", 1)[1].strip()
+    assert user.check_password(password)
+
+
+def test_create_console_user_refuses_an_unknown_group_and_creates_nobody():
+    with pytest.raises(CommandError, match=r"no group 'Admins'.*Support"):
+        call_command("create_console_user", "bob", "--group", "Admins")
+    assert not get_user_model().objects.filter(username="bob").exists()
