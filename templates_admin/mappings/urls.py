@@ -17,17 +17,19 @@ def admin_urls(admin_site: AdminSite) -> list[URLPattern]:
         make = re_path if regex else path
         return make(route, bound, name=f"templates_admin_mapping_{name}")
 
+    # <path:> so that a messageId with a "/" (rows written by hand) still gets working links; the
+    # pages with a suffix come first, so the bare detail route cannot swallow them.
     return [
         page("add/", views.mapping_add, "add"),
-        page("mapping/<str:message_id>/", views.mapping_detail, "detail"),
-        page("mapping/<str:message_id>/delete/", views.mapping_delete, "delete"),
-        page("mapping/<str:message_id>/source/", views.template_source, "source"),
+        page("mapping/<path:message_id>/delete/", views.mapping_delete, "delete"),
         page(
-            r"^mapping/(?P<message_id>[^/]+)/source/O(?P<org>\d+)/$",
+            r"^mapping/(?P<message_id>.+)/source/O(?P<org>\d+)/$",
             views.template_source,
             "org_source",
             regex=True,
         ),
-        page("mapping/<str:message_id>/preview/", views.preview, "preview"),
-        page("mapping/<str:message_id>/send-test/", views.send_test, "send_test"),
+        page("mapping/<path:message_id>/source/", views.template_source, "source"),
+        page("mapping/<path:message_id>/preview/", views.preview, "preview"),
+        page("mapping/<path:message_id>/send-test/", views.send_test, "send_test"),
+        page("mapping/<path:message_id>/", views.mapping_detail, "detail"),
     ]
