@@ -37,11 +37,6 @@ class EmailRequest:
         """The branding organization as it appears in S3 keys (``custom/O{id}/``), or None."""
         return organization_id_of(self.context)
 
-    @property
-    def subject_override(self) -> str | None:
-        subject = self.context.get("subject")
-        return subject if isinstance(subject, str) and subject else None
-
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
