@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from emailops.core.compose import subject_source_for
 from emailops.core.contract import (
     MAX_DEPTH,
     EmailRequest,
@@ -17,6 +18,7 @@ from emailops.core.contract import (
     request_to_json,
 )
 from emailops.core.errors import InvalidRequest, PermanentError
+from emailops.core.ports import TemplateMapping
 from tests.conftest import CONTRACT, fixture_body
 
 FIXTURES = sorted(p.name for p in (CONTRACT / "fixtures").glob("*.json"))
@@ -87,7 +89,6 @@ def test_missing_or_null_context_is_empty(text):
     request = parse_request(text)
     assert request.context == {}
     assert request.organization_id is None
-    assert request.subject_override is None
 
 
 @pytest.mark.parametrize("context", [[], [1], "x", 1, 1.5, True, False])
@@ -98,9 +99,10 @@ def test_context_of_another_type_is_rejected(context):
 
 
 def test_subject_override_only_for_non_empty_strings():
-    assert parse_request(body(context={"subject": "Hi {{.x}}"})).subject_override == "Hi {{.x}}"
+    mapping = TemplateMapping("m", "m.html", "Default")
+    assert subject_source_for(mapping, {"subject": "Hi {{.x}}"}) == "Hi {{.x}}"
     for value in ["", None, 1, ["s"]]:
-        assert parse_request(body(context={"subject": value})).subject_override is None
+        assert subject_source_for(mapping, {"subject": value}) == "Default"
 
 
 # --- JSON-level rejections ---------------------------------------------------------------------
