@@ -48,7 +48,7 @@ class PlaceholderAdmin(admin.ModelAdmin):
         return [*self.feature.admin_urls(self.admin_site), changelist, not_found]
 
     def changelist_view(self, request, extra_context=None):
-        return self.feature.changelist(request, self.admin_site)
+        return self.feature.changelist(request, admin_site=self.admin_site)
 
 
 def _not_found(request, *args, **kwargs):

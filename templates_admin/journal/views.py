@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
@@ -19,18 +19,14 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from emailops.core.errors import EmailOpsError
-from templates_admin import csp, roles
+from templates_admin import roles
+from templates_admin.console import console_view
 from templates_admin.journal import presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import email_resend, new_resend_dedupe_id
 from templates_admin.models import EmailJournalPage
 
 TEMPLATES = "templates_admin/journal"
-
-
-def _require(request: HttpRequest, *permissions: str) -> None:
-    if not request.user.has_perms(permissions):
-        raise PermissionDenied
 
 
 def _render(
@@ -49,8 +45,8 @@ def _entry_url(admin_site, name: str, key: str) -> str:
     return reverse(f"{admin_site.name}:templates_admin_journal_{name}", args=[key])
 
 
+@console_view(roles.SEARCH_JOURNAL)
 def search(request: HttpRequest, admin_site) -> HttpResponse:
-    _require(request, roles.SEARCH_JOURNAL)
     form = JournalSearchForm(request.GET or None)
     result, error, status = None, "", 200
     if form.is_valid() and form.cleaned_data["q"].strip():
@@ -90,8 +86,8 @@ def _page_url(request: HttpRequest, cursor: str | None) -> str:
     return "?" + urlencode(params | {"cursor": cursor})
 
 
+@console_view(roles.SEARCH_JOURNAL)
 def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
-    _require(request, roles.SEARCH_JOURNAL)
     entry = selectors.journal_entry(key=key)
     context: dict[str, Any] = {
         "title": "Journal row",
@@ -147,13 +143,13 @@ def _utc_title(name: str, value: Any) -> str:
     return presentation.utc_text(value) if name in presentation.EPOCH_ATTRIBUTES else ""
 
 
+@console_view(roles.SEARCH_JOURNAL)
 def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
-    _require(request, roles.SEARCH_JOURNAL)
     entry = selectors.journal_entry(key=key)
     if entry.row is None:
         return redirect(_entry_url(admin_site, "detail", key))  # which explains
     preview = selectors.journal_email_preview(row=entry.row)
-    response = _render(
+    return _render(
         request,
         admin_site,
         "email.html",
@@ -168,12 +164,10 @@ def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
             "detail_url": _entry_url(admin_site, "detail", key),
         },
     )
-    response["Content-Security-Policy"] = csp.POLICY
-    return response
 
 
+@console_view(roles.SEARCH_JOURNAL, roles.RESEND_EMAIL)
 def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
-    _require(request, roles.SEARCH_JOURNAL, roles.RESEND_EMAIL)
     entry = selectors.journal_entry(key=key)
     detail_url = _entry_url(admin_site, "detail", key)
     if entry.row is None:

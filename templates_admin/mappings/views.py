@@ -6,15 +6,12 @@ strict CSP. ``admin_site`` is bound by ``urls.admin_urls`` so pages get the admi
 
 from __future__ import annotations
 
-import functools
 import json
-from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.admin import AdminSite
-from django.contrib.auth.decorators import permission_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
@@ -22,10 +19,10 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from emailops.core.errors import ConcurrentUpdate, EmailOpsError
+from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
-from templates_admin.csp import strict_csp
+from templates_admin.console import console_view
 from templates_admin.mappings import selectors, services
 from templates_admin.mappings.forms import (
     DEFAULT_ORG,
@@ -37,30 +34,6 @@ from templates_admin.mappings.forms import (
 from templates_admin.models import TemplateMappingPage
 
 TEMPLATES = "templates_admin/mappings/"
-
-
-def console_view(permission: str) -> Callable:
-    """Permission check (403 for staff without it), strict CSP, and AWS failures shown as a page."""
-
-    def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-        @functools.wraps(view)
-        def wrapped(request: HttpRequest, *args: Any, admin_site: AdminSite, **kwargs: Any):
-            try:
-                return view(request, *args, admin_site=admin_site, **kwargs)
-            except ConcurrentUpdate:
-                raise  # views handle conflicts themselves; one escaping here is a bug
-            except EmailOpsError as exc:
-                return _page(
-                    request,
-                    admin_site,
-                    "unavailable.html",
-                    {"title": "Email service unavailable", "error": exc.describe()},
-                    status=503,
-                )
-
-        return permission_required(permission, raise_exception=True)(strict_csp(wrapped))
-
-    return decorate
 
 
 def _page(

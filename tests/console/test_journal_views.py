@@ -274,3 +274,13 @@ def test_keys_with_slashes_and_odd_characters_have_working_pages(aws, lead):
         response = lead.get(entry_url(row["Id"], suffix))
         assert response.status_code == 200, suffix
     assert "batch/7 ?x#1:odd@example.com" in text(lead.get(entry_url(row["Id"])))
+
+
+@pytest.mark.parametrize("suffix", ["", "email/", "resend/"])
+def test_pages_show_aws_trouble_as_a_page_not_a_server_error(aws, lead, settings, suffix):
+    settings.JOURNAL_TABLE = "no-such-table"
+    wiring.reset()
+    response = lead.get(entry_url("some-key", suffix))
+    assert response.status_code == 503
+    assert "could not reach" in text(response) and "read journal row" in text(response)
+    assert "default-src 'none'" in response["Content-Security-Policy"]
