@@ -64,13 +64,18 @@ _SURROGATE = re.compile("[\ud800-\udfff]")
 MAX_DEPTH = 100
 
 
+def go_text(value: str) -> str:
+    """A string as Go holds it after decoding: each unpaired surrogate becomes U+FFFD."""
+    return _SURROGATE.sub("\ufffd", value)
+
+
 def _go_strings(value: Any, depth: int = 0) -> Any:
     """Go decodes an unpaired surrogate escape (``"\\ud800"``) as U+FFFD; Python keeps the
     surrogate, which neither DynamoDB nor SES clients can encode."""
     if depth > MAX_DEPTH:
         raise ValueError(f"nested more than {MAX_DEPTH} levels deep")
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return go_text(value)
     if isinstance(value, list):
         return [_go_strings(v, depth + 1) for v in value]
     if isinstance(value, dict):

@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import math
-import re
 from decimal import Decimal
 from typing import Any
 
-from emailops.core.contract import EmailRequest
+from emailops.core.contract import EmailRequest, go_text
 
 __all__ = ["canonical_context", "dedupe_key", "go_json"]
 
@@ -30,12 +29,11 @@ _SHORT_ESCAPES = {
     "\f": "\\f",
 }
 _UNICODE_ESCAPED = {"<", ">", "&", "\u2028", "\u2029"}
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _go_string(value: str) -> str:
     out = ['"']
-    for ch in _go_key(value):
+    for ch in go_text(value):
         if ch in _SHORT_ESCAPES:
             out.append(_SHORT_ESCAPES[ch])
         elif ch < " " or ch in _UNICODE_ESCAPED:
@@ -85,20 +83,16 @@ def go_json(value: Any) -> str:
     if isinstance(value, list | tuple):
         return "[" + ",".join(go_json(item) for item in value) + "]"
     if isinstance(value, dict):
-        items = sorted(((_go_key(k), v) for k, v in value.items()), key=_first)
+        items = sorted(((go_text(k), v) for k, v in value.items()), key=_first)
         return "{" + ",".join(f"{_go_string(k)}:{go_json(v)}" for k, v in items) + "}"
     raise TypeError(f"not a JSON value: {type(value).__name__}")
-
-
-def _go_key(key: str) -> str:
-    # Unpaired surrogates become U+FFFD in Go; after that, code-point order is UTF-8 byte order.
-    return _SURROGATE.sub("\ufffd", key)
 
 
 def canonical_context(context: dict[str, Any] | None) -> str:
     if not context:
         return ""
-    items = sorted(((_go_key(k), v) for k, v in context.items()), key=_first)
+    # After go_text, code-point order is UTF-8 byte order, as Go sorts.
+    items = sorted(((go_text(k), v) for k, v in context.items()), key=_first)
     return "".join(f"{key}={go_json(value)};" for key, value in items)
 
 
@@ -107,7 +101,7 @@ def dedupe_key(request: EmailRequest, recipient_email: str) -> str:
     if request.dedupe_id:
         return f"{request.dedupe_id}:{recipient_email}"
     parts = (request.message_id, recipient_email, canonical_context(request.context))
-    return hashlib.sha256(_go_key("\x00".join(parts)).encode()).hexdigest()
+    return hashlib.sha256(go_text("\x00".join(parts)).encode()).hexdigest()
 
 
 def _first(pair: tuple[str, Any]) -> str:
