@@ -82,3 +82,23 @@ class ConcurrentUpdate(PermanentError):
 
 class ConfigurationError(PermanentError):
     """A resource the service needs is missing or misconfigured (no DLQ, no table...)."""
+
+
+class ConfigurationFault(TransientError):
+    """An operator must fix something (unverified sender, SES sandbox, access denied, a missing
+    table, bucket or queue). Records wait for the fix: never FAILED, never dead-lettered.
+
+    ``fix`` says what to do, in plain words.
+    """
+
+    def __init__(self, what: str, *, key: str | None = None, reason: str = "", fix: str = ""):
+        self.fix = fix
+        super().__init__(what, key=key, reason=reason)
+
+
+class SendThrottled(TransientError):
+    """SES: "Maximum sending rate exceeded". The shared send rate is lowered."""
+
+
+class DailyQuotaExceeded(TransientError):
+    """SES: "Daily message quota exceeded". Sending pauses; records stay on the queue."""

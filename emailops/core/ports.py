@@ -17,8 +17,10 @@ __all__ = [
     "Journal",
     "MappingStore",
     "OutgoingEmail",
+    "SendRateLimiter",
     "Sender",
     "Status",
+    "SuppressionList",
     "TemplateMapping",
     "TemplateStore",
     "custom_template_key",
@@ -30,6 +32,8 @@ class Status(StrEnum):
     QUEUED = "QUEUED"
     SENT = "SENT"
     FAILED = "FAILED"
+    # Never sent: the address is on the suppression list. Not claimable, by us or the Go consumer.
+    SUPPRESSED = "SUPPRESSED"
 
 
 @dataclass(frozen=True)
@@ -93,6 +97,9 @@ class OutgoingEmail:
     html: str
     text: str = ""
     reply_to: tuple[str, ...] = field(default_factory=tuple)
+    # The journal row's key; the sender tags the email with it so delivery events find the row
+    # even when SES's reply to the send was lost.
+    journal_key: str = ""
 
 
 class MappingStore(Protocol):
@@ -121,6 +128,36 @@ class Journal(Protocol):
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         """Write a FAILED row for a request that failed before sending, unless the row is SENT
         or under a live claim; False when it was left alone."""
+        ...
+
+    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+        """Write a SUPPRESSED row (never sent: the address is suppressed), under the same
+        condition as record_failure; False when it was left alone."""
+        ...
+
+
+class SuppressionList(Protocol):
+    def suppression_reason(self, address: str) -> str | None:
+        """Why ``address`` must not be sent to (hard bounce, complaint...), or None."""
+        ...
+
+
+class SendRateLimiter(Protocol):
+    """One send rate shared by every consumer (emails per second)."""
+
+    def acquire(self) -> float:
+        """Block until one email may go; return the seconds waited.
+
+        Raises DailyQuotaExceeded while sending is paused for the 24-hour quota.
+        """
+        ...
+
+    def on_throttled(self) -> None:
+        """SES said "Maximum sending rate exceeded": lower the shared rate (AIMD)."""
+        ...
+
+    def on_daily_quota_exceeded(self) -> None:
+        """SES said "Daily message quota exceeded": pause sending for a while."""
         ...
 
 
