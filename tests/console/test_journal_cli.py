@@ -93,7 +93,7 @@ def test_recipient_date_range(rows):
 def test_latest_explains_the_newest_row(rows):
     out, _ = email_log("latest", "fay@example.com")
 
-    assert out.startswith("Sent: accepted by SES at")
+    assert out.startswith("Accepted by SES at")
     assert rows[-1]["Id"] in out and "hunter2" not in out
 
 

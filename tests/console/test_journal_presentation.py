@@ -70,11 +70,14 @@ def test_failure_kind_is_read_from_the_error(error, permanent):
     assert failure_is_permanent(error) is permanent
 
 
-def test_sent_is_accepted_not_delivered():
+def test_sent_without_a_delivery_report_says_so():
     row = journal_row("a@b.org", at=BASE_TIME)
     explanation = explain_status(row, now=NOW, lease_ends_at=None)
-    assert explanation.headline.startswith("Sent: accepted by SES at 2026-05-28 20:26:41")
-    assert any("not delivered" in line for line in explanation.details)
+    assert explanation.headline == (
+        "Accepted by SES at 2026-05-28 20:26:41 UTC; no delivery report yet."
+    )
+    assert explanation.tone == "pending"
+    assert any("within minutes" in line for line in explanation.details)
 
 
 def test_queued_in_progress_then_stuck():
