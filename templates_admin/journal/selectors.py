@@ -143,12 +143,16 @@ def journal_search(
         raise JournalSearchError("type an email address, a journal Id or an SES message id")
     if not 1 <= limit <= MAX_LIMIT:
         raise JournalSearchError(f"limit must be between 1 and {MAX_LIMIT}")
+    delivery_status = parse_delivery_status(delivery)
+    status = parse_status(status)
+    if delivery_status == NO_DELIVERY_REPORT and status is None:
+        status = Status.SENT.value  # "no report yet" is about emails SES accepted
     criteria = JournalCriteria(
         message_id=(message_id or "").strip() or None,
-        status=parse_status(status),
+        status=status,
         since=_epoch(since),
         until=_epoch(until),
-        delivery_status=parse_delivery_status(delivery),
+        delivery_status=delivery_status,
     )
     if (
         criteria.since is not None
