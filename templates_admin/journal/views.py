@@ -27,6 +27,7 @@ from templates_admin.journal import csv_export, delivery, presentation, selector
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import email_resend, new_resend_dedupe_id
 from templates_admin.models import EmailJournalPage
+from templates_admin.suppression import selectors as suppression_selectors
 
 TEMPLATES = "templates_admin/journal"
 
@@ -154,12 +155,17 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     return _render(request, admin_site, "detail.html", context)
 
 
-def _suppression_url(request: HttpRequest, admin_site, row: dict[str, Any]) -> str:
+def _suppression_url(
+    request: HttpRequest, admin_site, row: dict[str, Any], *, always: bool = False
+) -> str:
     """Where the recipient's suppression entry is, for rows that suppressed or were suppressed."""
     outcome = delivery.delivery_outcome(row)
-    relevant = outcome and (
-        outcome.state in ("suppressed", "complained")
-        or (outcome.state == "bounced" and row.get("BounceType") == "Permanent")
+    relevant = always or (
+        outcome
+        and (
+            outcome.state in ("suppressed", "complained")
+            or (outcome.state == "bounced" and row.get("BounceType") == "Permanent")
+        )
     )
     if not relevant or not request.user.has_perm(roles.VIEW_SUPPRESSIONS):
         return ""
@@ -266,6 +272,16 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
             "form": form,
             "error": error,
             "detail_url": detail_url,
+            "suppression": _recipient_suppression(entry.row),
+            "suppression_url": _suppression_url(request, admin_site, entry.row, always=True),
         },
         status=400 if error else 200,
     )
+
+
+def _recipient_suppression(row: dict[str, Any]):
+    """A resend to a suppressed address is not sent (the row says SUPPRESSED): warn first."""
+    try:
+        return suppression_selectors.address_suppression(address=str(row.get("Recipient", "")))
+    except EmailOpsError:
+        return None  # the warning is a courtesy; the consumer checks the list anyway

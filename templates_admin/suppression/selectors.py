@@ -13,6 +13,7 @@ __all__ = [
     "InvalidCursor",
     "SuppressionEntry",
     "SuppressionPage",
+    "address_suppression",
     "suppression_entry",
     "suppression_search",
 ]
@@ -72,3 +73,8 @@ def suppression_entry(*, address: str) -> SuppressionEntry:
         suppression=wiring.suppression_list().get(address),
         removals=list(SuppressionRemoval.objects.filter(address=address).select_related("user")),
     )
+
+
+def address_suppression(*, address: str) -> Suppression | None:
+    """The address's suppression, or None: for pages that warn before sending to it."""
+    return wiring.suppression_list().get(address)
