@@ -98,3 +98,22 @@ def test_the_export_needs_the_search_permission(rows, client, make_user):
     assert client.get(EXPORT, {"q": "joe@example.com"}).status_code == 302  # to the login
     client.force_login(make_user(None))
     assert client.get(EXPORT, {"q": "joe@example.com"}).status_code == 403
+
+
+def test_a_read_failure_part_way_is_written_into_the_file(rows):
+    from emailops.core.errors import TransientError
+    from templates_admin.journal.csv_export import csv_lines
+
+    first = selectors.journal_search(query="joe@example.com", limit=4)
+
+    def pages():
+        yield first
+        raise TransientError("search journal", key="joe@example.com", reason="throttled")
+
+    lines = list(csv.reader(io.StringIO("".join(csv_lines(pages(), max_rows=100)))))
+
+    assert len(lines) == 1 + 4 + 1
+    assert lines[-1] == [
+        "# export stopped after 4 rows: the journal could not be read: "
+        "search journal [joe@example.com]: throttled"
+    ]
