@@ -126,13 +126,6 @@ class InMemoryJournal:
         self._maybe_fail("release_claim")
         return self._mark(key, attempt, ClaimExpiresAt=0)
 
-    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
-        with self.lock:
-            if not self._claimable(self.rows.get(claim.key), claim):
-                return False
-            self.rows[claim.key] = self._values(claim, Status.SUPPRESSED) | {"Error": reason}
-            return True
-
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         with self.lock:
             if not self._claimable(self.rows.get(claim.key), claim):
