@@ -20,6 +20,7 @@ __all__ = ["RedisBucketStore"]
 # KEYS[1]: the hash. ARGV[1]: the operation, then its arguments (seconds and fractions as text).
 # Replies are integers (Redis truncates Lua numbers): {granted, wait µs, factor ppm, paused µs}.
 _SCRIPT = """
+if redis.replicate_commands then redis.replicate_commands() end  -- TIME before writes (Redis < 5)
 local t = redis.call('TIME')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local key, op = KEYS[1], ARGV[1]
