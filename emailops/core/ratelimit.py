@@ -19,6 +19,7 @@ No threads are started and no I/O is done here: clock, sleep and the stores are 
 
 from __future__ import annotations
 
+import logging
 import math
 import threading
 import time
@@ -40,6 +41,7 @@ __all__ = [
     "QuotaRate",
     "SharedRateLimiter",
     "aimd_factor",
+    "local_rate_limiter",
 ]
 
 PACING = 0.95
@@ -244,7 +246,9 @@ class SharedRateLimiter:
                 lambda s: s.reserve(rate=rate * PACING, aimd=self.aimd, horizon=self.horizon)
             )
             self._rate, self._factor = rate, grant.factor
-            if grant.paused > 0:
+            if grant.paused > 0:  # another consumer met the quota: remember it, skip the store
+                with self._lock:
+                    self._paused_until = max(self._paused_until, self.clock() + grant.paused)
                 self._raise_if_paused(grant.paused)
             if grant.wait > 0:
                 self.sleep(grant.wait)
@@ -313,15 +317,19 @@ class SharedRateLimiter:
         except BucketUnavailable as exc:
             self._went_down(now, str(exc))
             return operation(self.fallback)
+        finally:
+            if probe:  # whatever happened, the next probe is allowed
+                with self._lock:
+                    self._probing = False
         if probe:
             with self._lock:
-                self._down = self._probing = False
+                self._down = False
             self.log.warning("rate_limit.backend_restored", backend=self.store.backend)
         return result
 
     def _went_down(self, now: float, reason: str) -> None:
         with self._lock:
-            self._down, self._probing = True, False
+            self._down = True
             self._next_probe = now + self.probe_every
             alarm = now >= self._next_alarm
             if alarm:
@@ -334,3 +342,23 @@ class SharedRateLimiter:
                 reason=reason,
                 note="each process now limits itself to the full rate",
             )
+
+
+def local_rate_limiter(
+    rate: float,
+    *,
+    log: EventLog | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    **kwargs,
+) -> SharedRateLimiter:
+    """A limiter for one process only (tests, benchmarks with fakes); 0 = no limit."""
+    return SharedRateLimiter(
+        max_rate=lambda: rate,
+        store=LocalBucketStore(clock=clock),
+        fallback=LocalBucketStore(clock=clock),
+        log=log or EventLog(logging.getLogger("emailops.ratelimit")),
+        sleep=sleep,
+        clock=clock,
+        **kwargs,
+    )

@@ -18,6 +18,7 @@ from emailops.core.ratelimit import (
     LocalBucketStore,
     QuotaRate,
     SharedRateLimiter,
+    local_rate_limiter,
 )
 
 LOGGER = "tests.ratelimit"
@@ -364,3 +365,37 @@ def test_quota_rate_keeps_the_last_rate_when_ses_fails(time_, caplog):
     time_.now += 30
     assert rate() == 20
     assert sum("event=ses.send_quota_unavailable" in e for e in events(caplog)) == 2
+
+
+def test_a_known_pause_spares_the_store_a_call(time_, shared):
+    limiter = make(time_, shared, rate=20)
+    shared.inner.pause(30)
+    with pytest.raises(DailyQuotaExceeded):
+        limiter.acquire()
+    calls = shared.calls
+    with pytest.raises(DailyQuotaExceeded):
+        limiter.acquire()
+    assert shared.calls == calls
+
+
+def test_a_probe_that_breaks_unexpectedly_does_not_stop_later_probes(time_, shared):
+    limiter = make(time_, shared, rate=20, probe_every=5)
+    shared.down = True
+    limiter.acquire()
+    shared.down = False
+    broken = shared.inner.reserve
+    shared.inner.reserve = lambda **_: 1 / 0  # a bug, not an outage
+    time_.now += 5
+    with pytest.raises(ZeroDivisionError):
+        limiter.acquire()
+    shared.inner.reserve = broken
+    time_.now += 5
+    limiter.acquire()
+    assert limiter.backend == "redis"
+
+
+def test_a_local_limiter_for_tests_and_benchmarks(time_):
+    limiter = local_rate_limiter(10, sleep=time_.sleep, clock=time_.clock)
+    times = send_times(limiter, time_, 21)
+    assert busiest_second(times) <= 10 and limiter.backend == "local"
+    assert local_rate_limiter(0, sleep=time_.sleep, clock=time_.clock).acquire() == 0
