@@ -73,12 +73,12 @@ def test_slots_are_spaced_by_the_rate_on_the_server_clock(key):
 
 def test_throttle_cuts_once_per_cooldown_down_to_the_floor_and_recovers(key):
     store = RedisBucketStore.from_url(REDIS_URL, key=key)
-    aimd = Aimd(cooldown=60, every=0.2, step=0.25)
+    aimd = Aimd(cooldown=60, every=0.5, step=0.25)
     assert store.throttled(aimd=aimd, floor=0.1) == 0.5
     assert store.throttled(aimd=aimd, floor=0.1) == pytest.approx(0.5, abs=0.26)  # no second cut
     deadline = time.monotonic() + 5
     factor = 0.5
-    while factor < 1 and time.monotonic() < deadline:  # +0.25 every 0.2 s (computed, not stored)
+    while factor < 1 and time.monotonic() < deadline:  # +0.25 every 0.5 s (computed, not stored)
         factor = store.reserve(rate=1000, aimd=aimd, horizon=10).factor
         time.sleep(0.05)
     assert factor == 1
