@@ -44,6 +44,7 @@ def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPi
         journal=wiring.journal(),
         sender=wiring.sender(),
         suppressions=wiring.suppression_list(),
+        rate_limiter=wiring.send_rate_limiter(),
         settings=PipelineSettings(
             from_address=from_address,
             reply_to=reply_to,

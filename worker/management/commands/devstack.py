@@ -35,6 +35,8 @@ def local_aws_environment(endpoint: str) -> dict[str, str]:
         "EMAIL_REPLY_TO": "support@pennsieve.local",
         "EMAIL_SERVICE_QUEUE_URL": f"{endpoint}/123456789012/email-service-queue",
         "DJANGO_DEBUG": "true",
+        # moto's GetSendQuota answers with SES's sandbox rate (1/s): too slow for a dev stack.
+        "SES_MAX_SEND_RATE": "50",
     }
     env = {**defaults, **{k: v for k, v in os.environ.items() if k in defaults}}
     env["AWS_ENDPOINT_URL"] = endpoint  # never real AWS from the dev stack
