@@ -40,11 +40,18 @@ def _body(request: Email | EmailRequest | str) -> tuple[str, int]:
     if isinstance(request, Email):
         return request.to_json(), request.delay_seconds
     if isinstance(request, EmailRequest):
-        return request_to_json(request), 0
+        body = request_to_json(request)
+        parse_request(body)  # a hand-built EmailRequest skipped the parser's checks
+        return body, 0
     if isinstance(request, str):
         parse_request(request)  # InvalidRequest is a ValueError
         return request, 0
     raise TypeError(f"expected an Email, an EmailRequest or a JSON string, got {type(request)}")
+
+
+def _entry(body: str, delay: int) -> dict[str, Any]:
+    # DelaySeconds only when asked for: FIFO queues refuse the parameter altogether.
+    return {"MessageBody": body, "DelaySeconds": delay} if delay else {"MessageBody": body}
 
 
 def _chunks(entries: list[dict[str, Any]]) -> Iterator[list[dict[str, Any]]]:
@@ -73,9 +80,7 @@ class EmailClient:
     def send(self, request: Email | EmailRequest | str) -> str:
         """Validate and queue one request; returns the SQS message id. AWS errors propagate."""
         body, delay = _body(request)
-        response = self.sqs.send_message(
-            QueueUrl=self.queue_url, MessageBody=body, DelaySeconds=delay
-        )
+        response = self.sqs.send_message(QueueUrl=self.queue_url, **_entry(body, delay))
         return response["MessageId"]
 
     def send_many(self, requests: Iterable[Email | EmailRequest | str]) -> list[SendResult]:
@@ -92,7 +97,7 @@ class EmailClient:
             except (ValueError, TypeError) as exc:
                 results[index] = SendResult(index, error=str(exc), code="InvalidRequest")
                 continue
-            entries.append({"Id": str(index), "MessageBody": body, "DelaySeconds": delay})
+            entries.append({"Id": str(index), **_entry(body, delay)})
         for chunk in _chunks(entries):
             for result in self._send_batch(chunk):
                 results[result.index] = result

@@ -97,3 +97,14 @@ def test_send_many_keeps_each_call_under_the_batch_size_limit(sqs):
     results = EmailClient(client, url).send_many(big)
     assert [r.ok for r in results] == [True, True, True], results
     assert len(received(client, url, 3)) == 3
+
+
+def test_a_hand_built_request_is_validated_too(sqs):
+    from emailops.core.contract import EmailRequest, Recipient
+
+    client, url = sqs
+    bad = EmailRequest(message_id="error-publishing", recipients=(Recipient("not-an-address"),))
+    with pytest.raises(ValueError, match=r"recipients\[0\]\.email"):
+        EmailClient(client, url).send(bad)
+    good = EmailRequest(message_id="error-publishing", recipients=(Recipient("a@example.com"),))
+    assert EmailClient(client, url).send(good)
