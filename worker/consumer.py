@@ -193,6 +193,8 @@ class Consumer:
             self.stats.add(refreshed=1)
             return None
         outcome = self._process(message, state, held)
+        # No more lease extensions: the action below sets the record's visibility for good.
+        self.inflight.remove(message)
         self._act(message, outcome)
         return outcome
 

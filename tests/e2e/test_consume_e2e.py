@@ -360,5 +360,5 @@ def test_sigterm_stops_the_consumer_cleanly(stack):
     finally:
         process.kill()
     assert process.returncode == 0, err
-    assert "finishing the current batch" in err
+    assert "finishing in-flight records" in err
     assert out.startswith("received=")
