@@ -26,6 +26,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "templates_admin",
     "worker",
+    "api",
+    "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
 ]
 
 MIDDLEWARE = [
@@ -99,6 +101,10 @@ TEMPLATE_VARIABLES_PATH = env.path(
 
 # django-storages (the S3 template store passes bucket and region itself).
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
+
+# --- Send API ---------------------------------------------------------------------------------
+# Redis holds each API token's requests-per-minute counter (shared by every API process).
+REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 
 # --- Celery -------------------------------------------------------------------------------------
 CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379/0")

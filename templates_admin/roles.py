@@ -11,11 +11,13 @@ PREVIEW_TEMPLATES = "templates_admin.preview_templates"
 SEND_TEST_EMAIL = "templates_admin.send_test_email"
 SEARCH_JOURNAL = "templates_admin.search_journal"
 RESEND_EMAIL = "templates_admin.resend_email"
+# The journal-read audit trail (api.JournalReadAudit; granted by api's own data migration).
+VIEW_READ_AUDIT = "api.view_journalreadaudit"
 
 # Template owners read the journal too: the send-test page links to the send it made.
 GROUP_PERMISSIONS: dict[str, list[str]] = {
     SUPPORT: [SEARCH_JOURNAL],
-    SUPPORT_LEADS: [SEARCH_JOURNAL, RESEND_EMAIL],
+    SUPPORT_LEADS: [SEARCH_JOURNAL, RESEND_EMAIL, VIEW_READ_AUDIT],
     TEMPLATE_OWNERS: [
         MANAGE_MAPPINGS,
         PREVIEW_TEMPLATES,
