@@ -15,10 +15,12 @@ from dataclasses import dataclass
 
 import redis
 from django.conf import settings
+from redis.backoff import NoBackoff
+from redis.retry import Retry
 
 from emailops.core.events import EventLog
 
-__all__ = ["Decision", "TokenRateLimiter", "token_rate_limiter"]
+__all__ = ["Decision", "TokenRateLimiter", "connect", "token_rate_limiter"]
 
 logger = logging.getLogger("emailops.api")
 
@@ -63,9 +65,14 @@ class TokenRateLimiter:
         return Decision(False, retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(now)))
 
 
+def connect(url: str) -> redis.Redis:
+    """A client that gives up at once: with Redis down, every API request would otherwise wait
+    out redis-py's retries before being let through."""
+    return redis.Redis.from_url(
+        url, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0)
+    )
+
+
 @functools.cache
 def token_rate_limiter() -> TokenRateLimiter:
-    client = redis.Redis.from_url(
-        settings.REDIS_URL, socket_connect_timeout=0.5, socket_timeout=0.5
-    )
-    return TokenRateLimiter(client, prefix=KEY_PREFIX)
+    return TokenRateLimiter(connect(settings.REDIS_URL), prefix=KEY_PREFIX)
