@@ -20,6 +20,24 @@ class RecipientDoc(Schema):
 class EmailRequestDoc(Schema):
     """The EmailRequest, exactly as producers put it on the queue."""
 
+    model_config = ConfigDict(
+        json_schema_extra={
+            "examples": [
+                {
+                    "messageId": "dataset-publication-accepted",
+                    "dedupeId": "publication-4711-accepted",
+                    "recipients": [{"name": "Alice", "email": "alice@example.com"}],
+                    "context": {
+                        "organizationId": 367,
+                        "datasetName": "My Dataset",
+                        "reviewerName": "Bob",
+                        "date": "2026-06-18",
+                    },
+                }
+            ]
+        }
+    )
+
     messageId: str = Field(pattern=r"\S", description="Which email: a key of the templates table.")
     recipients: list[RecipientDoc] = Field(min_length=1)
     context: dict[str, Any] | None = Field(
