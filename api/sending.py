@@ -7,6 +7,7 @@ request repeated with the same dedupeId meets its own SENT rows at the claim and
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -66,9 +67,9 @@ def email_send(*, body: str | bytes, now: float | None = None) -> SendResult:
     request = parse_request(body)
     lease = settings.CLAIM_LEASE_SECONDS or DEFAULT_LEASE_SECONDS
     pipeline = build_pipeline(lease_seconds=lease)
-    outcome = pipeline.process(
-        body.decode() if isinstance(body, bytes) else body, record_id=f"api:{uuid.uuid4()}"
-    )
+    if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it
+        body = body.decode(json.detect_encoding(body))
+    outcome = pipeline.process(body, record_id=f"api:{uuid.uuid4()}")
     journal = wiring.journal()
     results = []
     for recipient in request.recipients:

@@ -6,6 +6,7 @@ import json
 import time
 
 import pytest
+from django.test import Client
 
 from emailops import wiring
 from emailops.core.errors import TransientError
@@ -34,6 +35,18 @@ def test_a_request_is_sent_and_its_rows_reported(stack, api_client):
     (email,) = stack.sent_emails()
     assert result["sesMessageId"] == email.id
     assert wiring.journal().get(result["id"])["Status"] == "SENT"
+
+
+def test_bearer_requests_need_no_csrf_token_and_any_json_encoding(stack, token):
+    response = Client(enforce_csrf_checks=True).post(
+        "/api/v1/send",
+        data=fixture_body("minimal.json").encode("utf-16"),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {token.plaintext}",
+    )
+
+    assert response.status_code == 200, response.content
+    assert len(stack.sent_emails()) == 1
 
 
 def test_a_repeated_dedupe_id_sends_once_and_reports_the_existing_rows(stack, api_client):
