@@ -75,6 +75,7 @@ def test_every_recipient_is_reported(stack, api_client):
     [
         ({"recipients": [{"email": "a@example.com"}]}, "messageId"),
         ({"messageId": "added-to-team", "recipients": []}, "recipients"),
+        ({"messageId": "added-to-team", "recipients": ["a@example.com"]}, "recipients[0]"),
         ({"messageId": "added-to-team", "recipients": [{"email": "not-an-address"}]}, "recipients[0].email"),
         ({"messageId": "added-to-team", "recipients": [{"email": "a@example.com", "name": "A\nB"}]}, "recipients[0].name"),
         ({"messageId": "added-to-team", "recipients": [{"email": "a@example.com"}], "context": []}, "context"),
