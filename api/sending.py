@@ -31,7 +31,7 @@ DEFAULT_LEASE_SECONDS = 60
 
 # InvalidRequest reasons start with the field they are about ("recipients[0].email is missing").
 _FIELD = re.compile(
-    r"^(?P<field>messageId|dedupeId|recipients(\[\d+\])?(\.(email|name))?|context(\.organizationId)?)\b"
+    r"^(?P<field>messageId|dedupeId|recipients(\[\d+\])?(\.(email|name))?|context(\.organizationId)?)(?=\s|$)"
 )
 
 
