@@ -1,6 +1,6 @@
 """Schema-driven tests: schemathesis generates requests from /api/v1/openapi.json and runs them
 in-process (WSGI) against moto, with a valid token: no 5xx, and every answer is one the document
-declares, in the declared shape."""
+declares, in the declared shape; and without the token, refused."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ CHECKS = [
     checks.content_type_conformance,
     checks.response_headers_conformance,
     checks.response_schema_conformance,
+    checks.ignored_auth,  # the same request without the token must be refused
 ]
 
 
