@@ -19,7 +19,7 @@ from django.conf import settings
 from emailops import wiring
 from emailops.core.contract import EmailRequest, parse_request
 from emailops.core.dedupe import dedupe_key
-from emailops.core.errors import InvalidRequest
+from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.pipeline import Action, RecordOutcome
 from worker.wiring import build_pipeline
 
@@ -70,17 +70,25 @@ def email_send(*, body: str | bytes, now: float | None = None) -> SendResult:
     if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it
         body = body.decode(json.detect_encoding(body))
     outcome = pipeline.process(body, record_id=f"api:{uuid.uuid4()}")
-    journal = wiring.journal()
     results = []
     for recipient in request.recipients:
         key = dedupe_key(request, recipient.email)
-        results.append(RecipientResult(recipient=recipient.email, id=key, row=journal.get(key)))
+        results.append(RecipientResult(recipient=recipient.email, id=key, row=_row(key)))
     return SendResult(
         request=request,
         outcome=outcome,
         results=results,
         retry_after=_retry_after(outcome, now=time.time() if now is None else now),
     )
+
+
+def _row(key: str) -> dict[str, Any] | None:
+    try:
+        return wiring.journal().get(key)
+    except EmailOpsError as exc:
+        if exc.permanent:  # a key DynamoDB refuses (too long): no row can exist
+            return None
+        raise
 
 
 def _retry_after(outcome: RecordOutcome, *, now: float) -> int:

@@ -108,6 +108,17 @@ def test_an_unknown_message_id_is_a_422_with_the_failed_rows(stack, api_client):
     assert stack.sent_emails() == []
 
 
+def test_a_key_too_long_for_the_journal_is_a_422_without_rows(stack, api_client):
+    body = json.loads(fixture_body("minimal.json")) | {"dedupeId": "d" * 3000}
+
+    response = api_client.send(body)
+
+    assert response.status_code == 422
+    (result,) = response.json()["results"]
+    assert result["status"] is None and result["id"].startswith("ddd")
+    assert stack.sent_emails() == []
+
+
 def test_transient_ses_trouble_is_a_503_with_retry_after_and_the_retry_sends_once(
     stack, api_client, monkeypatch, settings
 ):

@@ -17,8 +17,6 @@ from tests.conftest import skip_or_fail
 
 pytestmark = pytest.mark.django_db
 
-TOKENS = "/admin/api/apitoken/"
-
 
 def test_a_token_is_stored_only_as_its_hash():
     new = api_token_create(name="publishing", requests_per_minute=5)
