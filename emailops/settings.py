@@ -71,6 +71,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "templates_admin",
     "worker",
+    "api",
+    "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
 ]
 
 MIDDLEWARE = [
@@ -171,7 +173,8 @@ TEMPLATE_CACHE_SECONDS = env.int("TEMPLATE_CACHE_SECONDS", default=60)
 SES_MAX_SEND_RATE = env.str("SES_MAX_SEND_RATE", default="")
 # After SES says "Daily message quota exceeded", every consumer pauses sending this long.
 SES_QUOTA_PAUSE_SECONDS = env.int("SES_QUOTA_PAUSE_SECONDS", default=600)
-# The shared send-rate bucket; without Redis each consumer limits itself (and says so loudly).
+# Shared counters: the SES send-rate bucket (without Redis each consumer limits itself, and says
+# so loudly) and each API token's requests per minute.
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 # One bucket per SES account: stacks that share a Redis but not an account need different keys.
 SES_RATE_REDIS_KEY = env.str("SES_RATE_REDIS_KEY", default="emailops:ses-rate")

@@ -134,12 +134,11 @@ def ensure_console_groups() -> None:
     for name, perms in GROUP_PERMISSIONS.items():
         group, created = Group.objects.get_or_create(name=name)
         if created:
-            codenames = [p.split(".", 1)[1] for p in perms]
-            group.permissions.add(
-                *Permission.objects.filter(
-                    content_type__app_label="templates_admin", codename__in=codenames
+            for perm in perms:
+                app_label, codename = perm.split(".", 1)
+                group.permissions.add(
+                    Permission.objects.get(content_type__app_label=app_label, codename=codename)
                 )
-            )
 
 
 @pytest.fixture
