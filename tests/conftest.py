@@ -60,7 +60,9 @@ def aws(aws_env, settings):
         settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.test>"
         settings.EMAIL_REPLY_TO = "support@pennsieve.test"
         settings.TEMPLATE_CACHE_SECONDS = 0
-        settings.SES_MAX_SEND_RATE = "0"  # moto's GetSendQuota says 1/s; tests set a rate where they need one
+        settings.SES_MAX_SEND_RATE = (
+            "0"  # moto's GetSendQuota says 1/s; tests set a rate where they need one
+        )
         quiet = lambda _line: None  # noqa: E731
         dynamodb = aws_client("dynamodb", region="us-east-1")
         sqs = aws_client("sqs", region="us-east-1")
