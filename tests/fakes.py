@@ -109,7 +109,7 @@ class InMemoryJournal:
         with self.lock:
             row = self.rows.get(claim.key)
             if not self._claimable(row, claim):
-                if row["Status"] == Status.SENT:
+                if row["Status"] in (Status.SENT, Status.SUPPRESSED):
                     return ClaimResult(ClaimState.ALREADY_SENT)
                 lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
                 return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease)
