@@ -56,7 +56,7 @@ def test_email_log_is_audited_with_the_os_user(journal):
         "recipient",
         "pat@example.com",
     )
-    assert recipient.filters == {"message_id": "added-to-team", "limit": 50}
+    assert recipient.filters == {"message_id": "added-to-team"}  # every row: no --limit
     assert (by_id.action, by_id.query) == ("id", ROW["Id"])
     assert recipient.actor == f"os:{getpass.getuser()}" and recipient.user is None
 

@@ -35,7 +35,7 @@ _TABLE = (
     ("BRANDING", 9),
 )
 
-_FILTERS = ("message_id", "status", "since", "until", "limit", "oldest_first")
+_FILTERS = ("message_id", "status", "delivery", "since", "until", "limit", "oldest_first")
 
 
 def _moment(text: str, *, end_of_day: bool = False) -> datetime:
