@@ -15,6 +15,7 @@ from django.core.exceptions import ImproperlyConfigured
 
 from emailops.aws.clients import aws_client, reset_clients
 from emailops.aws.journal import DynamoJournal
+from emailops.aws.journal_scan import JournalScan
 from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
@@ -27,6 +28,7 @@ from emailops.core.template_cache import CachedTemplateStore
 __all__ = [
     "composer",
     "journal",
+    "journal_scan",
     "journal_search",
     "mapping_store",
     "queue",
@@ -85,6 +87,11 @@ def journal_search() -> JournalSearch:
     return JournalSearch(_client("dynamodb"), require("JOURNAL_TABLE"), go_rows_until=_go_cutover())
 
 
+@functools.cache
+def journal_scan() -> JournalScan:
+    return JournalScan(_client("dynamodb"), require("JOURNAL_TABLE"))
+
+
 def _go_cutover() -> int | None:
     """JOURNAL_GO_CUTOVER as epoch seconds (a date or a time without a zone is UTC)."""
     if not settings.JOURNAL_GO_CUTOVER:
@@ -123,7 +130,16 @@ def composer(*, cache_seconds: float = 0) -> Composer:
 
 def reset() -> None:
     """Forget built adapters (tests change settings between cases)."""
-    factories = (renderer, mapping_store, journal, journal_search, template_store, queue, sender)
+    factories = (
+        renderer,
+        mapping_store,
+        journal,
+        journal_search,
+        journal_scan,
+        template_store,
+        queue,
+        sender,
+    )
     for factory in factories:
         factory.cache_clear()
     reset_clients()
