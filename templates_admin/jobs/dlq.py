@@ -192,10 +192,10 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
     deleted_late = 0
     empty = 0
     try:
-        for _ in range(3 * total + 20):  # bounded: every useful call moves at least one message
-            if redrive_all and len(copied) >= total:
-                break
-            if not redrive_all and wanted <= copied:
+        for call in range(3 * total + 20):  # bounded: every useful call moves at least one message
+            # A resumed run looks once even when all is copied: a copy may await its delete.
+            finished = len(copied) >= total if redrive_all else wanted <= copied
+            if finished and call:
                 break
             batch = dlq.receive_hidden(max_messages=batch_size, hide_seconds=hide_seconds)
             if not batch:
