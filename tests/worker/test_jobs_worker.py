@@ -10,49 +10,20 @@ from __future__ import annotations
 
 import json
 import time
-import uuid
 
 import pytest
 
 from templates_admin.jobs import bulk_resend, dlq, monitoring
 from templates_admin.jobs.services import job_create
 from templates_admin.models import EmailAction, Job
-from tests.conftest import skip_or_fail
+from tests.celery_worker import celery_worker  # noqa: F401 (a fixture)
+from tests.celery_worker import wait_until_finished as finished
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
-from tests.worker.test_tasks import redis_available
 
-pytestmark = pytest.mark.django_db(transaction=True)
-
-BROKER = "redis://127.0.0.1:6379/15"
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.usefixtures("celery_worker")]
 
 
-@pytest.fixture(scope="module")
-def celery_worker_app():
-    if not redis_available():
-        skip_or_fail("Redis is not listening on 127.0.0.1:6379")
-    from celery.contrib.testing.worker import start_worker
-
-    from emailops.celery import app
-
-    saved = {k: app.conf[k] for k in ("broker_url", "task_default_queue", "task_always_eager")}
-    queue = f"emailops-jobs-test-{uuid.uuid4().hex[:12]}"
-    app.conf.update(broker_url=BROKER, task_default_queue=queue, task_always_eager=False)
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
-        yield app
-    app.conf.update(saved)
-
-
-def finished(job: Job, seconds: float = 30) -> Job:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        job.refresh_from_db()
-        if job.is_finished:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job #{job.pk} still {job.state} after {seconds} s")
-
-
-def test_redrive_runs_on_the_worker(aws, celery_worker_app, make_user):
+def test_redrive_runs_on_the_worker(aws, make_user):
     message_id = aws.sqs.send_message(
         QueueUrl=aws.dlq_url,
         MessageBody=json.dumps({"messageId": "m", "recipients": [{"email": "a@example.com"}]}),
@@ -73,7 +44,7 @@ def test_redrive_runs_on_the_worker(aws, celery_worker_app, make_user):
     assert set(moved["MessageAttributes"]) == {"EmailOpsState"}
 
 
-def test_bulk_resend_runs_on_the_worker(aws, celery_worker_app, make_user):
+def test_bulk_resend_runs_on_the_worker(aws, make_user):
     put_rows(
         aws.dynamodb,
         "email-journal",
@@ -99,14 +70,14 @@ def test_bulk_resend_runs_on_the_worker(aws, celery_worker_app, make_user):
     assert len(aws.queue_messages(aws.queue_url)) == 1
 
 
-def test_template_check_runs_on_the_worker(aws, celery_worker_app, make_user):
+def test_template_check_runs_on_the_worker(aws, make_user):
     aws.load_samples()
     job = job_create(kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=make_user("Template owners"))
     job = finished(job)
     assert job.state == Job.State.SUCCEEDED and job.result["renders"] == 7
 
 
-def test_beat_tasks_run_on_the_worker(aws, celery_worker_app):
+def test_beat_tasks_run_on_the_worker(aws):
     from worker import tasks
 
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
