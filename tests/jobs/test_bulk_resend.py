@@ -147,3 +147,29 @@ def test_who_may_and_what_is_refused(rows, make_user):
             reason="r",
             rate=1,
         )
+
+
+def test_command_line_twin(rows, make_user):
+    import io
+
+    from django.core.management import CommandError, call_command
+
+    make_user("Support leads", username="lee")
+    make_user("Support", username="sam")
+    common = [
+        "--message-id",
+        "added-to-team",
+        "--since",
+        moment(0).isoformat(),
+        "--until",
+        moment(1000).isoformat(),
+        "--reason",
+        "outage",
+    ]
+    with pytest.raises(CommandError, match="sam may not"):
+        call_command("bulk_resend", "--as", "sam", *common, stdout=io.StringIO())
+    out = io.StringIO()
+    call_command("bulk_resend", "--as", "lee", *common, "--rate", "50", stdout=out)
+    assert "2 resent, 0 skipped" in out.getvalue()
+    job = Job.objects.get()
+    assert job.created_by.username == "lee" and job.origin.startswith("cli:")
