@@ -191,8 +191,10 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
     held: dict[str, QueueMessage] = {}  # received but not ours to redrive: released at the end
     deleted_late = 0
     empty = 0
+    # Bounded: a useful call moves at least one message; choosing ids may need a pass over the rest.
+    calls = 3 * total + 20 + (0 if redrive_all else math.ceil(dlq.depth().total / batch_size))
     try:
-        for call in range(3 * total + 20):  # bounded: every useful call moves at least one message
+        for call in range(calls):
             # A resumed run looks once even when all is copied: a copy may await its delete.
             finished = len(copied) >= total if redrive_all else wanted <= copied
             if finished and call:

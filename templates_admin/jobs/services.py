@@ -168,14 +168,21 @@ def job_run(*, job_id: int) -> Job:
     return Job.objects.get(pk=job.pk)
 
 
+def job_is_orphaned(job: Job) -> bool:
+    """RUNNING, but its worker stopped beating: it died mid-job."""
+    stale = timezone.now() - HEARTBEAT_TIMEOUT
+    return job.state == Job.State.RUNNING and (job.heartbeat_at is None or job.heartbeat_at < stale)
+
+
 def job_retry(*, job_id: int, user: AbstractBaseUser | None, dispatch: bool = True) -> Job:
-    """Put a FAILED job back to PENDING (its recorded steps are kept and skipped)."""
+    """Run a FAILED or orphaned job again; its recorded steps are kept and skipped."""
     job = Job.objects.get(pk=job_id)
     if user is not None and not user.has_perm(JOB_PERMISSIONS[job.kind]):
         raise PermissionDenied
-    if Job.objects.filter(pk=job_id, state=Job.State.FAILED).update(
+    resumable = Job.objects.filter(pk=job_id, state=Job.State.FAILED).update(
         state=Job.State.PENDING, finished_at=None
-    ):
+    ) or job_is_orphaned(job)  # an orphan stays RUNNING: the worker's claim takes it over
+    if resumable:
         log.info("job.retried", job=job_id, user=user.get_username() if user else "")
         if dispatch:
             transaction.on_commit(lambda: job_dispatch(job_id=job_id))

@@ -146,7 +146,7 @@ def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse
             "steps": selectors.job_steps(found),
             "progress_url": url(admin_site, "job_progress", found.pk),
             "retry_url": url(admin_site, "job_retry", found.pk),
-            "can_retry": found.state == Job.State.FAILED
+            "can_retry": (found.state == Job.State.FAILED or services.job_is_orphaned(found))
             and request.user.has_perm(services.JOB_PERMISSIONS[found.kind]),
         },
     )
