@@ -148,3 +148,31 @@ def test_index_banner_after_beat_found_dead_letters(aws, client, make_user):
     assert "1 request on the dead-letter queue" in index and f"{BASE}dlq/" in index
     client.force_login(make_user(None))
     assert "ops-banner" not in text(client.get("/admin/"))
+
+
+def test_a_bulk_resend_result_links_each_new_row(client, make_user):
+    from templates_admin.models import JobStep
+
+    lead = make_user("Support leads")
+    job = Job.objects.create(
+        kind=Job.Kind.BULK_RESEND,
+        state=Job.State.SUCCEEDED,
+        inputs={"message_id": "added-to-team"},
+        created_by=lead,
+        total=1,
+        done=1,
+        result={
+            "selection": {"matched": 1, "partial": True},
+            "resent": 1,
+            "skipped": 0,
+            "failed": 0,
+        },
+    )
+    JobStep.objects.create(
+        job=job, key="old/key", outcome="done", detail={"journal_key": "new:key", "action": 7}
+    )
+    client.force_login(lead)
+    page = text(client.get(f"{BASE}job/{job.pk}/"))
+    assert "1</strong> resent" in page and "stopped at its read bound" in page
+    assert "/admin/templates_admin/emailjournalpage/entry/new%3Akey/" in page
+    assert "Resume this job" not in page
