@@ -67,12 +67,15 @@ def bulk_resend_inputs(
         raise ValueError(f"choose rows from {', '.join(SELECTIONS)}")
     if not 0 < rate <= 100:
         raise ValueError("the rate must be between 0 and 100 emails per second")
+    recipients = [r.strip() for r in recipients or [] if r.strip()]
+    if not_addresses := [r for r in recipients if not journal_selectors.looks_like_email(r)]:
+        raise ValueError(f"not email addresses: {', '.join(not_addresses)}")
     return {
         "message_id": message_id,
         "since": int(since.timestamp()),
         "until": int(until.timestamp()),
         "selections": sorted(selections),
-        "recipients": sorted({r.strip() for r in recipients or [] if r.strip()}),
+        "recipients": sorted(set(recipients)),
         "reason": reason,
         "rate": rate,
     }
@@ -119,10 +122,21 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     return page.rows, page.next_key is not None
 
 
+def _in_scope(row: dict[str, Any], inputs: dict[str, Any]) -> bool:
+    """Checked again on every row, whatever the read path filtered on."""
+    timestamp = row.get("Timestamp")
+    return (
+        row.get("MessageId") == inputs["message_id"]
+        and isinstance(timestamp, int)
+        and inputs["since"] <= timestamp <= inputs["until"]
+        and row_is_selected(row, inputs["selections"])
+    )
+
+
 def _select(job: Job, progress) -> dict[str, Any]:
     rows, partial = _candidates(job.inputs)
     chosen = sorted(
-        {str(r["Id"]): r for r in rows if row_is_selected(r, job.inputs["selections"])}.values(),
+        {str(r["Id"]): r for r in rows if _in_scope(r, job.inputs)}.values(),
         key=lambda r: (r.get("Timestamp", 0), str(r["Id"])),
     )
     capped = len(chosen) > MAX_ROWS

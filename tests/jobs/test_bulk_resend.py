@@ -138,6 +138,8 @@ def test_who_may_and_what_is_refused(rows, make_user):
         start(make_user("Support"))
     with pytest.raises(ValueError, match="reason"):
         start(make_user("Support leads", username="lead2"), reason=" ")
+    with pytest.raises(ValueError, match="not email addresses: k-failed-a"):
+        start(make_user("Support leads", username="lead3"), recipients=["k-failed-a"])
     with pytest.raises(ValueError, match="ends before"):
         bulk_resend.bulk_resend_inputs(
             message_id="m",
