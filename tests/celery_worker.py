@@ -4,8 +4,10 @@ the machine never take these tasks. Import ``celery_worker`` into a test module 
 
 from __future__ import annotations
 
+import contextlib
 import time
 import uuid
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,6 +15,26 @@ from tests.conftest import skip_or_fail
 from tests.worker.test_tasks import redis_available
 
 BROKER = "redis://127.0.0.1:6379/15"
+
+
+@contextlib.contextmanager
+def using_broker(app, url: str, **conf) -> Iterator[None]:
+    """Point ``app`` at another broker (and queue) for a while. Its connection pool and its AMQP
+    helper (which caches the producer pool and the queue names) are dropped on the way in and out,
+    or they would keep sending to the previous broker and queue."""
+
+    def reset() -> None:
+        app._pool = None
+        app.__dict__.pop("amqp", None)
+
+    saved = {k: app.conf[k] for k in ("broker_url", *conf)}
+    app.conf.update(broker_url=url, **conf)
+    reset()
+    try:
+        yield
+    finally:
+        app.conf.update(saved)
+        reset()
 
 
 @pytest.fixture(scope="module")
@@ -23,12 +45,12 @@ def celery_worker():
 
     from emailops.celery import app
 
-    saved = {k: app.conf[k] for k in ("broker_url", "task_default_queue", "task_always_eager")}
     queue = f"emailops-jobs-test-{uuid.uuid4().hex[:12]}"
-    app.conf.update(broker_url=BROKER, task_default_queue=queue, task_always_eager=False)
-    with start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
+    with (
+        using_broker(app, BROKER, task_default_queue=queue, task_always_eager=False),
+        start_worker(app, pool="solo", perform_ping_check=False, shutdown_timeout=10),
+    ):
         yield app
-    app.conf.update(saved)
 
 
 def wait_until_finished(job, seconds: float = 30):

@@ -122,9 +122,18 @@ def job_create(
 
 
 def job_dispatch(*, job_id: int) -> None:
+    """Hand the job to a worker. If the broker cannot take it, the job is FAILED with the reason
+    (and can be resumed from its page) instead of waiting forever or breaking the request."""
     from worker.tasks import run_job
 
-    run_job.apply_async(args=[job_id])
+    try:
+        run_job.apply_async(args=[job_id], retry_policy={"max_retries": 2, "interval_start": 0.5})
+    except Exception as exc:  # kombu raises its own and socket errors alike
+        error = f"could not hand the job to a worker (broker: {type(exc).__name__}: {exc})"
+        Job.objects.filter(pk=job_id, state=Job.State.PENDING).update(
+            state=Job.State.FAILED, error=error, finished_at=timezone.now()
+        )
+        log.error("job.dispatch_failed", job=job_id, error=error)
 
 
 def _claim(job_id: int) -> bool:

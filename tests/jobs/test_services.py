@@ -69,3 +69,16 @@ def test_an_error_is_kept_and_the_job_can_be_resumed(runner):
     services.job_retry(job_id=job.pk, user=None, dispatch=False)
     assert Job.objects.get(pk=job.pk).state == Job.State.PENDING
     assert services.job_run(job_id=job.pk).runs == 2
+
+
+def test_a_broker_that_refuses_the_job_fails_it_with_the_reason(runner, settings):
+    from emailops.celery import app
+    from tests.celery_worker import using_broker
+
+    job = services.job_create(
+        kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, origin="test", dispatch=False
+    )
+    with using_broker(app, "redis://127.0.0.1:1/0"):  # nothing listens on port 1
+        services.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED and "could not hand the job to a worker" in job.error
