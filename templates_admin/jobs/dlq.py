@@ -206,6 +206,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                     break
                 continue
             empty = 0
+            progress.beat()  # passing over others' messages is progress too: we are alive
             for message in batch:
                 if message.message_id in copied:
                     dlq.delete(message)  # copied by an earlier run that stopped before the delete
