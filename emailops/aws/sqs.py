@@ -153,13 +153,9 @@ class SqsQueue:
     def _carried_attributes(
         self, message: QueueMessage, extra: dict[str, str]
     ) -> dict[str, dict[str, Any]]:
-        """The message's attributes for a copy: SQS's own fields only, ours replaced by ``extra``
-        (string attributes), within SQS's limit of ten."""
-        kept = {
-            k: {kk: vv for kk, vv in v.items() if kk in ("DataType", "StringValue", "BinaryValue")}
-            for k, v in message.attributes.items()
-            if k not in extra and k != FAILURE_REASON_ATTRIBUTE
-        }
+        """The message's attributes for a copy, ours replaced by ``extra`` (string attributes),
+        within SQS's limit of ten."""
+        kept = forwardable_attributes(message.attributes, drop=(FAILURE_REASON_ATTRIBUTE, *extra))
         kept = dict(list(kept.items())[: _MAX_ATTRIBUTES - len(extra)])
         for name, value in extra.items():
             kept[name] = {"DataType": "String", "StringValue": value}

@@ -40,8 +40,9 @@ class RetryState:
             errors=(*self.errors, error[:300])[-_HISTORY:],
         )
 
-    def with_accepted(self, accepted: Mapping[str, str]) -> RetryState:
-        return replace(self, accepted=dict(accepted))
+    def redriven(self) -> RetryState:
+        """After a redrive from the dead-letter queue: a fresh budget, the acceptances kept."""
+        return RetryState(accepted=dict(self.accepted))
 
     def elapsed(self, now: int) -> int:
         return now - self.first_attempt_at if self.first_attempt_at else 0

@@ -30,6 +30,7 @@ from emailops.aws.sqs import (
 from emailops.core.contract import parse_request
 from emailops.core.errors import ConfigurationError, EmailOpsError
 from emailops.core.pacing import Pacer
+from emailops.core.retry import STATE_ATTRIBUTE, RetryState
 from templates_admin.journal.presentation import mask_context
 from templates_admin.models import Job, JobStep
 
@@ -44,7 +45,6 @@ __all__ = [
 
 MAX_LIST = 500
 PEEK_HIDE_SECONDS = 20  # long enough to list a few hundred messages, short if we crash meanwhile
-EMAILOPS_STATE_ATTRIBUTE = "EmailOpsState"
 
 
 def dead_letter_queues() -> tuple[SqsQueue, SqsQueue]:
@@ -93,10 +93,6 @@ class DeadLetterListing:
     truncated: bool = False  # the listing stopped at its bound; more may exist
 
 
-def _string_attribute(message: QueueMessage, name: str) -> str:
-    return str(message.attributes.get(name, {}).get("StringValue", ""))
-
-
 def dead_letter_of(message: QueueMessage) -> DeadLetter:
     request, error = None, ""
     try:
@@ -112,7 +108,7 @@ def dead_letter_of(message: QueueMessage) -> DeadLetter:
         }
     return DeadLetter(
         message_id=message.message_id,
-        failure_reason=_string_attribute(message, FAILURE_REASON_ATTRIBUTE),
+        failure_reason=(message.string_attribute(FAILURE_REASON_ATTRIBUTE) or ""),
         receive_count=message.receive_count,
         sent_at=message.sent_at,
         body=message.body[:4000],
@@ -217,9 +213,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                     held[message.message_id] = message
                     continue
                 pacer.wait()
-                new_id = source.send_with_attributes(
-                    message.body, forwardable_attributes(message.attributes)
-                )
+                new_id = source.send_with_attributes(message.body, redrive_attributes(message))
                 letter = dead_letter_of(message)
                 progress.step(
                     message.message_id,
@@ -227,7 +221,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                     sqsMessageId=new_id,
                     failureReason=letter.failure_reason,
                     messageId=(letter.request or {}).get("messageId", ""),
-                    keptState=EMAILOPS_STATE_ATTRIBUTE in message.attributes,
+                    keptState=STATE_ATTRIBUTE in message.attributes,
                 )
                 copied.add(message.message_id)
                 dlq.delete(message)
@@ -254,3 +248,13 @@ def redrive_result_text(result: dict[str, Any]) -> str:
 
 def as_json_lines(listing: DeadLetterListing) -> str:
     return json.dumps([m.as_json() for m in listing.messages], indent=2, ensure_ascii=False)
+
+
+def redrive_attributes(message: QueueMessage) -> dict[str, Any]:
+    """What a redriven copy carries: not the reason it failed, and a fresh retry budget (someone
+    fixed the cause), but still the sends SES already accepted, so none goes out twice."""
+    attributes = forwardable_attributes(message.attributes)
+    if STATE_ATTRIBUTE in attributes:
+        state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE)).redriven()
+        attributes[STATE_ATTRIBUTE] = {"DataType": "String", "StringValue": state.to_json()}
+    return attributes

@@ -9,13 +9,17 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from emailops.core.retry import RetryState
 from templates_admin.jobs import dlq
 from templates_admin.jobs.services import job_create, job_run
 from templates_admin.models import Job, JobStep
 
 pytestmark = pytest.mark.django_db
 
-STATE = json.dumps({"firstAttempt": 1780000000, "attempts": 4, "accepted": []})
+# A record that ran out of retry budget after one send SES accepted but the journal never marked.
+STATE = RetryState(
+    first_attempt_at=1780000000, attempts=9, accepted={"k1": "ses-1"}, errors=("503",)
+).to_json()
 
 
 def dead_letter(aws, body: dict | str, reason: str | None = "render template: boom", **extra):
@@ -92,7 +96,9 @@ def test_redrive_selected_keeps_attributes_but_the_reason_and_deletes_after_copy
     for message in moved:
         attributes = message["MessageAttributes"]
         assert "FailureReason" not in attributes
-        assert attributes["EmailOpsState"]["StringValue"] == STATE
+        # A fresh retry budget (someone fixed the cause), the accepted send still remembered.
+        carried = RetryState.from_json(attributes["EmailOpsState"]["StringValue"])
+        assert carried == RetryState(accepted={"k1": "ses-1"})
         assert attributes["Origin"]["StringValue"] == "billing"
     left = all_messages(aws, aws.dlq_url)
     assert [m["MessageId"] for m in left] == [ids[2]]
