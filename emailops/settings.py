@@ -97,6 +97,11 @@ TEMPLATE_VARIABLES_PATH = env.path(
     "TEMPLATE_VARIABLES_PATH", default=BASE_DIR / "emailops" / "data" / "template-variables.json"
 )
 
+# The suppression list: addresses never sent to again (hard bounces, complaints, by hand).
+SUPPRESSION_TABLE = env.str("SUPPRESSION_TABLE", default="email-suppression")
+# Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
+SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
+
 # django-storages (the S3 template store passes bucket and region itself).
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
 

@@ -20,6 +20,7 @@ from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
 from emailops.aws.sqs import SqsQueue
+from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
 from emailops.core.rendering import Renderer
 from emailops.core.template_cache import CachedTemplateStore
@@ -35,6 +36,7 @@ __all__ = [
     "reset",
     "sender",
     "sender_addresses",
+    "suppression_list",
     "template_store",
 ]
 
@@ -113,6 +115,16 @@ def sender() -> SesSender:
     return SesSender(_client("ses"))
 
 
+@functools.cache
+def suppression_list() -> DynamoSuppressionList:
+    sync = (
+        SesAccountSuppression(_client("sesv2")) if settings.SES_ACCOUNT_SUPPRESSION_SYNC else None
+    )
+    return DynamoSuppressionList(
+        _client("dynamodb"), require("SUPPRESSION_TABLE"), account_sync=sync
+    )
+
+
 def composer(*, cache_seconds: float = 0) -> Composer:
     """Mapping + template + renderer; the consumer caches templates, the console never does."""
     templates = template_store()
@@ -123,7 +135,16 @@ def composer(*, cache_seconds: float = 0) -> Composer:
 
 def reset() -> None:
     """Forget built adapters (tests change settings between cases)."""
-    factories = (renderer, mapping_store, journal, journal_search, template_store, queue, sender)
+    factories = (
+        renderer,
+        mapping_store,
+        journal,
+        journal_search,
+        template_store,
+        queue,
+        sender,
+        suppression_list,
+    )
     for factory in factories:
         factory.cache_clear()
     reset_clients()

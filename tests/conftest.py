@@ -43,7 +43,7 @@ def aws_env(monkeypatch):
 
 @pytest.fixture
 def aws(aws_env, settings):
-    """moto in-process with both tables, queue + DLQ, bucket and a verified sender; settings point
+    """moto in-process with the templates, journal and suppression tables, queue + DLQ, bucket and a verified sender; settings point
     at them. Yields a small namespace of clients and names."""
     from moto import mock_aws
 
@@ -65,6 +65,8 @@ def aws(aws_env, settings):
         sqs = aws_client("sqs", region="us-east-1")
         provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
+        settings.SUPPRESSION_TABLE = "email-suppression"
+        provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
         settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(
             sqs, "email-service-queue", quiet, visibility_timeout=30
         )

@@ -234,6 +234,16 @@ class DynamoJournal:
         )
         return isinstance(result, dict)
 
+    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+        result = self._conditional_update(
+            claim.key,
+            sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason},
+            condition=_CLAIMABLE,
+            values=self._claim_values(claim),
+            what="record SUPPRESSED journal row",
+        )
+        return isinstance(result, dict)
+
     def get(self, key: str) -> dict[str, Any] | None:
         """The row as plain Python keyed by attribute name, or None."""
         try:
