@@ -7,6 +7,7 @@ missing variable, so a misconfigured process fails at start-up, not on its first
 from __future__ import annotations
 
 import functools
+import time
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
 
@@ -15,18 +16,25 @@ from django.core.exceptions import ImproperlyConfigured
 
 from emailops.aws.clients import aws_client, reset_clients
 from emailops.aws.journal import DynamoJournal
+from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
 from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
+from emailops.aws.ses_simulator import SimulatingSender
+from emailops.aws.sns_verify import SnsVerifier
 from emailops.aws.sqs import SqsQueue
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
+from emailops.core.delivery_handler import DeliveryEventHandler
 from emailops.core.rendering import Renderer
 from emailops.core.template_cache import CachedTemplateStore
 
 __all__ = [
     "composer",
+    "delivery_event_handler",
+    "event_journal",
+    "events_queue",
     "journal",
     "journal_search",
     "mapping_store",
@@ -36,8 +44,10 @@ __all__ = [
     "reset",
     "sender",
     "sender_addresses",
+    "sns_verifier",
     "suppression_list",
     "template_store",
+    "unmatched_events",
 ]
 
 
@@ -111,8 +121,50 @@ def queue() -> SqsQueue:
 
 
 @functools.cache
-def sender() -> SesSender:
-    return SesSender(_client("ses"))
+def sender() -> SesSender | SimulatingSender:
+    ses = SesSender(_client("ses"), configuration_set=settings.SES_CONFIGURATION_SET)
+    if not settings.SES_SIMULATE_EVENTS:
+        return ses
+    sns = _client("sns")
+    topic_arn = sns.create_topic(Name=settings.SES_EVENTS_TOPIC_NAME)["TopicArn"]  # idempotent
+    return SimulatingSender(ses, sns, topic_arn, configuration_set=settings.SES_CONFIGURATION_SET)
+
+
+@functools.cache
+def event_journal() -> DynamoEventJournal:
+    return DynamoEventJournal(_client("dynamodb"), require("JOURNAL_TABLE"))
+
+
+@functools.cache
+def unmatched_events() -> DynamoUnmatchedEvents:
+    return DynamoUnmatchedEvents(
+        _client("dynamodb"),
+        require("SES_EVENTS_UNMATCHED_TABLE"),
+        ttl_seconds=settings.JOURNAL_TTL_DAYS * 86400,
+    )
+
+
+@functools.cache
+def events_queue() -> SqsQueue:
+    return SqsQueue(_client("sqs"), require("SES_EVENTS_QUEUE_URL"))
+
+
+@functools.cache
+def sns_verifier() -> SnsVerifier:
+    return SnsVerifier(
+        verify_signatures=settings.SES_EVENTS_VERIFY_SIGNATURES,
+        allowed_topics=settings.SES_EVENTS_TOPIC_ARNS,
+    )
+
+
+def delivery_event_handler() -> DeliveryEventHandler:
+    return DeliveryEventHandler(
+        journal=event_journal(),
+        suppressions=suppression_list(),
+        unmatched=unmatched_events(),
+        verify=sns_verifier(),
+        clock=time.time,
+    )
 
 
 @functools.cache
@@ -144,6 +196,10 @@ def reset() -> None:
         queue,
         sender,
         suppression_list,
+        event_journal,
+        unmatched_events,
+        events_queue,
+        sns_verifier,
     )
     for factory in factories:
         factory.cache_clear()

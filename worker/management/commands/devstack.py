@@ -2,7 +2,8 @@
 
 Starts moto's server on loopback (AWS for everything: DynamoDB, S3, SQS, SES), bootstraps it, loads
 the sample templates and mappings, migrates the console's database, creates a dev admin, then runs
-the console and the consumer until Ctrl-C, which stops them all.
+the console, the consumer and the SES events consumer until Ctrl-C, which stops them all. Sends
+to SES's simulator addresses (bounce@simulator.amazonses.com...) yield the events SES would.
 """
 
 from __future__ import annotations
@@ -34,6 +35,10 @@ def local_aws_environment(endpoint: str) -> dict[str, str]:
         "EMAIL_SENDER": "Pennsieve <support@pennsieve.local>",
         "EMAIL_REPLY_TO": "support@pennsieve.local",
         "EMAIL_SERVICE_QUEUE_URL": f"{endpoint}/123456789012/email-service-queue",
+        "SES_EVENTS_QUEUE_URL": f"{endpoint}/123456789012/email-ses-events",
+        # moto publishes no SES events: play SES's mailbox simulator (bounce@, complaint@...).
+        "SES_SIMULATE_EVENTS": "true",
+        "SES_EVENTS_VERIFY_SIGNATURES": "false",
         "DJANGO_DEBUG": "true",
     }
     env = {**defaults, **{k: v for k, v in os.environ.items() if k in defaults}}
@@ -91,6 +96,9 @@ class Command(BaseCommand):
             )
             processes.append(
                 subprocess.Popen([*manage, "consume_emails", "--wait-time", "5"], env=env)
+            )
+            processes.append(
+                subprocess.Popen([*manage, "consume_ses_events", "--wait-time", "5"], env=env)
             )
             env_file = Path(settings.BASE_DIR) / ".devstack.env"
             env_file.write_text(
