@@ -68,8 +68,10 @@ class Command(BaseCommand):
             return
         region = settings.AWS_REGION
         sqs = aws_client("sqs", region=region)
+        # Unreadable events are dead-lettered by the consumer at once; SQS's own count only
+        # catches events that kept meeting AWS trouble, so it may be generous.
         queue_url = provision.ensure_queue(
-            sqs, queue_name, report, visibility_timeout=visibility_timeout
+            sqs, queue_name, report, visibility_timeout=visibility_timeout, max_receive_count=10
         )
         provision.ensure_unmatched_events_table(
             dynamodb, wiring.require("SES_EVENTS_UNMATCHED_TABLE"), report
