@@ -36,9 +36,7 @@ __all__ = ["MAX_TIMELINE", "DynamoEventJournal", "DynamoUnmatchedEvents", "deliv
 MAX_TIMELINE = 50
 _ORDER_SCALE = 10**14  # above any epoch-milliseconds value for millennia
 _RECONCILABLE = (Status.QUEUED.value, Status.FAILED.value)
-_READ = (
-    "Id, #status, SesMessageId, DeliveryEvents, DeliveryEventCount, DeliveryOrder, DeliveryStatus"
-)
+_READ = "Id, #status, SesMessageId, DeliveryEvents, DeliveryEventCount, DeliveryOrder"
 
 
 def delivery_order(event: DeliveryEvent) -> int:
@@ -111,8 +109,12 @@ class DynamoEventJournal:
     def _write(
         self, key: str, row: dict[str, Any], timeline: list[dict], event: DeliveryEvent
     ) -> bool:
-        entry = {"Type": event.raw_type, "At": event.at, "Id": event.event_id}
-        entry["Summary"] = event.summary
+        entry = {
+            "Type": event.raw_type,
+            "At": event.at,
+            "Id": event.event_id,
+            "Summary": event.summary,
+        }
         timeline = sorted([*timeline, entry], key=lambda e: timestamp_ms(e.get("At", "")))
         count = int(row.get("DeliveryEventCount") or 0)
         sets: dict[str, Any] = {
