@@ -88,6 +88,11 @@ AWS_REGION = env.str("AWS_REGION", default="") or env.str("AWS_DEFAULT_REGION", 
 # Retry back-off for transient failures: between half and all of min(cap, base * 2**(receives-1)).
 RETRY_BACKOFF_BASE_SECONDS = env.int("RETRY_BACKOFF_BASE_SECONDS", default=30)
 RETRY_BACKOFF_CAP_SECONDS = env.int("RETRY_BACKOFF_CAP_SECONDS", default=900)
+# Transient trouble dead-letters a record only after this long since its first attempt.
+RETRY_MAX_SECONDS = env.int("RETRY_MAX_SECONDS", default=86_400)
+# Records (and recipients) the consumer works on at once; its metrics port (0 = none).
+CONSUMER_CONCURRENCY = env.int("CONSUMER_CONCURRENCY", default=16)
+CONSUMER_METRICS_PORT = env.int("CONSUMER_METRICS_PORT", default=0)
 # Claim lease; 0 means "the queue's visibility timeout", read at start-up.
 CLAIM_LEASE_SECONDS = env.int("CLAIM_LEASE_SECONDS", default=0)
 # The consumer caches templates it fetched from S3 for this long (0 disables).

@@ -2,7 +2,7 @@
 (the django-rq dashboard pattern); each feature package supplies its pages:
 
 - ``templates_admin.mappings``: ``admin_urls(admin_site)`` and ``changelist(request, admin_site)``
-- ``templates_admin.journal``: the same two names.
+- ``templates_admin.journal`` and ``templates_admin.suppression``: the same two names.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from django.http import Http404
 from django.urls import path, re_path
 
 from templates_admin import roles
-from templates_admin.models import EmailJournalPage, TemplateMappingPage
+from templates_admin.models import EmailJournalPage, SuppressionListPage, TemplateMappingPage
 
 
 class PlaceholderAdmin(admin.ModelAdmin):
@@ -75,3 +75,14 @@ class EmailJournalAdmin(PlaceholderAdmin):
         from templates_admin import journal
 
         return journal
+
+
+@admin.register(SuppressionListPage)
+class SuppressionListAdmin(PlaceholderAdmin):
+    view_permission = roles.VIEW_SUPPRESSIONS
+
+    @property
+    def feature(self):
+        from templates_admin import suppression
+
+        return suppression

@@ -1,6 +1,6 @@
 """Console data. Mappings and the journal live in DynamoDB; the Django DB holds only users, groups
-and the audit trail. The two unmanaged placeholder models give the admin index its entries
-("Template mappings", "Email journal") and carry the console's permissions."""
+and the audit trail. The unmanaged placeholder models give the admin index its entries
+("Template mappings", "Email journal", "Suppression list") and carry the console's permissions."""
 
 from __future__ import annotations
 
@@ -41,6 +41,23 @@ class EmailJournalPage(models.Model):
 
     def __str__(self) -> str:
         return "Email journal"
+
+
+class SuppressionListPage(models.Model):
+    """Placeholder (no table): the admin entry and permissions for the suppression list."""
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        verbose_name = "Suppression list"
+        verbose_name_plural = "Suppression list"
+        permissions = [
+            ("view_suppressions", "Can see the suppression list"),
+            ("remove_suppression", "Can remove an address from the suppression list"),
+        ]
+
+    def __str__(self) -> str:
+        return "Suppression list"
 
 
 class MappingChange(models.Model):
@@ -91,3 +108,25 @@ class EmailAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.message_id} to {self.recipient} by {self.user}"
+
+
+class SuppressionRemoval(models.Model):
+    """Audit trail of addresses taken off the suppression list: who, when, why, and the entry as
+    it was (the store forgets it once removed)."""
+
+    address = models.CharField(max_length=320, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    reason = models.TextField()  # why it was removed, as the person wrote it
+    suppression_reason = models.CharField(max_length=20)  # BOUNCE, COMPLAINT or MANUAL
+    suppression_detail = models.TextField(blank=True)
+    suppression_source = models.CharField(max_length=200, blank=True)
+    suppressed_at = models.DateTimeField(null=True)
+    # A complaint's removal needs the person's word that the recipient asked for email again.
+    recipient_asked = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.address} removed by {self.user} at {self.at:%Y-%m-%d %H:%M}"

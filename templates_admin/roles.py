@@ -11,16 +11,21 @@ PREVIEW_TEMPLATES = "templates_admin.preview_templates"
 SEND_TEST_EMAIL = "templates_admin.send_test_email"
 SEARCH_JOURNAL = "templates_admin.search_journal"
 RESEND_EMAIL = "templates_admin.resend_email"
+VIEW_SUPPRESSIONS = "templates_admin.view_suppressions"
+REMOVE_SUPPRESSION = "templates_admin.remove_suppression"
 
 # Template owners read the journal too: the send-test page links to the send it made.
+# Removing a suppression lets email reach the address again, like a resend: the same people.
 GROUP_PERMISSIONS: dict[str, list[str]] = {
-    SUPPORT: [SEARCH_JOURNAL],
-    SUPPORT_LEADS: [SEARCH_JOURNAL, RESEND_EMAIL],
+    SUPPORT: [SEARCH_JOURNAL, VIEW_SUPPRESSIONS],
+    SUPPORT_LEADS: [SEARCH_JOURNAL, RESEND_EMAIL, VIEW_SUPPRESSIONS, REMOVE_SUPPRESSION],
     TEMPLATE_OWNERS: [
         MANAGE_MAPPINGS,
         PREVIEW_TEMPLATES,
         SEND_TEST_EMAIL,
         SEARCH_JOURNAL,
         RESEND_EMAIL,
+        VIEW_SUPPRESSIONS,
+        REMOVE_SUPPRESSION,
     ],
 }

@@ -47,10 +47,15 @@ class InMemoryJournal:
     def __init__(self) -> None:
         self.rows: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
-        self.fail_next: dict[str, EmailOpsError] = {}  # operation name → error to raise once
+        # operation name → an error to raise once, or a list of errors to raise in turn
+        self.fail_next: dict[str, EmailOpsError | list[EmailOpsError]] = {}
 
     def _maybe_fail(self, operation: str) -> None:
-        if operation in self.fail_next:
+        planned = self.fail_next.get(operation)
+        if isinstance(planned, list):
+            if planned:
+                raise planned.pop(0)
+        elif planned is not None:
             raise self.fail_next.pop(operation)
 
     def _claimable(self, row: dict[str, Any] | None, claim: Claim) -> bool:
@@ -106,18 +111,33 @@ class InMemoryJournal:
         self._maybe_fail("mark_failed")
         return self._mark(key, attempt, Status=Status.FAILED, Error=error)
 
-    def record_failure(self, claim: Claim, *, error: str) -> bool:
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+        self._maybe_fail("mark_accepted")
         with self.lock:
-            if not self._claimable(self.rows.get(claim.key), claim):
-                return False
-            self.rows[claim.key] = self._values(claim, Status.FAILED) | {"Error": error}
-            return True
+            row = self.rows.get(key)
+            if row and row["Status"] != Status.SENT:
+                row.update(Status=Status.SENT, SesMessageId=provider_id)
+
+    def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
+        self._maybe_fail("extend_claim")
+        return self._mark(key, attempt, ClaimExpiresAt=until)
+
+    def release_claim(self, key: str, *, attempt: int) -> bool:
+        self._maybe_fail("release_claim")
+        return self._mark(key, attempt, ClaimExpiresAt=0)
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         with self.lock:
             if not self._claimable(self.rows.get(claim.key), claim):
                 return False
             self.rows[claim.key] = self._values(claim, Status.SUPPRESSED) | {"Error": reason}
+            return True
+
+    def record_failure(self, claim: Claim, *, error: str) -> bool:
+        with self.lock:
+            if not self._claimable(self.rows.get(claim.key), claim):
+                return False
+            self.rows[claim.key] = self._values(claim, Status.FAILED) | {"Error": error}
             return True
 
 

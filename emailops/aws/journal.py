@@ -224,6 +224,41 @@ class DynamoJournal:
         )
         return isinstance(result, dict)
 
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+        # No claim fence on purpose: SES accepted this send, so the row is SENT whoever holds it.
+        self._conditional_update(
+            key,
+            sets={
+                "Status": Status.SENT.value,
+                "SesMessageId": provider_id,
+                "MessageSent": rfc3339(sent_at),
+            },
+            condition="attribute_exists(#id) AND #status <> :sent",
+            values={"sent": Status.SENT.value},
+            extra="REMOVE #err",
+            what="mark journal row SENT (earlier send)",
+        )
+
+    def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
+        result = self._conditional_update(
+            key,
+            sets={"ClaimExpiresAt": until},
+            condition=_OURS,
+            values={"queued": Status.QUEUED.value, "attempt": attempt},
+            what="extend journal claim",
+        )
+        return isinstance(result, dict)
+
+    def release_claim(self, key: str, *, attempt: int) -> bool:
+        result = self._conditional_update(
+            key,
+            sets={"ClaimExpiresAt": 0},
+            condition=_OURS,
+            values={"queued": Status.QUEUED.value, "attempt": attempt},
+            what="release journal claim",
+        )
+        return isinstance(result, dict)
+
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         result = self._conditional_update(
             claim.key,

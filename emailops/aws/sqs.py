@@ -14,6 +14,7 @@ __all__ = ["FAILURE_REASON_ATTRIBUTE", "QueueInfo", "QueueMessage", "SqsQueue"]
 
 FAILURE_REASON_ATTRIBUTE = "FailureReason"
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling (12 hours)
+MAX_DELAY_SECONDS = 900  # SQS's ceiling for DelaySeconds (15 minutes)
 _MAX_ATTRIBUTES = 10  # SQS's limit per message
 
 
@@ -24,6 +25,9 @@ class QueueMessage:
     body: str
     receive_count: int = 1
     attributes: dict[str, Any] = field(default_factory=dict)  # message attributes, as SQS gave them
+
+    def string_attribute(self, name: str) -> str | None:
+        return (self.attributes.get(name) or {}).get("StringValue")
 
 
 @dataclass(frozen=True)
@@ -116,31 +120,65 @@ class SqsQueue:
             VisibilityTimeout=max(0, min(MAX_VISIBILITY_SECONDS, seconds)),
         )
 
-    def dead_letter(self, message: QueueMessage, dead_letter_url: str, reason: str) -> None:
-        """Copy the message to the DLQ with the reason attached, then delete the original.
-
-        In that order: a crash between the two leaves a duplicate in the DLQ, never a loss.
-        """
-        attributes = {
+    def _carried_attributes(
+        self, message: QueueMessage, extra: dict[str, str]
+    ) -> dict[str, dict[str, Any]]:
+        """The message's attributes for a copy: SQS's own fields only, ours replaced by ``extra``
+        (string attributes), within SQS's limit of ten."""
+        kept = {
             k: {kk: vv for kk, vv in v.items() if kk in ("DataType", "StringValue", "BinaryValue")}
-            for k, v in list(message.attributes.items())[: _MAX_ATTRIBUTES - 1]
-            if k != FAILURE_REASON_ATTRIBUTE
+            for k, v in message.attributes.items()
+            if k not in extra and k != FAILURE_REASON_ATTRIBUTE
         }
-        attributes[FAILURE_REASON_ATTRIBUTE] = {"DataType": "String", "StringValue": reason[:4000]}
+        kept = dict(list(kept.items())[: _MAX_ATTRIBUTES - len(extra)])
+        for name, value in extra.items():
+            kept[name] = {"DataType": "String", "StringValue": value}
+        return kept
+
+    def _move(
+        self, message: QueueMessage, target_url: str, extra: dict[str, str], what: str, **kwargs
+    ) -> None:
+        """Send a copy, then delete the original. In that order: a crash between the two leaves
+        a duplicate (the journal's claim makes it harmless), never a loss."""
         self._call(
             "send_message",
-            "move message to the dead-letter queue",
+            what,
             key=message.message_id,
-            QueueUrl=dead_letter_url,
+            QueueUrl=target_url,
             MessageBody=message.body,
-            MessageAttributes=attributes,
+            MessageAttributes=self._carried_attributes(message, extra),
+            **kwargs,
         )
         self._call(
             "delete_message",
-            "delete dead-lettered message",
+            f"delete original after: {what}",
             key=message.message_id,
             QueueUrl=self.url,
             ReceiptHandle=message.receipt_handle,
+        )
+
+    def dead_letter(
+        self,
+        message: QueueMessage,
+        dead_letter_url: str,
+        reason: str,
+        carried: dict[str, str] | None = None,
+    ) -> None:
+        """Move the message to the DLQ with the reason attached (and what it carries)."""
+        extra = dict(carried or {}) | {FAILURE_REASON_ATTRIBUTE: reason[:4000]}
+        self._move(message, dead_letter_url, extra, "move message to the dead-letter queue")
+
+    def requeue(
+        self, message: QueueMessage, *, delay_seconds: int, carried: dict[str, str]
+    ) -> None:
+        """Put a fresh copy back on this queue after ``delay_seconds`` (at most SQS's 15
+        minutes), carrying ``carried``; the copy starts again at receive count 1."""
+        self._move(
+            message,
+            self.url,
+            carried,
+            "re-enqueue message for retry",
+            DelaySeconds=max(0, min(MAX_DELAY_SECONDS, delay_seconds)),
         )
 
     def send(self, body: str) -> str:

@@ -125,6 +125,19 @@ class Journal(Protocol):
         """Record a failed send if claim ``attempt`` is still ours; False when it is not."""
         ...
 
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+        """Mark SENT a send an earlier attempt made but could not mark, whoever holds the row
+        now (SES accepted it: it is sent). A row already SENT is left alone."""
+        ...
+
+    def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
+        """Push claim ``attempt``'s lease to ``until`` while it is still ours."""
+        ...
+
+    def release_claim(self, key: str, *, attempt: int) -> bool:
+        """End claim ``attempt``'s lease now, leaving the row QUEUED (claimable, not FAILED)."""
+        ...
+
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         """Write a FAILED row for a request that failed before sending, unless the row is SENT
         or under a live claim; False when it was left alone."""

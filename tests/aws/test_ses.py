@@ -6,7 +6,7 @@ import pytest
 
 from emailops import wiring
 from emailops.aws.ses import SesSender
-from emailops.core.errors import PermanentError, SendRejected
+from emailops.core.errors import ConfigurationFault, SendRejected
 from emailops.core.ports import OutgoingEmail
 
 EMAIL = OutgoingEmail(
@@ -72,11 +72,11 @@ def test_each_send_gets_its_own_id(aws, sender):
     assert len(aws.sent_emails()) == 3
 
 
-def test_unverified_sender_is_rejected_for_good(aws, sender):
+def test_unverified_sender_is_a_configuration_fault_not_the_emails(aws, sender):
     email = OutgoingEmail(from_address="nobody@unverified.test", to=EMAIL.to, subject="S", html="x")
-    with pytest.raises(SendRejected) as info:
+    with pytest.raises(ConfigurationFault) as info:
         sender.send(email)
-    assert isinstance(info.value, PermanentError)
+    assert not info.value.permanent and "verify the sender" in info.value.fix
     assert "MessageRejected" in info.value.reason
     assert info.value.key == EMAIL.to
     assert aws.sent_emails() == []
