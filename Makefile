@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench
+.PHONY: run test lint bench client
 
 $(PY): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,3 +22,6 @@ test: $(PY)  ## lint, then every test (browser tests need Debian's chromium)
 bench: $(PY)  ## benchmarks: figures, not tests
 	$(PY) bench/consumer_throughput.py
 	$(PY) bench/journal_search.py
+
+client: $(PY)  ## regenerate emailops/client/messages.py from emailops/data/template-variables.json
+	$(PY) -m emailops.client.generate

@@ -7,6 +7,7 @@ missing variable, so a misconfigured process fails at start-up, not on its first
 from __future__ import annotations
 
 import functools
+import logging
 import time
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
@@ -27,8 +28,11 @@ from emailops.aws.sqs import SqsQueue
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
 from emailops.core.delivery_handler import DeliveryEventHandler
+from emailops.core.events import EventLog
+from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
-from emailops.core.template_cache import CachedTemplateStore
+from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
+from emailops.redis_rate import RedisBucketStore
 
 __all__ = [
     "composer",
@@ -42,6 +46,7 @@ __all__ = [
     "renderer",
     "require",
     "reset",
+    "send_rate_limiter",
     "sender",
     "sender_addresses",
     "sns_verifier",
@@ -177,12 +182,49 @@ def suppression_list() -> DynamoSuppressionList:
     )
 
 
+@functools.cache
+def send_rate_limiter() -> SharedRateLimiter:
+    """The SES send rate shared by every consumer: a bucket in Redis, a per-process one while
+    Redis is unreachable. SES_MAX_SEND_RATE, else GetSendQuota's MaxSendRate (read now, so a
+    consumer logs its rate at start-up, and every 5 minutes after)."""
+    log = EventLog(logging.getLogger("emailops.ratelimit"))
+    if settings.SES_MAX_SEND_RATE.strip():
+        fixed = _send_rate_setting()
+        log.info("ses.send_rate", max_rate=fixed, source="SES_MAX_SEND_RATE")
+        max_rate = lambda: fixed  # noqa: E731
+    else:
+        max_rate = QuotaRate(lambda: sender().send_quota().max_send_rate, log=log)
+        max_rate()
+    return SharedRateLimiter(
+        max_rate=max_rate,
+        store=RedisBucketStore.from_url(settings.REDIS_URL, key=settings.SES_RATE_REDIS_KEY),
+        fallback=LocalBucketStore(),
+        log=log,
+        pause_seconds=settings.SES_QUOTA_PAUSE_SECONDS,
+    )
+
+
+def _send_rate_setting() -> float:
+    try:
+        rate = float(settings.SES_MAX_SEND_RATE)
+    except ValueError:
+        rate = -1.0
+    if not rate >= 0 or rate == float("inf"):
+        raise ImproperlyConfigured(
+            "SES_MAX_SEND_RATE must be emails per second (e.g. 14 or 0.5), 0 for no limit, "
+            "or unset to use SES's MaxSendRate"
+        )
+    return rate
+
+
 def composer(*, cache_seconds: float = 0) -> Composer:
-    """Mapping + template + renderer; the consumer caches templates, the console never does."""
-    templates = template_store()
+    """Mapping + template + renderer; the consumer caches mappings and templates, the console
+    never does (an edit there must show at once)."""
+    mappings, templates = mapping_store(), template_store()
     if cache_seconds > 0:
+        mappings = CachedMappingStore(mappings, seconds=cache_seconds)
         templates = CachedTemplateStore(templates, seconds=cache_seconds)
-    return Composer(mappings=mapping_store(), templates=templates, renderer=renderer())
+    return Composer(mappings=mappings, templates=templates, renderer=renderer())
 
 
 def reset() -> None:
@@ -200,6 +242,7 @@ def reset() -> None:
         unmatched_events,
         events_queue,
         sns_verifier,
+        send_rate_limiter,
     )
     for factory in factories:
         factory.cache_clear()

@@ -13,12 +13,20 @@ SEARCH_JOURNAL = "templates_admin.search_journal"
 RESEND_EMAIL = "templates_admin.resend_email"
 VIEW_SUPPRESSIONS = "templates_admin.view_suppressions"
 REMOVE_SUPPRESSION = "templates_admin.remove_suppression"
+# The journal-read audit trail (api.JournalReadAudit; granted by api's own data migration).
+VIEW_READ_AUDIT = "api.view_journalreadaudit"
 
 # Template owners read the journal too: the send-test page links to the send it made.
 # Removing a suppression lets email reach the address again, like a resend: the same people.
 GROUP_PERMISSIONS: dict[str, list[str]] = {
     SUPPORT: [SEARCH_JOURNAL, VIEW_SUPPRESSIONS],
-    SUPPORT_LEADS: [SEARCH_JOURNAL, RESEND_EMAIL, VIEW_SUPPRESSIONS, REMOVE_SUPPRESSION],
+    SUPPORT_LEADS: [
+        SEARCH_JOURNAL,
+        RESEND_EMAIL,
+        VIEW_SUPPRESSIONS,
+        REMOVE_SUPPRESSION,
+        VIEW_READ_AUDIT,
+    ],
     TEMPLATE_OWNERS: [
         MANAGE_MAPPINGS,
         PREVIEW_TEMPLATES,

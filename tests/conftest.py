@@ -60,6 +60,9 @@ def aws(aws_env, settings):
         settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.test>"
         settings.EMAIL_REPLY_TO = "support@pennsieve.test"
         settings.TEMPLATE_CACHE_SECONDS = 0
+        settings.SES_MAX_SEND_RATE = (
+            "0"  # moto's GetSendQuota says 1/s; tests set a rate where they need one
+        )
         quiet = lambda _line: None  # noqa: E731
         dynamodb = aws_client("dynamodb", region="us-east-1")
         sqs = aws_client("sqs", region="us-east-1")
@@ -160,12 +163,11 @@ def ensure_console_groups() -> None:
     for name, perms in GROUP_PERMISSIONS.items():
         group, created = Group.objects.get_or_create(name=name)
         if created:
-            codenames = [p.split(".", 1)[1] for p in perms]
-            group.permissions.add(
-                *Permission.objects.filter(
-                    content_type__app_label="templates_admin", codename__in=codenames
+            for perm in perms:
+                app_label, codename = perm.split(".", 1)
+                group.permissions.add(
+                    Permission.objects.get(content_type__app_label=app_label, codename=codename)
                 )
-            )
 
 
 @pytest.fixture

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from emailops.core.ports import (
     Status,
     TemplateMapping,
 )
+from emailops.core.template_cache import TemplateFetch
 
 
 class DictMappings:
@@ -39,6 +41,29 @@ class DictTemplates:
         if self.error:
             raise self.error
         return self.templates.get(key)
+
+
+class EtagTemplates(DictTemplates):
+    """DictTemplates that also answers conditional reads, as S3 does (ETag = a content hash)."""
+
+    def __init__(self, templates: dict[str, str] | None = None) -> None:
+        super().__init__(templates)
+        self.fetches: list[tuple[str, str | None]] = []  # (key, if_none_match)
+
+    @staticmethod
+    def etag(source: str) -> str:
+        return f'"{hashlib.md5(source.encode()).hexdigest()}"'
+
+    def fetch_template(self, key: str, *, if_none_match: str | None = None) -> TemplateFetch:
+        self.fetches.append((key, if_none_match))
+        if self.error:
+            raise self.error
+        source = self.templates.get(key)
+        if source is None:
+            return TemplateFetch(None)
+        if if_none_match == self.etag(source):
+            return TemplateFetch(None, if_none_match, not_modified=True)
+        return TemplateFetch(source, self.etag(source))
 
 
 class InMemoryJournal:
@@ -84,7 +109,7 @@ class InMemoryJournal:
         with self.lock:
             row = self.rows.get(claim.key)
             if not self._claimable(row, claim):
-                if row["Status"] == Status.SENT:
+                if row["Status"] in (Status.SENT, Status.SUPPRESSED):
                     return ClaimResult(ClaimState.ALREADY_SENT)
                 lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
                 return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease)
@@ -125,13 +150,6 @@ class InMemoryJournal:
     def release_claim(self, key: str, *, attempt: int) -> bool:
         self._maybe_fail("release_claim")
         return self._mark(key, attempt, ClaimExpiresAt=0)
-
-    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
-        with self.lock:
-            if not self._claimable(self.rows.get(claim.key), claim):
-                return False
-            self.rows[claim.key] = self._values(claim, Status.SUPPRESSED) | {"Error": reason}
-            return True
 
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         with self.lock:

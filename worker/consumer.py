@@ -14,13 +14,12 @@ on as soon as it is known.
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from emailops.aws.sqs import QueueMessage, SqsQueue
@@ -136,8 +135,7 @@ class Consumer:
             if not wanted:
                 continue
             try:
-                with run.receiving():
-                    batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
+                batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
             except EmailOpsError as exc:
                 run.capacity.give(wanted)
                 run.unreserve(wanted)
@@ -153,7 +151,8 @@ class Consumer:
                     run.capacity.give(1)
                     continue
                 run.work.put(self.inflight.add(message))
-            if not batch and run.until_empty and run.idle(len(self.inflight)):
+            if not batch and run.until_empty and not len(self.inflight):
+                # Other receivers may still hand in what they got; workers finish all of it.
                 run.drained.set()
 
     def _work_loop(self, run: _Run) -> None:
@@ -194,6 +193,8 @@ class Consumer:
             self.stats.add(refreshed=1)
             return None
         outcome = self._process(message, state, held)
+        # No more lease extensions: the action below sets the record's visibility for good.
+        self.inflight.remove(message)
         self._act(message, outcome)
         return outcome
 
@@ -331,7 +332,6 @@ class _Run:
         self.batch_size = batch_size
         self.stop = stop
         self.drained = threading.Event()
-        self._receives = 0
         self._lock = threading.Lock()
 
     def reserve(self, wanted: int) -> int:
@@ -351,20 +351,6 @@ class _Run:
         with self._lock:
             if self.remaining is not None:
                 self.remaining += count
-
-    @contextlib.contextmanager
-    def receiving(self) -> Iterator[None]:
-        with self._lock:
-            self._receives += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._receives -= 1
-
-    def idle(self, in_flight: int) -> bool:
-        with self._lock:
-            return in_flight == 0 and self._receives == 0 and self.work.empty()
 
 
 def _thread(target: Callable[..., None], *args: object, name: str) -> threading.Thread:

@@ -43,6 +43,8 @@ def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPi
         composer=wiring.composer(cache_seconds=settings.TEMPLATE_CACHE_SECONDS),
         journal=wiring.journal(),
         sender=wiring.sender(),
+        suppressions=wiring.suppression_list(),
+        rate_limiter=wiring.send_rate_limiter(),
         settings=PipelineSettings(
             from_address=from_address,
             reply_to=reply_to,

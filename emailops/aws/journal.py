@@ -193,7 +193,8 @@ class DynamoJournal:
         current = result.response.get("Item") and item_from_dynamo(result.response["Item"])
         if not current:  # a store that does not return the old item: look it up
             current = self.get(claim.key) or {}
-        if current.get("Status") == Status.SENT.value:
+        # A SUPPRESSED row is as final as a SENT one: that request is never sent to that address.
+        if current.get("Status") in (Status.SENT.value, Status.SUPPRESSED.value):
             return ClaimResult(ClaimState.ALREADY_SENT)
         lease_end = current.get("ClaimExpiresAt") or (
             int(current.get("Timestamp", claim.now)) + claim.lease_seconds

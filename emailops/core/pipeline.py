@@ -269,7 +269,7 @@ class EmailPipeline:
             log.warning("claim.failed", error=exc.describe())
             return _error_result(exc, key, int(self.clock()), self.settings)
         if claimed.state is ClaimState.ALREADY_SENT:
-            log.info("recipient.skipped", reason="already SENT (duplicate delivery)")
+            log.info("recipient.skipped", reason="already SENT or SUPPRESSED (duplicate delivery)")
             return _Result(_Kind.SKIPPED, key)
         if claimed.state is ClaimState.IN_PROGRESS:
             log.info("recipient.in_progress", leaseEndsAt=claimed.lease_ends_at)

@@ -78,7 +78,7 @@ class Claim:
 
 class ClaimState(Enum):
     CLAIMED = "claimed"  # ours to send; `attempt` identifies our claim
-    ALREADY_SENT = "already-sent"  # a duplicate delivery: skip
+    ALREADY_SENT = "already-sent"  # a duplicate delivery (or a SUPPRESSED row): skip
     IN_PROGRESS = "in-progress"  # another consumer holds a live lease until `lease_ends_at`
 
 

@@ -20,6 +20,7 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
+from api.services import journal_read_by_console as _audit
 from emailops.core.errors import EmailOpsError
 from templates_admin import roles
 from templates_admin.console import console_view
@@ -53,6 +54,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
     form = JournalSearchForm(request.GET or None)
     result, error, status = None, "", 200
     if form.is_valid() and form.cleaned_data["q"].strip():
+        _audit(request, "search", form.cleaned_data["q"], form.search_arguments())
         try:
             result = selectors.journal_search(**form.search_arguments())
         except selectors.JournalSearchError as exc:
@@ -121,6 +123,7 @@ def _page_url(request: HttpRequest, cursor: str | None) -> str:
 
 @console_view(roles.SEARCH_JOURNAL)
 def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _audit(request, "detail", key)
     entry = selectors.journal_entry(key=key)
     context: dict[str, Any] = {
         "title": "Journal row",
@@ -206,6 +209,7 @@ def _utc_title(name: str, value: Any) -> str:
 
 @console_view(roles.SEARCH_JOURNAL)
 def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _audit(request, "email", key)
     entry = selectors.journal_entry(key=key)
     if entry.row is None:
         return redirect(_entry_url(admin_site, "detail", key))  # which explains

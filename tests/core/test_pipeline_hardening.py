@@ -184,6 +184,15 @@ def test_a_suppressed_address_gets_a_suppressed_row_and_no_email(stack):
     assert [e.to for e in stack.sender.sent] == ["Reviewer Two <rev2@example.com>"]
 
 
+def test_a_suppressed_row_is_final_even_once_the_address_is_no_longer_suppressed(stack):
+    stack.pipeline.suppressions = Suppressed(alice_at_example_com="complaint")
+    stack.process(MINIMAL)
+    stack.pipeline.suppressions = Suppressed()
+    outcome = stack.process(MINIMAL)  # a redelivery of the same request
+    assert (outcome.action, outcome.skipped) == (Action.DELETE, 1)
+    assert stack.sender.sent == [] and alice_row(stack)["Status"] == Status.SUPPRESSED
+
+
 def test_a_permanent_failure_still_dead_letters(stack):
     stack.sender.errors.append(SendRejected("send email", reason="Illegal address"))
     assert stack.process(MINIMAL).action is Action.DEAD_LETTER

@@ -21,6 +21,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from api.models import JournalReadAudit
+from api.services import journal_read_record
 from emailops.core.errors import EmailOpsError
 from templates_admin.journal import delivery, presentation, selectors
 
@@ -32,6 +34,8 @@ _TABLE = (
     ("SUBJECT / ERROR", 48),
     ("BRANDING", 9),
 )
+
+_FILTERS = ("message_id", "status", "delivery", "since", "until", "limit", "oldest_first")
 
 
 def _moment(text: str, *, end_of_day: bool = False) -> datetime:
@@ -88,6 +92,13 @@ class Command(BaseCommand):
         row.add_argument("id")
 
     def handle(self, *args, command: str, **options: Any) -> None:
+        # Journal reads are audited; the command line's "who" is the OS user running it.
+        journal_read_record(
+            channel=JournalReadAudit.Channel.CLI,
+            action=command,
+            query=options.get("id") or options.get("email") or "",
+            filters={k: options.get(k) for k in _FILTERS},
+        )
         try:
             if command == "id":
                 self._one(options["id"], options)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import sys
@@ -40,10 +41,44 @@ def local_aws_environment(endpoint: str) -> dict[str, str]:
         "SES_SIMULATE_EVENTS": "true",
         "SES_EVENTS_VERIFY_SIGNATURES": "false",
         "DJANGO_DEBUG": "true",
+        # moto's GetSendQuota answers with SES's sandbox rate (1/s): too slow for a dev stack.
+        "SES_MAX_SEND_RATE": "50",
     }
     env = {**defaults, **{k: v for k, v in os.environ.items() if k in defaults}}
     env["AWS_ENDPOINT_URL"] = endpoint  # never real AWS from the dev stack
     return env
+
+
+def shell_path(path: Path, cwd: Path) -> str:
+    """A path as short as it can be and still work when pasted in a shell opened in ``cwd``."""
+    try:
+        relative = path.relative_to(cwd)
+    except ValueError:
+        return shlex.quote(str(path))
+    # "./" so that `source` reads this file instead of searching PATH for it
+    return shlex.quote(f"./{relative}" if len(relative.parts) == 1 else str(relative))
+
+
+def write_env_file(path: Path, endpoint: str) -> None:
+    """The stack's variables as a file to `source` (DJANGO_DEBUG included: the dev key works)."""
+    path.write_text(
+        "".join(
+            f"export {k}={shlex.quote(v)}\n" for k, v in local_aws_environment(endpoint).items()
+        )
+    )
+
+
+def try_it(env_file: Path, cwd: Path) -> str:
+    """Lines a new user pastes into another shell as they are: this interpreter by its path (the
+    project's .venv, so no activation needed) and the stack's variables from ``env_file``."""
+    python = shell_path(Path(sys.executable), cwd)
+    manage = shell_path(Path(settings.BASE_DIR) / "manage.py", cwd)
+    return (
+        f"    cd {shlex.quote(str(cwd))}\n"
+        f"    source {shell_path(env_file, cwd)}\n"
+        f"    {python} {manage} enqueue_email --message-id added-to-team --to you@example.com "
+        f'--context \'{{"teamName": "Imaging", "administrator": "Dave"}}\'\n'
+    )
 
 
 class Command(BaseCommand):
@@ -59,7 +94,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port, moto_port, admin_password, **options):
-        from moto.server import ThreadedMotoServer  # dev-only dependency path
+        try:
+            from moto.server import ThreadedMotoServer  # the `local` extra, not in production
+        except ModuleNotFoundError as exc:
+            raise CommandError("moto is not installed: pip install -e '.[local]'") from exc
 
         # SIGTERM stops the stack like Ctrl-C: children first, then moto.
         signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -101,18 +139,13 @@ class Command(BaseCommand):
                 subprocess.Popen([*manage, "consume_ses_events", "--wait-time", "5"], env=env)
             )
             env_file = Path(settings.BASE_DIR) / ".devstack.env"
-            env_file.write_text(
-                "".join(f"export {k}='{v}'\n" for k, v in local_aws_environment(endpoint).items())
-            )
+            write_env_file(env_file, endpoint)
             self.stdout.write(
                 self.style.SUCCESS(
                     f"\nemailops is running (Ctrl-C stops everything).\n"
                     f"  console:  http://127.0.0.1:{port}/admin/  (user admin, password {password})\n"
                     f"  AWS:      moto at {endpoint}\n"
-                    f"  try, in another shell:\n"
-                    f"    source {env_file}\n"
-                    f"    python manage.py enqueue_email --message-id added-to-team --to you@example.com "
-                    f'--context \'{{"teamName": "Imaging", "administrator": "Dave"}}\'\n'
+                    f"  try, in another shell:\n{try_it(env_file, Path.cwd())}"
                 )
             )
             while all(p.poll() is None for p in processes):
