@@ -158,6 +158,13 @@ class InMemoryJournal:
             self.rows[claim.key] = self._values(claim, Status.FAILED) | {"Error": error}
             return True
 
+    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+        with self.lock:
+            if not self._claimable(self.rows.get(claim.key), claim):
+                return False
+            self.rows[claim.key] = self._values(claim, Status.SUPPRESSED) | {"Error": reason}
+            return True
+
 
 @dataclass
 class RecordingSender:
