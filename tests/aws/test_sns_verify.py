@@ -194,3 +194,31 @@ def test_off_means_unsigned_envelopes_pass_and_raw_delivery_is_never_checked():
     with pytest.raises(BadEvent):
         check(SnsVerifier(verify_signatures=True, fetch=Fetcher(b"")), unsigned)
     check(SnsVerifier(verify_signatures=True, allowed_topics=[TOPIC]), json.dumps({"x": 1}))
+
+
+def test_envelopes_signed_by_another_implementation_verify(aws_events):
+    """moto's SNS signs what it delivers to SQS (version 2) with its own certificate: our
+    canonical string must be the one it signed."""
+    from moto.core import DEFAULT_ACCOUNT_ID
+    from moto.sns.models import sns_backends
+
+    keys = sns_backends[DEFAULT_ACCOUNT_ID]["us-east-1"]._message_public_keys
+    calls: list[str] = []
+
+    def from_moto(url: str) -> bytes:  # where moto keeps the certificate it signed with
+        calls.append(url)
+        return keys[url.rsplit("/", 1)[-1]]
+
+    # Without a Subject: moto leaves it out of what it signs, where AWS includes it.
+    aws_events.sns.publish(TopicArn=aws_events.topic_arn, Message='{"eventType": "Send"}')
+    [message] = aws_events.queue_messages(aws_events.events_queue_url)
+    body = json.loads(message["Body"])
+    assert body["SignatureVersion"] == "2"
+    verifier = SnsVerifier(
+        verify_signatures=True, allowed_topics=[aws_events.topic_arn], fetch=from_moto
+    )
+    check(verifier, message["Body"])
+    assert calls == [body["SigningCertURL"]]
+    body["Message"] = '{"eventType": "Bounce"}'
+    with pytest.raises(BadEvent):
+        check(verifier, json.dumps(body))
