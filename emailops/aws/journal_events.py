@@ -10,6 +10,9 @@ An event adds these attributes to its journal row (see ``emailops.aws.journal`` 
 - ``DeliveryOrder`` (rank * 10^14 + SES epoch ms of the winning event: one number to compare) and
   ``DeliveryEventCount`` (events applied; the optimistic-concurrency guard).
 
+An event that would reconcile a row (below) while a consumer still holds a live claim on it waits
+(the message is retried) rather than race that consumer's own SENT mark.
+
 Each event is one read and one conditional write: the write holds only if no other event was
 applied since the read (``DeliveryEventCount``), and a reconciliation only if ``Status`` is still
 what was read. On a lost race the event is read and decided again, so ordering and dedupe never
@@ -36,7 +39,9 @@ __all__ = ["MAX_TIMELINE", "DynamoEventJournal", "DynamoUnmatchedEvents", "deliv
 MAX_TIMELINE = 50
 _ORDER_SCALE = 10**14  # above any epoch-milliseconds value for millennia
 _RECONCILABLE = (Status.QUEUED.value, Status.FAILED.value)
-_READ = "Id, #status, SesMessageId, DeliveryEvents, DeliveryEventCount, DeliveryOrder"
+_READ = (
+    "Id, #status, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount, DeliveryOrder"
+)
 
 
 def delivery_order(event: DeliveryEvent) -> int:
@@ -83,7 +88,7 @@ class DynamoEventJournal:
                 return items[0]["Id"]["S"]
         return None
 
-    def apply_event(self, key: str, event: DeliveryEvent) -> ApplyResult:
+    def apply_event(self, key: str, event: DeliveryEvent, *, now: int) -> ApplyResult:
         for _ in range(self.attempts):
             item = self._call(
                 "get_item",
@@ -100,10 +105,21 @@ class DynamoEventJournal:
             timeline = list(row.get("DeliveryEvents") or [])
             if any(entry.get("Id") == event.event_id for entry in timeline):
                 return ApplyResult.DUPLICATE
+            live_claim = row.get("Status") == Status.QUEUED.value and (
+                int(row.get("ClaimExpiresAt") or 0) > now
+            )
+            if live_claim and self._reconcilable(row, event):
+                return ApplyResult.CLAIMED
             if self._write(key, row, timeline, event):
                 return ApplyResult.APPLIED
         raise TransientError(
             "apply delivery event", key=key, reason="the row kept changing; will retry"
+        )
+
+    @staticmethod
+    def _reconcilable(row: dict[str, Any], event: DeliveryEvent) -> bool:
+        return (
+            event.proves_sent and row.get("Status") in _RECONCILABLE and not row.get("SesMessageId")
         )
 
     def _write(

@@ -41,6 +41,9 @@ class ApplyResult(Enum):
     APPLIED = "applied"
     DUPLICATE = "duplicate"  # already on the row's timeline: applied once
     GONE = "gone"  # the row vanished between lookup and write (TTL)
+    # A consumer holds a live claim on the row and has not marked it yet: the event waits for
+    # that mark rather than racing it (it would turn the row SENT under the consumer's claim).
+    CLAIMED = "claimed"
 
 
 class EventJournal(Protocol):
@@ -48,7 +51,7 @@ class EventJournal(Protocol):
         """The journal row the event belongs to: by the tag's key, else by SES message id."""
         ...
 
-    def apply_event(self, key: str, event: DeliveryEvent) -> ApplyResult: ...
+    def apply_event(self, key: str, event: DeliveryEvent, *, now: int) -> ApplyResult: ...
 
 
 class Suppressions(Protocol):
@@ -124,11 +127,15 @@ class DeliveryEventHandler:
             if self.suppressions.add(address, reason=reason, detail=detail, source=source, now=now):
                 log.info("suppression.added", address=address, reason=reason, detail=detail)
         key = self.journal.find_row_key(event)
-        result = self.journal.apply_event(key, event) if key else ApplyResult.GONE
+        result = self.journal.apply_event(key, event, now=now) if key else ApplyResult.GONE
         if event.type is EventType.UNKNOWN:
             self.unmatched.store(event, reason="unknown event type", now=now)
             log.warning("event.unknown", key=key)
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
+        if result is ApplyResult.CLAIMED:
+            return EventOutcome(
+                EventAction.RETRY, reason="the row is under a live claim; waiting for its mark"
+            )
         if result is ApplyResult.GONE:
             if event.ses_message_id and receive_count <= self.unmatched_retries:
                 return EventOutcome(

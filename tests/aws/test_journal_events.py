@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 
 import pytest
 
@@ -214,6 +215,20 @@ def test_a_row_whose_send_reply_was_lost_is_reconciled_to_sent(aws_events, handl
     assert journal.claim(claim(KEY, now=NOW + 10_000)).state.value == "already-sent"
 
 
+def test_an_event_waits_while_the_sending_consumer_still_holds_its_claim(aws_events, handler):
+    now = int(time.time())
+    journal = wiring.journal()
+    journal.claim(claim(KEY, recipient="recipient@example.com", now=now))  # live for LEASE s
+    outcome = handler.handle(envelope(ses_event("delivery.json")))
+    assert outcome.action is EventAction.RETRY and "live claim" in outcome.reason
+    assert "DeliveryEvents" not in row(aws_events)
+    # The consumer's own mark lands; the retried event then only adds to the timeline.
+    assert journal.mark_sent(KEY, attempt=1, provider_id="ses-own", sent_at=now)
+    assert handler.handle(envelope(ses_event("delivery.json"))).result == "applied"
+    current = row(aws_events)
+    assert (current["SesMessageId"], current["DeliveryStatus"]) == ("ses-own", "DELIVERED")
+
+
 def test_reconciliation_never_touches_a_sent_row(aws_events, handler):
     sent_row(ses_id="the-real-one")
     handler.handle(envelope(ses_event("delivery.json")))
@@ -251,9 +266,8 @@ class RacingJournal(DynamoEventJournal):
     def _write(self, key, row, timeline, event):
         if self.rival is not None:
             rival, self.rival = self.rival, None
-            assert DynamoEventJournal(self.client, self.table).apply_event(key, rival) is (
-                ApplyResult.APPLIED
-            )
+            rival_journal = DynamoEventJournal(self.client, self.table)
+            assert rival_journal.apply_event(key, rival, now=NOW) is ApplyResult.APPLIED
             self.races += 1
         return super()._write(key, row, timeline, event)
 
@@ -267,7 +281,7 @@ def test_a_lost_race_is_decided_again_on_fresh_data(aws_events):
     delivery = parsed(json.dumps(at(ses_event("delivery.json"), "2017-08-05T00:41:09.000Z")))
     bounce = parsed(json.dumps(ses_event("bounce.json")))
     racing = RacingJournal(aws_events.dynamodb, "email-journal", rival=bounce)
-    assert racing.apply_event(KEY, delivery) is ApplyResult.APPLIED
+    assert racing.apply_event(KEY, delivery, now=NOW) is ApplyResult.APPLIED
     assert racing.races == 1
     current = row(aws_events)
     assert current["DeliveryStatus"] == "BOUNCED"  # the delivery did not overwrite it
@@ -277,7 +291,6 @@ def test_a_lost_race_is_decided_again_on_fresh_data(aws_events):
 
 def test_a_vanished_row_is_gone(aws_events):
     journal = wiring.event_journal()
-    assert journal.apply_event("no-such-row", parsed(json.dumps(ses_event("send.json")))) is (
-        ApplyResult.GONE
-    )
+    send = parsed(json.dumps(ses_event("send.json")))
+    assert journal.apply_event("no-such-row", send, now=NOW) is ApplyResult.GONE
     assert raw(aws_events, "no-such-row") == {}

@@ -22,7 +22,7 @@ class Journal:
             raise self.error
         return self.key
 
-    def apply_event(self, key, event):
+    def apply_event(self, key, event, *, now):
         seen = any(e.event_id == event.event_id for _, e in self.applied)
         self.applied.append((key, event))
         return ApplyResult.DUPLICATE if seen else ApplyResult.APPLIED
