@@ -215,6 +215,21 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
+# Which Redis list the workers read (tests and parallel stacks use their own).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="emailops")
+# A job outlives Redis's default one-hour redelivery window; jobs guard against a second run.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our logfmt logging
+
+# --- Operations (Celery jobs and beat; see emailops/celery.py) ----------------------------------
+# How often beat reads the dead-letter queue's depth (an ERROR line and a console banner if > 0).
+OPS_DLQ_CHECK_SECONDS = env.int("OPS_DLQ_CHECK_SECONDS", default=60)
+# How often beat looks for stuck claims (QUEUED rows past their lease) with a bounded Scan.
+OPS_STUCK_CLAIMS_SECONDS = env.int("OPS_STUCK_CLAIMS_SECONDS", default=3600)
+# Items one Scan of the journal may read (stuck claims per run; a bulk resend's selection).
+OPS_SCAN_MAX_ITEMS = env.int("OPS_SCAN_MAX_ITEMS", default=20000)
+# Hour (UTC, 0-23) of the daily template check.
+OPS_TEMPLATE_CHECK_HOUR = env.int("OPS_TEMPLATE_CHECK_HOUR", default=3)
 
 # --- Logging: one logfmt line per event ---------------------------------------------------------
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

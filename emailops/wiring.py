@@ -18,6 +18,7 @@ from django.core.exceptions import ImproperlyConfigured
 from emailops.aws.clients import aws_client, reset_clients
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
+from emailops.aws.journal_scan import JournalScan
 from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
@@ -40,6 +41,7 @@ __all__ = [
     "event_journal",
     "events_queue",
     "journal",
+    "journal_scan",
     "journal_search",
     "mapping_store",
     "queue",
@@ -100,6 +102,11 @@ def journal() -> DynamoJournal:
 @functools.cache
 def journal_search() -> JournalSearch:
     return JournalSearch(_client("dynamodb"), require("JOURNAL_TABLE"), go_rows_until=_go_cutover())
+
+
+@functools.cache
+def journal_scan() -> JournalScan:
+    return JournalScan(_client("dynamodb"), require("JOURNAL_TABLE"))
 
 
 def _go_cutover() -> int | None:
@@ -234,6 +241,7 @@ def reset() -> None:
         mapping_store,
         journal,
         journal_search,
+        journal_scan,
         template_store,
         queue,
         sender,

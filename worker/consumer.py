@@ -65,6 +65,7 @@ class Consumer:
         self.stats = ConsumerStats()
         self.health = Health()
         self.inflight = InFlight()
+        self.deletes = DeleteBatcher(queue, on_deleted=lambda n: self.stats.add(deleted=n))
         self.keeper = LeaseKeeper(
             inflight=self.inflight,
             queue=queue,
@@ -97,8 +98,6 @@ class Consumer:
             batch_size=batch_size,
             stop=stop,
         )
-        deletes = DeleteBatcher(self.queue, on_deleted=lambda n: self.stats.add(deleted=n))
-        self._deletes = deletes
         receivers = [
             _thread(self._receive_loop, run, name=f"receiver-{i}")
             for i in range(max(1, min(4, math.ceil(concurrency / 8))))
@@ -124,7 +123,7 @@ class Consumer:
             workers[0].join(0.2)
         self._hand_back_unstarted(run)
         keeper_stop.set()
-        deletes.close()
+        self.deletes.close()
         keeper.join(2)
         return self.stats
 
@@ -242,7 +241,7 @@ class Consumer:
         log = EventLog(logger, sqsMessageId=message.message_id, messageId=outcome.message_id)
         if outcome.action is Action.DELETE:
             self.health.record_done()
-            self._deletes.add(message)
+            self.deletes.add(message)
         elif outcome.action is Action.RETRY:
             self.stats.add(retried=1)
             delay = backoff_seconds(

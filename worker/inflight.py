@@ -142,16 +142,24 @@ class DeleteBatcher:
         self.on_deleted = on_deleted
         self.max_delay = max_delay
         self._pending: queue.Queue[QueueMessage | None] = queue.Queue()
-        self._thread = threading.Thread(target=self._run, name="sqs-deletes", daemon=True)
-        self._thread.start()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
 
     def add(self, message: QueueMessage) -> None:
-        self._pending.put(message)
+        with self._lock:  # the thread starts with the first delete (and again after a close)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="sqs-deletes", daemon=True)
+                self._thread.start()
+            self._pending.put(message)
 
     def close(self, timeout: float = 10) -> None:
         """Flush what is pending and stop."""
-        self._pending.put(None)
-        self._thread.join(timeout)
+        with self._lock:
+            thread, self._thread = self._thread, None
+            if thread is not None:
+                self._pending.put(None)
+        if thread is not None:
+            thread.join(timeout)
 
     def _run(self) -> None:
         batch: list[QueueMessage] = []

@@ -10,7 +10,14 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
 
-__all__ = ["FAILURE_REASON_ATTRIBUTE", "QueueInfo", "QueueMessage", "SqsQueue"]
+__all__ = [
+    "FAILURE_REASON_ATTRIBUTE",
+    "QueueDepth",
+    "QueueInfo",
+    "QueueMessage",
+    "SqsQueue",
+    "forwardable_attributes",
+]
 
 FAILURE_REASON_ATTRIBUTE = "FailureReason"
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling (12 hours)
@@ -25,6 +32,7 @@ class QueueMessage:
     body: str
     receive_count: int = 1
     attributes: dict[str, Any] = field(default_factory=dict)  # message attributes, as SQS gave them
+    sent_at: int = 0  # epoch seconds SQS first accepted it (receive_hidden only)
 
     def string_attribute(self, name: str) -> str | None:
         return (self.attributes.get(name) or {}).get("StringValue")
@@ -35,6 +43,28 @@ class QueueInfo:
     visibility_timeout: int
     dead_letter_url: str | None
     max_receive_count: int | None
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    visible: int  # waiting to be received
+    in_flight: int  # received (or peeked) and not yet deleted or released
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight
+
+
+def forwardable_attributes(
+    attributes: dict[str, Any], *, drop: tuple[str, ...] = (FAILURE_REASON_ATTRIBUTE,)
+) -> dict[str, Any]:
+    """Message attributes as SendMessage takes them, without ``drop`` (e.g. a stale reason)."""
+    keep = ("DataType", "StringValue", "BinaryValue")
+    return {
+        name: {k: v for k, v in value.items() if k in keep}
+        for name, value in attributes.items()
+        if name not in drop
+    }
 
 
 class SqsQueue:
@@ -186,3 +216,81 @@ class SqsQueue:
         return self._call("send_message", "enqueue request", QueueUrl=self.url, MessageBody=body)[
             "MessageId"
         ]
+
+    # --- Operations on a queue as a whole (the console's dead-letter page, redrive, alerts) -------
+
+    def depth(self) -> QueueDepth:
+        """Approximate counts, as SQS reports them (eventually consistent, a few seconds behind)."""
+        attrs = self._call(
+            "get_queue_attributes",
+            "read queue depth",
+            QueueUrl=self.url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return QueueDepth(
+            visible=int(attrs.get("ApproximateNumberOfMessages", 0)),
+            in_flight=int(attrs.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        )
+
+    def receive_hidden(
+        self, *, max_messages: int = 10, hide_seconds: int = 30
+    ) -> list[QueueMessage]:
+        """Receive without waiting, hiding what was received for ``hide_seconds`` (at least 1);
+        callers release (visibility 0) or delete each message. Carries SentTimestamp."""
+        response = self._call(
+            "receive_message",
+            "receive messages",
+            QueueUrl=self.url,
+            MaxNumberOfMessages=max(1, min(10, max_messages)),
+            WaitTimeSeconds=0,
+            VisibilityTimeout=max(1, min(MAX_VISIBILITY_SECONDS, hide_seconds)),
+            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+            MessageAttributeNames=["All"],
+        )
+        return [
+            QueueMessage(
+                message_id=m["MessageId"],
+                receipt_handle=m["ReceiptHandle"],
+                body=m.get("Body", ""),
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
+                attributes=m.get("MessageAttributes", {}),
+                sent_at=int(m.get("Attributes", {}).get("SentTimestamp", 0)) // 1000,
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def release(self, messages: list[QueueMessage]) -> list[str]:
+        """Make messages visible again at once (visibility 0); returns the ids SQS refused."""
+        failed: list[str] = []
+        for start in range(0, len(messages), 10):
+            chunk = messages[start : start + 10]
+            response = self._call(
+                "change_message_visibility_batch",
+                "release messages",
+                QueueUrl=self.url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m.receipt_handle, "VisibilityTimeout": 0}
+                    for i, m in enumerate(chunk)
+                ],
+            )
+            failed += [chunk[int(f["Id"])].message_id for f in response.get("Failed", [])]
+        return failed
+
+    def send_with_attributes(self, body: str, attributes: dict[str, Any]) -> str:
+        """Put a copy of a message on this queue with the given message attributes; its new id."""
+        return self._call(
+            "send_message",
+            "send message copy",
+            QueueUrl=self.url,
+            MessageBody=body,
+            MessageAttributes=attributes,
+        )["MessageId"]
+
+    def delete(self, message: QueueMessage) -> None:
+        self._call(
+            "delete_message",
+            "delete message",
+            key=message.message_id,
+            QueueUrl=self.url,
+            ReceiptHandle=message.receipt_handle,
+        )

@@ -150,4 +150,4 @@ def test_other_throttling_stays_a_plain_transient_error():
 
 def test_a_rejection_is_still_permanent():
     with pytest.raises(SendRejected):
-        stubbed_refusal("MessageRejected", "Email address is not verified.").send(EMAIL)
+        stubbed_refusal("MessageRejected", "Illegal address").send(EMAIL)

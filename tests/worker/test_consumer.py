@@ -40,7 +40,6 @@ def test_a_re_enqueued_copy_carries_its_state_and_starts_at_receive_one(aws, par
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
     consumer = make_consumer(queue, pipeline, aws.dlq_url, backoff_base=0, backoff_cap=0)
     (message,) = queue.receive(wait_seconds=0)
-    consumer._deletes = None
     outcome = consumer.handle(Held(message))
     assert outcome.action is Action.RETRY
     (copy,) = queue.receive(wait_seconds=5)  # its delay is one second

@@ -2,8 +2,10 @@
 
 Starts moto's server on loopback (AWS for everything: DynamoDB, S3, SQS, SES), bootstraps it, loads
 the sample templates and mappings, migrates the console's database, creates a dev admin, then runs
-the console, the consumer and the SES events consumer until Ctrl-C, which stops them all. Sends
-to SES's simulator addresses (bounce@simulator.amazonses.com...) yield the events SES would.
+the console, the consumer, the SES events consumer, a Celery worker (the console's jobs) and Celery
+beat (the periodic checks) until Ctrl-C, which stops them all. The worker reads a Redis queue named
+after the console port, so two stacks on one machine do not take each other's jobs. Sends to SES's
+simulator addresses (bounce@simulator.amazonses.com...) yield the events SES would.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -106,6 +109,7 @@ class Command(BaseCommand):
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
         moto.start()
         env = {**os.environ, **local_aws_environment(endpoint)}
+        env.setdefault("CELERY_TASK_DEFAULT_QUEUE", f"emailops-devstack-{port}")
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         password = admin_password or secrets.token_urlsafe(9)
 
@@ -138,6 +142,7 @@ class Command(BaseCommand):
             processes.append(
                 subprocess.Popen([*manage, "consume_ses_events", "--wait-time", "5"], env=env)
             )
+            processes += self._celery(env)
             env_file = Path(settings.BASE_DIR) / ".devstack.env"
             write_env_file(env_file, endpoint)
             self.stdout.write(
@@ -145,6 +150,8 @@ class Command(BaseCommand):
                     f"\nemailops is running (Ctrl-C stops everything).\n"
                     f"  console:  http://127.0.0.1:{port}/admin/  (user admin, password {password})\n"
                     f"  AWS:      moto at {endpoint}\n"
+                    f"  Celery:   worker and beat on {settings.CELERY_BROKER_URL}, queue "
+                    f"{env['CELERY_TASK_DEFAULT_QUEUE']}\n"
                     f"  try, in another shell:\n{try_it(env_file, Path.cwd())}"
                 )
             )
@@ -163,3 +170,20 @@ class Command(BaseCommand):
                 except subprocess.TimeoutExpired:
                     process.kill()
             moto.stop()
+
+    def _celery(self, env: dict[str, str]) -> list[subprocess.Popen]:
+        """A worker for the console's jobs and beat for the periodic checks (its schedule state
+        in a temporary directory: nothing to clean up in the checkout)."""
+        celery = [sys.executable, "-m", "celery", "-A", "emailops"]
+        schedule = Path(tempfile.mkdtemp(prefix="emailops-beat-")) / "schedule"
+        cwd = settings.BASE_DIR
+        return [
+            subprocess.Popen(
+                [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"], env=env, cwd=cwd
+            ),
+            subprocess.Popen(
+                [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)],
+                env=env,
+                cwd=cwd,
+            ),
+        ]
