@@ -134,7 +134,9 @@ class DeliveryEventHandler:
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
         if result is ApplyResult.CLAIMED:
             return EventOutcome(
-                EventAction.RETRY, reason="the row is under a live claim; waiting for its mark"
+                EventAction.RETRY,
+                reason="the row is under a live claim; waiting for its mark",
+                event=event,
             )
         if result is ApplyResult.GONE:
             if event.ses_message_id and receive_count <= self.unmatched_retries:
