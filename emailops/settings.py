@@ -188,6 +188,25 @@ SUPPRESSION_TABLE = env.str("SUPPRESSION_TABLE", default="email-suppression")
 # Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
 SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
 
+# --- SES delivery events (docs: README "Delivery events") ---
+# Every email goes out with this configuration set, whose event destination publishes to SNS.
+# Empty: no configuration set (and no events).
+SES_CONFIGURATION_SET = env.str("SES_CONFIGURATION_SET", default="emailops")
+# The queue subscribed to the events topic; consume_ses_events reads it.
+SES_EVENTS_QUEUE_URL = env.str("SES_EVENTS_QUEUE_URL", default="")
+# The topic bootstrap_aws creates and the local simulator publishes to.
+SES_EVENTS_TOPIC_NAME = env.str("SES_EVENTS_TOPIC_NAME", default="email-ses-events")
+# Accept SNS messages only from these topic ARNs (comma list); empty accepts any.
+SES_EVENTS_TOPIC_ARNS = env.list("SES_EVENTS_TOPIC_ARNS", default=[])
+# Verify SNS signatures; on unless DEBUG. The local stack and tests turn it off.
+SES_EVENTS_VERIFY_SIGNATURES = env.bool("SES_EVENTS_VERIFY_SIGNATURES", default=not DEBUG)
+# Events with no journal row and events of unknown kinds, kept for JOURNAL_TTL_DAYS.
+SES_EVENTS_UNMATCHED_TABLE = env.str(
+    "SES_EVENTS_UNMATCHED_TABLE", default="email-delivery-events-unmatched"
+)
+# Local stack only: play SES's mailbox simulator (moto publishes no events).
+SES_SIMULATE_EVENTS = env.bool("SES_SIMULATE_EVENTS", default=False)
+
 # django-storages (the S3 template store passes bucket and region itself).
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
 
@@ -16,14 +17,18 @@ from django.core.exceptions import ImproperlyConfigured
 
 from emailops.aws.clients import aws_client, reset_clients
 from emailops.aws.journal import DynamoJournal
+from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
 from emailops.aws.journal_scan import JournalScan
 from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
+from emailops.aws.ses_simulator import SimulatingSender
+from emailops.aws.sns_verify import SnsVerifier
 from emailops.aws.sqs import SqsQueue
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
+from emailops.core.delivery_handler import DeliveryEventHandler
 from emailops.core.events import EventLog
 from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
@@ -32,6 +37,9 @@ from emailops.redis_rate import RedisBucketStore
 
 __all__ = [
     "composer",
+    "delivery_event_handler",
+    "event_journal",
+    "events_queue",
     "journal",
     "journal_scan",
     "journal_search",
@@ -43,8 +51,10 @@ __all__ = [
     "send_rate_limiter",
     "sender",
     "sender_addresses",
+    "sns_verifier",
     "suppression_list",
     "template_store",
+    "unmatched_events",
 ]
 
 
@@ -123,8 +133,50 @@ def queue() -> SqsQueue:
 
 
 @functools.cache
-def sender() -> SesSender:
-    return SesSender(_client("ses"))
+def sender() -> SesSender | SimulatingSender:
+    ses = SesSender(_client("ses"), configuration_set=settings.SES_CONFIGURATION_SET)
+    if not settings.SES_SIMULATE_EVENTS:
+        return ses
+    sns = _client("sns")
+    topic_arn = sns.create_topic(Name=settings.SES_EVENTS_TOPIC_NAME)["TopicArn"]  # idempotent
+    return SimulatingSender(ses, sns, topic_arn, configuration_set=settings.SES_CONFIGURATION_SET)
+
+
+@functools.cache
+def event_journal() -> DynamoEventJournal:
+    return DynamoEventJournal(_client("dynamodb"), require("JOURNAL_TABLE"))
+
+
+@functools.cache
+def unmatched_events() -> DynamoUnmatchedEvents:
+    return DynamoUnmatchedEvents(
+        _client("dynamodb"),
+        require("SES_EVENTS_UNMATCHED_TABLE"),
+        ttl_seconds=settings.JOURNAL_TTL_DAYS * 86400,
+    )
+
+
+@functools.cache
+def events_queue() -> SqsQueue:
+    return SqsQueue(_client("sqs"), require("SES_EVENTS_QUEUE_URL"))
+
+
+@functools.cache
+def sns_verifier() -> SnsVerifier:
+    return SnsVerifier(
+        verify_signatures=settings.SES_EVENTS_VERIFY_SIGNATURES,
+        allowed_topics=settings.SES_EVENTS_TOPIC_ARNS,
+    )
+
+
+def delivery_event_handler() -> DeliveryEventHandler:
+    return DeliveryEventHandler(
+        journal=event_journal(),
+        suppressions=suppression_list(),
+        unmatched=unmatched_events(),
+        verify=sns_verifier(),
+        clock=time.time,
+    )
 
 
 @functools.cache
@@ -194,6 +246,10 @@ def reset() -> None:
         queue,
         sender,
         suppression_list,
+        event_journal,
+        unmatched_events,
+        events_queue,
+        sns_verifier,
         send_rate_limiter,
     )
     for factory in factories:

@@ -84,6 +84,33 @@ def aws(aws_env, settings):
         wiring.reset()
 
 
+@pytest.fixture
+def aws_events(aws, settings):
+    """The ``aws`` stack plus delivery events: events queue + DLQ, unmatched-events table, SNS
+    topic subscribed by the queue (SNS envelope). Signatures off, as on the local stack."""
+    from emailops import wiring
+    from emailops.aws import provision
+    from emailops.aws.clients import aws_client
+
+    quiet = lambda _line: None  # noqa: E731
+    settings.SES_EVENTS_QUEUE_URL = provision.ensure_queue(
+        aws.sqs, "email-ses-events", quiet, visibility_timeout=30
+    )
+    settings.SES_EVENTS_UNMATCHED_TABLE = "email-delivery-events-unmatched"
+    provision.ensure_unmatched_events_table(
+        aws.dynamodb, settings.SES_EVENTS_UNMATCHED_TABLE, quiet
+    )
+    aws.sns = aws_client("sns", region="us-east-1")
+    aws.topic_arn = provision.ensure_events_topic(
+        aws.sns, aws.sqs, "email-ses-events", settings.SES_EVENTS_QUEUE_URL, quiet
+    )
+    aws.events_queue_url = settings.SES_EVENTS_QUEUE_URL
+    settings.SES_EVENTS_VERIFY_SIGNATURES = False
+    settings.SES_EVENTS_TOPIC_ARNS = []
+    wiring.reset()
+    return aws
+
+
 class AwsStack:
     def __init__(self, **kwargs):
         self.__dict__.update(kwargs)

@@ -16,10 +16,13 @@ from emailops.aws.clients import error_code, translate_error
 
 __all__ = [
     "JOURNAL_INDEXES",
+    "ensure_configuration_set",
+    "ensure_events_topic",
     "ensure_journal_table",
     "ensure_queue",
     "ensure_suppression_table",
     "ensure_templates_table",
+    "ensure_unmatched_events_table",
 ]
 
 # name → (hash key, range key or None). Case-sensitive recipient search is the Go service's index;
@@ -171,3 +174,137 @@ def ensure_queue(
         f"queue {name}: {url} (dead-letter queue {name}-dlq, maxReceiveCount {max_receive_count})"
     )
     return url
+
+
+def ensure_unmatched_events_table(client: Any, table: str, report: Report) -> None:
+    """Delivery events with no journal row, or of unknown kinds, until TTL on ExpiresAt."""
+    _ensure_keyed_table(client, table, "Id", report, ttl_attribute="ExpiresAt")
+
+
+_QUEUE_POLICY_SID = "emailops-ses-events-topic"
+# SES v2 publishes every kind; the v1 API (moto's only one) lacks DeliveryDelay and Subscription.
+_EVENT_TYPES_V2 = [
+    "SEND",
+    "REJECT",
+    "BOUNCE",
+    "COMPLAINT",
+    "DELIVERY",
+    "OPEN",
+    "CLICK",
+    "RENDERING_FAILURE",
+    "DELIVERY_DELAY",
+    "SUBSCRIPTION",
+]
+_EVENT_TYPES_V1 = [
+    "send",
+    "reject",
+    "bounce",
+    "complaint",
+    "delivery",
+    "open",
+    "click",
+    "renderingFailure",
+]
+EVENT_DESTINATION = "emailops-sns"
+
+
+def ensure_events_topic(sns: Any, sqs: Any, name: str, queue_url: str, report: Report) -> str:
+    """The SNS topic SES publishes to, subscribed by the events queue with the SNS envelope (raw
+    delivery off, so messages carry a verifiable signature); the queue policy lets only this
+    topic send. Returns the topic ARN."""
+    try:
+        topic_arn = sns.create_topic(Name=name)["TopicArn"]  # idempotent: returns the existing one
+        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+            "Attributes"
+        ]["QueueArn"]
+        policy_text = (
+            sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["Policy"])
+            .get("Attributes", {})  # absent when the queue has no policy
+            .get("Policy")
+        )
+        policy = json.loads(policy_text) if policy_text else {"Version": "2012-10-17"}
+        statements = policy.setdefault("Statement", [])
+        if not any(s.get("Sid") == _QUEUE_POLICY_SID for s in statements):
+            statements.append(
+                {
+                    "Sid": _QUEUE_POLICY_SID,
+                    "Effect": "Allow",
+                    "Principal": {"Service": "sns.amazonaws.com"},
+                    "Action": "sqs:SendMessage",
+                    "Resource": queue_arn,
+                    "Condition": {"ArnEquals": {"aws:SourceArn": topic_arn}},
+                }
+            )
+            sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": json.dumps(policy)})
+        subscribed = sns.list_subscriptions_by_topic(TopicArn=topic_arn).get("Subscriptions", [])
+        if not any(s.get("Endpoint") == queue_arn for s in subscribed):
+            sns.subscribe(
+                TopicArn=topic_arn,
+                Protocol="sqs",
+                Endpoint=queue_arn,
+                Attributes={"RawMessageDelivery": "false"},
+            )
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, "set up events topic", key=name) from exc
+    report(f"topic {name}: {topic_arn}, subscribed by {queue_arn}")
+    return topic_arn
+
+
+def ensure_configuration_set(
+    ses: Any, sesv2: Any, name: str, topic_arn: str, report: Report
+) -> None:
+    """The configuration set every email is sent with, and its event destination: the topic.
+
+    Where neither SES API can create the destination (an emulator), it says so and carries on.
+    """
+    try:
+        ses.create_configuration_set(ConfigurationSet={"Name": name})
+        report(f"configuration set {name}: created")
+    except ClientError as exc:
+        if error_code(exc) != "ConfigurationSetAlreadyExists":
+            raise translate_error(exc, "create configuration set", key=name) from exc
+        report(f"configuration set {name}: exists")
+    except BotoCoreError as exc:
+        raise translate_error(exc, "create configuration set", key=name) from exc
+    try:
+        sesv2.create_configuration_set_event_destination(
+            ConfigurationSetName=name,
+            EventDestinationName=EVENT_DESTINATION,
+            EventDestination={
+                "Enabled": True,
+                "MatchingEventTypes": _EVENT_TYPES_V2,
+                "SnsDestination": {"TopicArn": topic_arn},
+            },
+        )
+        report(f"configuration set {name}: every event type published to {topic_arn}")
+        return
+    except ClientError as exc:
+        if error_code(exc) == "AlreadyExistsException":
+            report(f"configuration set {name}: event destination {EVENT_DESTINATION} exists")
+            return
+        v2_problem = f"{error_code(exc)}: {exc}"
+    except (BotoCoreError, NotImplementedError) as exc:  # moto has no sesv2 event destinations
+        v2_problem = f"{type(exc).__name__}: {exc}"
+    try:
+        ses.create_configuration_set_event_destination(
+            ConfigurationSetName=name,
+            EventDestination={
+                "Name": EVENT_DESTINATION,
+                "Enabled": True,
+                "MatchingEventTypes": _EVENT_TYPES_V1,
+                "SNSDestination": {"TopicARN": topic_arn},
+            },
+        )
+        report(
+            f"configuration set {name}: events published to {topic_arn} through the SES v1 API "
+            f"(no DeliveryDelay/Subscription events; sesv2 said {v2_problem})"
+        )
+    except ClientError as exc:
+        if error_code(exc) == "EventDestinationAlreadyExists":
+            report(f"configuration set {name}: event destination {EVENT_DESTINATION} exists")
+            return
+        report(f"WARNING configuration set {name}: NO event destination ({error_code(exc)}: {exc})")
+    except (BotoCoreError, NotImplementedError) as exc:
+        report(
+            f"WARNING configuration set {name}: NO event destination ({type(exc).__name__}: {exc})"
+        )

@@ -8,6 +8,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.core.delivery_events import JOURNAL_KEY_TAG, encode_journal_key
 from emailops.core.errors import DailyQuotaExceeded, EmailOpsError, SendRejected, SendThrottled
 from emailops.core.ports import OutgoingEmail
 
@@ -37,8 +38,10 @@ def _send_error(exc: ClientError | BotoCoreError, key: str) -> EmailOpsError:
 
 
 class SesSender:
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, *, configuration_set: str = "") -> None:
         self.client = client
+        # Events (delivery, bounce, complaint...) are published through the configuration set.
+        self.configuration_set = configuration_set
 
     def send(self, email: OutgoingEmail) -> str:
         body = {"Html": {"Data": email.html, "Charset": "UTF-8"}}
@@ -50,10 +53,21 @@ class SesSender:
                 Destination={"ToAddresses": [email.to]},
                 Message={"Subject": {"Data": email.subject, "Charset": "UTF-8"}, "Body": body},
                 ReplyToAddresses=list(email.reply_to),
+                **self._event_options(email),
             )
         except (ClientError, BotoCoreError) as exc:
             raise _send_error(exc, email.to) from exc
         return response["MessageId"]
+
+    def _event_options(self, email: OutgoingEmail) -> dict[str, Any]:
+        """Configuration set, and the journal key as a tag so events find the row by it."""
+        options: dict[str, Any] = {}
+        if self.configuration_set:
+            options["ConfigurationSetName"] = self.configuration_set
+        tag = encode_journal_key(email.journal_key) if email.journal_key else None
+        if tag:
+            options["Tags"] = [{"Name": JOURNAL_KEY_TAG, "Value": tag}]
+        return options
 
     def send_quota(self) -> SendQuota:
         """The account's sending limits (GetSendQuota); MaxSendRate paces every consumer."""

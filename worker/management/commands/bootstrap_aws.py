@@ -16,7 +16,8 @@ from emailops.core.errors import EmailOpsError
 class Command(BaseCommand):
     help = (
         "Idempotently create the templates, journal and suppression tables (GSIs, TTL), the queue "
-        "and its dead-letter queue, the template bucket, and verify the sender identity."
+        "and its dead-letter queue, the template bucket, verify the sender identity, and set up "
+        "delivery events: events queue + DLQ, unmatched-events table, SNS topic, configuration set."
     )
 
     def add_arguments(self, parser):
@@ -55,5 +56,40 @@ class Command(BaseCommand):
             sender = parseaddr(wiring.sender_addresses()[0])[1]
             wiring.sender().verify_sender(sender)
             report(f"sender {sender}: verification requested")
+            self._delivery_events(dynamodb, visibility_timeout, report)
         except EmailOpsError as exc:
             raise CommandError(exc.describe()) from exc
+
+    def _delivery_events(self, dynamodb, visibility_timeout: int, report) -> None:
+        """Events queue + DLQ, unmatched-events table, SNS topic, configuration set → topic."""
+        queue_name = settings.SES_EVENTS_QUEUE_URL.rstrip("/").rsplit("/", 1)[-1]
+        if not queue_name:
+            report("delivery events: SES_EVENTS_QUEUE_URL is not set, nothing created")
+            return
+        region = settings.AWS_REGION
+        sqs = aws_client("sqs", region=region)
+        # Unreadable events are dead-lettered by the consumer at once; SQS's own count only
+        # catches events that kept meeting AWS trouble, so it may be generous.
+        queue_url = provision.ensure_queue(
+            sqs, queue_name, report, visibility_timeout=visibility_timeout, max_receive_count=10
+        )
+        provision.ensure_unmatched_events_table(
+            dynamodb, wiring.require("SES_EVENTS_UNMATCHED_TABLE"), report
+        )
+        topic_arn = provision.ensure_events_topic(
+            aws_client("sns", region=region),
+            sqs,
+            wiring.require("SES_EVENTS_TOPIC_NAME"),
+            queue_url,
+            report,
+        )
+        if settings.SES_CONFIGURATION_SET:
+            provision.ensure_configuration_set(
+                aws_client("ses", region=region),
+                aws_client("sesv2", region=region),
+                settings.SES_CONFIGURATION_SET,
+                topic_arn,
+                report,
+            )
+        else:
+            report("delivery events: SES_CONFIGURATION_SET is empty, emails publish no events")

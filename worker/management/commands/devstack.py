@@ -2,9 +2,10 @@
 
 Starts moto's server on loopback (AWS for everything: DynamoDB, S3, SQS, SES), bootstraps it, loads
 the sample templates and mappings, migrates the console's database, creates a dev admin, then runs
-the console, the consumer, a Celery worker (the console's jobs) and Celery beat (the periodic
-checks) until Ctrl-C, which stops them all. The worker reads a Redis queue named after the console
-port, so two stacks on one machine do not take each other's jobs.
+the console, the consumer, the SES events consumer, a Celery worker (the console's jobs) and Celery
+beat (the periodic checks) until Ctrl-C, which stops them all. The worker reads a Redis queue named
+after the console port, so two stacks on one machine do not take each other's jobs. Sends to SES's
+simulator addresses (bounce@simulator.amazonses.com...) yield the events SES would.
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ def local_aws_environment(endpoint: str) -> dict[str, str]:
         "EMAIL_SENDER": "Pennsieve <support@pennsieve.local>",
         "EMAIL_REPLY_TO": "support@pennsieve.local",
         "EMAIL_SERVICE_QUEUE_URL": f"{endpoint}/123456789012/email-service-queue",
+        "SES_EVENTS_QUEUE_URL": f"{endpoint}/123456789012/email-ses-events",
+        # moto publishes no SES events: play SES's mailbox simulator (bounce@, complaint@...).
+        "SES_SIMULATE_EVENTS": "true",
+        "SES_EVENTS_VERIFY_SIGNATURES": "false",
         "DJANGO_DEBUG": "true",
         # moto's GetSendQuota answers with SES's sandbox rate (1/s): too slow for a dev stack.
         "SES_MAX_SEND_RATE": "50",
@@ -133,6 +138,9 @@ class Command(BaseCommand):
             )
             processes.append(
                 subprocess.Popen([*manage, "consume_emails", "--wait-time", "5"], env=env)
+            )
+            processes.append(
+                subprocess.Popen([*manage, "consume_ses_events", "--wait-time", "5"], env=env)
             )
             processes += self._celery(env)
             env_file = Path(settings.BASE_DIR) / ".devstack.env"

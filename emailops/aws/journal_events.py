@@ -1,0 +1,244 @@
+"""SES delivery events on the journal, and the table of events that found no row.
+
+An event adds these attributes to its journal row (see ``emailops.aws.journal`` for the others):
+
+- ``DeliveryStatus`` DELIVERED | BOUNCED | COMPLAINED | DELAYED | REJECTED, ``DeliveryStatusAt``
+  (SES's timestamp of the winning event), and for bounces ``BounceType``, ``BounceSubType`` and
+  ``DiagnosticCode``;
+- ``DeliveryEvents``: the timeline, oldest first by SES time, at most 50 maps
+  ``{Type, At, Id, Summary}``;
+- ``DeliveryOrder`` (rank * 10^14 + SES epoch ms of the winning event: one number to compare) and
+  ``DeliveryEventCount`` (events applied; the optimistic-concurrency guard).
+
+An event that would reconcile a row (below) while a consumer still holds a live claim on it waits
+(the message is retried) rather than race that consumer's own SENT mark.
+
+Each event is one read and one conditional write: the write holds only if no other event was
+applied since the read (``DeliveryEventCount``), and a reconciliation only if ``Status`` is still
+what was read. On a lost race the event is read and decided again, so ordering and dedupe never
+depend on arrival order or on two consumers interleaving.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emailops.aws.clients import error_code, translate_error
+from emailops.aws.journal import _av, item_from_dynamo, rfc3339
+from emailops.aws.journal_search import SES_ID_INDEX
+from emailops.core.delivery_events import RANK, DeliveryEvent, timestamp_ms
+from emailops.core.delivery_handler import ApplyResult
+from emailops.core.errors import TransientError
+from emailops.core.ports import Status
+
+__all__ = ["MAX_TIMELINE", "DynamoEventJournal", "DynamoUnmatchedEvents", "delivery_order"]
+
+MAX_TIMELINE = 50
+_ORDER_SCALE = 10**14  # above any epoch-milliseconds value for millennia
+_RECONCILABLE = (Status.QUEUED.value, Status.FAILED.value)
+_READ = (
+    "Id, #status, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount, DeliveryOrder"
+)
+
+
+def delivery_order(event: DeliveryEvent) -> int:
+    status = event.delivery_status
+    return RANK[status] * _ORDER_SCALE + event.at_ms if status else 0
+
+
+class DynamoEventJournal:
+    def __init__(self, client: Any, table: str, *, attempts: int = 8) -> None:
+        self.client = client
+        self.table = table
+        self.attempts = attempts
+
+    def _call(self, operation: str, what: str, key: str, **kwargs: Any) -> Any:
+        try:
+            return getattr(self.client, operation)(TableName=self.table, **kwargs)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, what, key=key) from exc
+
+    def find_row_key(self, event: DeliveryEvent) -> str | None:
+        if event.journal_key:
+            found = self._call(
+                "get_item",
+                "find journal row by key",
+                event.journal_key,
+                Key={"Id": {"S": event.journal_key}},
+                ProjectionExpression="Id",
+                ConsistentRead=True,
+            ).get("Item")
+            if found:
+                return event.journal_key
+        if event.ses_message_id:
+            items = self._call(
+                "query",
+                "find journal row by SES message id",
+                event.ses_message_id,
+                IndexName=SES_ID_INDEX,
+                KeyConditionExpression="SesMessageId = :id",
+                ExpressionAttributeValues={":id": {"S": event.ses_message_id}},
+                ProjectionExpression="Id",
+                Limit=1,
+            ).get("Items", [])
+            if items:
+                return items[0]["Id"]["S"]
+        return None
+
+    def apply_event(self, key: str, event: DeliveryEvent, *, now: int) -> ApplyResult:
+        for _ in range(self.attempts):
+            item = self._call(
+                "get_item",
+                "read journal row",
+                key,
+                Key={"Id": {"S": key}},
+                ProjectionExpression=_READ,
+                ExpressionAttributeNames={"#status": "Status"},
+                ConsistentRead=True,
+            ).get("Item")
+            if not item:
+                return ApplyResult.GONE
+            row = item_from_dynamo(item)
+            timeline = list(row.get("DeliveryEvents") or [])
+            if any(entry.get("Id") == event.event_id for entry in timeline):
+                return ApplyResult.DUPLICATE
+            live_claim = row.get("Status") == Status.QUEUED.value and (
+                int(row.get("ClaimExpiresAt") or 0) > now
+            )
+            if live_claim and self._reconcilable(row, event):
+                return ApplyResult.CLAIMED
+            if self._write(key, row, timeline, event):
+                return ApplyResult.APPLIED
+        raise TransientError(
+            "apply delivery event", key=key, reason="the row kept changing; will retry"
+        )
+
+    @staticmethod
+    def _reconcilable(row: dict[str, Any], event: DeliveryEvent) -> bool:
+        return (
+            event.proves_sent and row.get("Status") in _RECONCILABLE and not row.get("SesMessageId")
+        )
+
+    def _write(
+        self, key: str, row: dict[str, Any], timeline: list[dict], event: DeliveryEvent
+    ) -> bool:
+        entry = {
+            "Type": event.raw_type,
+            "At": event.at,
+            "Id": event.event_id,
+            "Summary": event.summary,
+        }
+        timeline = sorted([*timeline, entry], key=lambda e: timestamp_ms(e.get("At", "")))
+        count = int(row.get("DeliveryEventCount") or 0)
+        sets: dict[str, Any] = {
+            "DeliveryEvents": timeline[-MAX_TIMELINE:],
+            "DeliveryEventCount": count + 1,
+        }
+        removes: list[str] = []
+        names: dict[str, str] = {}
+        values: dict[str, Any] = {}
+        if count:
+            conditions = ["DeliveryEventCount = :seen"]
+            values[":seen"] = count
+        else:
+            conditions = ["attribute_exists(Id)", "attribute_not_exists(DeliveryEventCount)"]
+
+        order = delivery_order(event)
+        if order and order >= int(row.get("DeliveryOrder") or 0):
+            sets |= {
+                "DeliveryStatus": event.delivery_status.value,
+                "DeliveryStatusAt": event.at,
+                "DeliveryOrder": order,
+            }
+            if event.bounce_type:
+                sets |= {"BounceType": event.bounce_type, "BounceSubType": event.bounce_subtype}
+                if event.diagnostic_code:
+                    sets["DiagnosticCode"] = event.diagnostic_code
+                else:
+                    removes.append("DiagnosticCode")
+
+        # The lost-reply case: SES sent it but the consumer never learnt the SES id, so the row is
+        # still QUEUED (or FAILED, from the timeout). Left so, its next claim would send it again.
+        reconciling = (
+            event.proves_sent and row.get("Status") in _RECONCILABLE and not row.get("SesMessageId")
+        )
+        if reconciling:
+            sets |= {
+                "Status": Status.SENT.value,
+                "SesMessageId": event.ses_message_id,
+                "MessageSent": rfc3339(timestamp_ms(event.sent_at or event.at) // 1000),
+            }
+            removes.append("#err")
+            names["#err"] = "Error"
+            names["#status"] = "Status"
+            conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]
+            values[":was"] = row["Status"]
+
+        update_names = {f"#s{i}": attr for i, attr in enumerate(sets)}
+        update = "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets)))
+        if removes:
+            update += " REMOVE " + ", ".join(removes)
+        attr_values = {f":s{i}": _av(v) for i, v in enumerate(sets.values())}
+        attr_values |= {k: _av(v) for k, v in values.items()}
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={"Id": {"S": key}},
+                UpdateExpression=update,
+                ConditionExpression=" AND ".join(conditions),
+                ExpressionAttributeNames=update_names | names,
+                ExpressionAttributeValues=attr_values,
+            )
+        except ClientError as exc:
+            if error_code(exc) == "ConditionalCheckFailedException":
+                return False
+            raise translate_error(exc, "apply delivery event", key=key) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc, "apply delivery event", key=key) from exc
+        return True
+
+
+class DynamoUnmatchedEvents:
+    """``SES_EVENTS_UNMATCHED_TABLE``: events with no journal row, and events of unknown kinds,
+    kept with their raw JSON until TTL (``ExpiresAt``). Keyed by the event's id, so a redelivered
+    event overwrites itself."""
+
+    _MAX_RAW = 300_000  # DynamoDB items hold 400 KB
+
+    def __init__(self, client: Any, table: str, *, ttl_seconds: int) -> None:
+        self.client = client
+        self.table = table
+        self.ttl_seconds = ttl_seconds
+
+    def store(self, event: DeliveryEvent, *, reason: str, now: int) -> None:
+        item = {
+            "Id": event.event_id,
+            "EventType": event.raw_type,
+            "At": event.at,
+            "SesMessageId": event.ses_message_id,
+            "Recipients": list(event.recipients),
+            "JournalKey": event.journal_key or "",
+            "Reason": reason,
+            "Summary": event.summary,
+            "SnsMessageId": event.sns_message_id,
+            "TopicArn": event.topic_arn,
+            "Raw": json.dumps(event.raw, ensure_ascii=False)[: self._MAX_RAW],
+            "ReceivedAt": now,
+            "ExpiresAt": now + self.ttl_seconds,
+        }
+        try:
+            self.client.put_item(
+                TableName=self.table, Item={k: _av(v) for k, v in item.items() if v != ""}
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, "store unmatched event", key=event.event_id) from exc
+
+    def get(self, event_id: str) -> dict[str, Any] | None:
+        try:
+            item = self.client.get_item(TableName=self.table, Key={"Id": {"S": event_id}})
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, "read unmatched event", key=event_id) from exc
+        return item_from_dynamo(item["Item"]) if "Item" in item else None

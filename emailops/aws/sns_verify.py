@@ -1,0 +1,149 @@
+"""Trust only our own SNS topics: the topic allow-list and SNS message signatures (versions 1 and 2).
+
+SNS signs a canonical string built from the envelope's fields (for a Notification: Message,
+MessageId, Subject if present, Timestamp, TopicArn, Type — each name and value on its own line) with
+the key of the certificate at ``SigningCertURL``; version 1 uses SHA1, version 2 SHA256. The
+certificate URL must be https on an SNS host of AWS, or anyone could sign with their own. Each
+certificate is fetched once and cached.
+
+Raw message delivery carries no envelope, so no signature: there only the queue policy (which must
+allow ``sqs:SendMessage`` from our topic alone) keeps strangers out.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import threading
+import urllib.request
+from collections.abc import Callable, Iterable
+from urllib.parse import urlsplit
+
+from cryptography import x509
+from cryptography.exceptions import InvalidSignature
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.asymmetric import padding, rsa
+
+from emailops.core.delivery_events import BadEvent, SnsEnvelope
+from emailops.core.errors import TransientError
+
+__all__ = ["SnsVerifier", "canonical_string", "fetch_certificate", "is_sns_certificate_url"]
+
+_SNS_HOST = re.compile(r"^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$")
+_SIGNED_FIELDS = {
+    "Notification": ("Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"),
+    "SubscriptionConfirmation": (
+        "Message",
+        "MessageId",
+        "SubscribeURL",
+        "Timestamp",
+        "Token",
+        "TopicArn",
+        "Type",
+    ),
+}
+_SIGNED_FIELDS["UnsubscribeConfirmation"] = _SIGNED_FIELDS["SubscriptionConfirmation"]
+_HASHES = {"1": hashes.SHA1, "2": hashes.SHA256}
+
+CertificateFetcher = Callable[[str], bytes]
+
+
+def fetch_certificate(url: str, *, timeout: float = 5.0) -> bytes:
+    """Production's fetcher: one HTTPS GET (the URL was checked to be an SNS host first)."""
+    with urllib.request.urlopen(url, timeout=timeout) as response:
+        return response.read(65536)
+
+
+def is_sns_certificate_url(url: str) -> bool:
+    parts = urlsplit(url)
+    return (
+        parts.scheme == "https"
+        and parts.port in (None, 443)
+        and not parts.username
+        and bool(_SNS_HOST.match(parts.hostname or ""))
+        and parts.path.endswith(".pem")
+    )
+
+
+def canonical_string(envelope: SnsEnvelope) -> bytes:
+    fields = _SIGNED_FIELDS.get(envelope.type)
+    if fields is None:
+        raise BadEvent("verify SNS signature", reason=f"unknown SNS message type {envelope.type}")
+    lines = []
+    for name in fields:
+        value = envelope.fields.get(name)
+        if value is None:
+            if name == "Subject":  # the only optional field
+                continue
+            raise BadEvent("verify SNS signature", reason=f"the envelope has no {name}")
+        lines.append(f"{name}\n{value}\n")
+    return "".join(lines).encode()
+
+
+class SnsVerifier:
+    """Checks an envelope before it is read: topic allow-list, then (if on) the signature."""
+
+    def __init__(
+        self,
+        *,
+        verify_signatures: bool,
+        allowed_topics: Iterable[str] = (),
+        fetch: CertificateFetcher = fetch_certificate,
+    ) -> None:
+        self.verify_signatures = verify_signatures
+        self.allowed_topics = frozenset(t for t in allowed_topics if t)
+        self.fetch = fetch
+        self._certificates: dict[str, rsa.RSAPublicKey] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, envelope: SnsEnvelope | None) -> None:
+        if envelope is None:
+            return  # raw delivery: nothing to verify (the queue policy guards it)
+        if self.allowed_topics and envelope.topic_arn not in self.allowed_topics:
+            raise BadEvent(
+                "verify SNS message",
+                key=envelope.message_id,
+                reason=f"topic {envelope.topic_arn} is not in SES_EVENTS_TOPIC_ARNS",
+            )
+        if self.verify_signatures:
+            self.verify_signature(envelope)
+
+    def verify_signature(self, envelope: SnsEnvelope) -> None:
+        def bad(reason: str) -> BadEvent:
+            return BadEvent("verify SNS signature", key=envelope.message_id, reason=reason)
+
+        algorithm = _HASHES.get(envelope.signature_version)
+        if algorithm is None:
+            raise bad(f"unsupported SignatureVersion {envelope.signature_version!r}")
+        if not is_sns_certificate_url(envelope.signing_cert_url):
+            raise bad(f"SigningCertURL {envelope.signing_cert_url!r} is not an AWS SNS host")
+        try:
+            signature = base64.b64decode(envelope.signature, validate=True)
+        except (binascii.Error, ValueError):
+            raise bad("the Signature is not base64") from None
+        key = self._public_key(envelope.signing_cert_url, bad)
+        try:
+            key.verify(signature, canonical_string(envelope), padding.PKCS1v15(), algorithm())
+        except InvalidSignature:
+            raise bad("the signature does not match the message") from None
+
+    def _public_key(self, url: str, bad: Callable[[str], BadEvent]) -> rsa.RSAPublicKey:
+        with self._lock:
+            cached = self._certificates.get(url)
+        if cached is not None:
+            return cached
+        try:
+            pem = self.fetch(url)
+        except OSError as exc:  # not the message's fault: it waits on the queue
+            raise TransientError("fetch SNS signing certificate", key=url, reason=str(exc)) from exc
+        try:
+            certificate = x509.load_pem_x509_certificate(pem)
+        except ValueError:
+            raise bad(f"{url} is not a PEM certificate") from None
+        key = certificate.public_key()
+        if not isinstance(key, rsa.RSAPublicKey):
+            raise bad(f"{url} does not hold an RSA key")
+        with self._lock:
+            self._certificates[url] = key
+        return key

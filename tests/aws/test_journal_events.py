@@ -1,0 +1,296 @@
+"""Delivery events applied to journal rows on moto, through the real handler and adapters: every
+event type, matching by tag or SES id, SES-time ordering, duplicates, unmatched and unknown events,
+the lost-reply reconciliation and suppression."""
+
+from __future__ import annotations
+
+import copy
+import json
+import time
+
+import pytest
+
+from emailops import wiring
+from emailops.aws.journal_events import MAX_TIMELINE, DynamoEventJournal
+from emailops.core.delivery_events import parse_envelope, parse_event
+from emailops.core.delivery_handler import ApplyResult, EventAction
+from tests.aws.test_journal import NOW, claim, raw
+from tests.core.test_delivery_events import SES_ID, envelope, ses_event
+
+KEY = "journal-key-1"  # what the fixtures' tag carries
+
+
+@pytest.fixture
+def handler(aws_events):
+    return wiring.delivery_event_handler()
+
+
+def sent_row(key: str = KEY, ses_id: str = SES_ID) -> None:
+    journal = wiring.journal()
+    journal.claim(claim(key, recipient="recipient@example.com"))
+    assert journal.mark_sent(key, attempt=1, provider_id=ses_id, sent_at=NOW)
+
+
+def row(aws, key: str = KEY) -> dict:
+    return wiring.journal().get(key)
+
+
+def at(event: dict, when: str) -> dict:
+    """The event with its own SES timestamp moved to ``when``."""
+    event = copy.deepcopy(event)
+    kind = {"DeliveryDelay": "deliveryDelay"}.get(event["eventType"], event["eventType"].lower())
+    event[kind]["timestamp"] = when
+    return event
+
+
+def untagged(event: dict) -> dict:
+    event = copy.deepcopy(event)
+    event["mail"].pop("tags", None)
+    return event
+
+
+STATUS = {
+    "send.json": None,
+    "delivery.json": "DELIVERED",
+    "bounce.json": "BOUNCED",
+    "complaint.json": "COMPLAINED",
+    "delivery-delay.json": "DELAYED",
+    "reject.json": "REJECTED",
+    "rendering-failure.json": None,
+    "open.json": None,
+    "click.json": None,
+    "subscription.json": None,
+}
+
+
+@pytest.mark.parametrize("name", list(STATUS))
+def test_every_event_type_lands_on_its_row(aws_events, handler, name):
+    sent_row()
+    event = ses_event(name)
+    outcome = handler.handle(envelope(event))
+    assert (outcome.action, outcome.result) == (EventAction.DELETE, "applied")
+    current = row(aws_events)
+    assert current.get("DeliveryStatus") == STATUS[name]
+    [entry] = current["DeliveryEvents"]
+    assert entry["Type"] == event["eventType"]
+    assert entry["Id"] == outcome.event.event_id
+    assert entry["Summary"] == outcome.event.summary
+    if STATUS[name]:
+        assert current["DeliveryStatusAt"] == outcome.event.at
+    assert current["Status"] == "SENT"
+
+
+def test_a_bounce_records_type_subtype_and_diagnostic_and_suppresses(aws_events, handler):
+    sent_row()
+    handler.handle(envelope(ses_event("bounce.json")))
+    current = row(aws_events)
+    assert current["DeliveryStatus"] == "BOUNCED"
+    assert (current["BounceType"], current["BounceSubType"]) == ("Permanent", "General")
+    assert current["DiagnosticCode"] == "smtp; 550 5.1.1 user unknown"
+    entry = wiring.suppression_list().get("Recipient@Example.com")
+    assert entry.reason == "BOUNCE" and "mailbox does not exist" in entry.detail
+    assert entry.source == SES_ID
+
+
+def test_a_complaint_suppresses_and_a_soft_bounce_does_not(aws_events, handler):
+    sent_row()
+    handler.handle(json.dumps(ses_event("bounce-transient.json")))
+    assert wiring.suppression_list().get("recipient@example.com") is None
+    handler.handle(json.dumps(ses_event("complaint.json")))
+    assert wiring.suppression_list().get("recipient@example.com").reason == "COMPLAINT"
+
+
+def test_matched_by_ses_message_id_without_a_tag(aws_events, handler):
+    sent_row("go-row-key")
+    outcome = handler.handle(json.dumps(ses_event("legacy-bounce-notification.json")))
+    assert outcome.result == "applied"
+    assert row(aws_events, "go-row-key")["DeliveryStatus"] == "BOUNCED"
+
+
+def test_a_bounce_always_wins_over_a_delivery_whatever_the_order(aws_events, handler):
+    sent_row()
+    bounce = at(ses_event("bounce.json"), "2017-08-05T00:41:02.669Z")
+    delivery = at(ses_event("delivery.json"), "2017-08-05T00:41:09.000Z")  # later, but loses
+    handler.handle(json.dumps(bounce))
+    handler.handle(json.dumps(delivery))
+    current = row(aws_events)
+    assert current["DeliveryStatus"] == "BOUNCED"
+    assert current["DeliveryStatusAt"] == "2017-08-05T00:41:02.669Z"
+    assert [e["Type"] for e in current["DeliveryEvents"]] == ["Bounce", "Delivery"]
+
+
+def test_a_late_delay_never_overrides_delivery(aws_events, handler):
+    sent_row()
+    delivery = at(ses_event("delivery.json"), "2020-06-16T00:20:00.000Z")
+    delay = at(ses_event("delivery-delay.json"), "2020-06-16T00:25:40.095Z")
+    handler.handle(json.dumps(delivery))
+    handler.handle(json.dumps(delay))
+    assert row(aws_events)["DeliveryStatus"] == "DELIVERED"
+
+
+def test_delay_then_delivery_arriving_out_of_order(aws_events, handler):
+    sent_row()
+    delay = at(ses_event("delivery-delay.json"), "2020-06-16T00:10:00.000Z")
+    delivery = at(ses_event("delivery.json"), "2020-06-16T00:20:00.000Z")
+    handler.handle(json.dumps(delivery))  # arrives first
+    handler.handle(json.dumps(delay))
+    current = row(aws_events)
+    assert current["DeliveryStatus"] == "DELIVERED"
+    # The timeline is in SES time, not arrival order.
+    assert [e["Type"] for e in current["DeliveryEvents"]] == ["DeliveryDelay", "Delivery"]
+
+
+def test_among_equal_ranks_the_later_ses_time_wins(aws_events, handler):
+    sent_row()
+    complaint = at(ses_event("complaint.json"), "2017-08-05T00:50:00.000Z")
+    bounce = at(ses_event("bounce.json"), "2017-08-05T00:41:02.669Z")
+    handler.handle(json.dumps(complaint))
+    handler.handle(json.dumps(bounce))  # earlier in SES time: the complaint stays
+    assert row(aws_events)["DeliveryStatus"] == "COMPLAINED"
+
+
+def test_duplicates_are_applied_once(aws_events, handler):
+    sent_row()
+    event = ses_event("bounce.json")
+    first = handler.handle(envelope(event, message_id="sns-1"))
+    again = handler.handle(envelope(event, message_id="sns-1"))  # SQS redelivery
+    republished = handler.handle(json.dumps(event))  # the same event, raw
+    assert [o.result for o in (first, again, republished)] == ["applied", "duplicate", "duplicate"]
+    current = row(aws_events)
+    assert len(current["DeliveryEvents"]) == 1
+    assert current["DeliveryEventCount"] == 1
+
+
+def test_unmatched_events_wait_once_then_are_stored(aws_events, handler):
+    event = untagged(ses_event("delivery.json"))
+    event["mail"]["messageId"] = "no-such-ses-id"
+    first = handler.handle(json.dumps(event), receive_count=1)
+    assert first.action is EventAction.RETRY
+    second = handler.handle(json.dumps(event), receive_count=2)
+    assert (second.action, second.result) == (EventAction.DELETE, "stored")
+    stored = wiring.unmatched_events().get(second.event.event_id)
+    assert stored["Reason"] == "no journal row"
+    assert stored["SesMessageId"] == "no-such-ses-id"
+    assert json.loads(stored["Raw"]) == event
+    assert stored["ExpiresAt"] > stored["ReceivedAt"]
+
+
+def test_an_unmatched_hard_bounce_still_suppresses(aws_events, handler):
+    event = untagged(ses_event("bounce.json"))
+    event["mail"]["messageId"] = "sent-by-someone-else"
+    handler.handle(json.dumps(event), receive_count=2)
+    assert wiring.suppression_list().get("recipient@example.com") is not None
+
+
+def test_unknown_event_types_are_stored(aws_events, handler):
+    outcome = handler.handle(envelope(ses_event("legacy-subscription-succeeded.json")))
+    assert (outcome.action, outcome.result) == (EventAction.DELETE, "stored")
+    stored = wiring.unmatched_events().get(outcome.event.event_id)
+    assert stored["Reason"] == "unknown event type"
+    assert stored["EventType"] == "AmazonSnsSubscriptionSucceeded"
+
+
+def test_bad_messages_are_dead_lettered(aws_events, handler):
+    assert handler.handle("not json").action is EventAction.DEAD_LETTER
+    assert handler.handle(envelope({}, Message="{oops")).action is EventAction.DEAD_LETTER
+
+
+# --- the lost reply -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("status", ["QUEUED", "FAILED"])
+def test_a_row_whose_send_reply_was_lost_is_reconciled_to_sent(aws_events, handler, status):
+    journal = wiring.journal()
+    journal.claim(claim(KEY, recipient="recipient@example.com"))
+    if status == "FAILED":
+        journal.mark_failed(KEY, attempt=1, error="send email: ReadTimeoutError")
+    outcome = handler.handle(envelope(ses_event("send.json")))  # found by the tag alone
+    assert outcome.result == "applied"
+    item = raw(aws_events, KEY)
+    assert item["Status"] == {"S": "SENT"}
+    assert item["SesMessageId"] == {"S": SES_ID}
+    assert item["MessageSent"] == {"S": "2016-10-14T05:02:16Z"}
+    assert "Error" not in item
+    # ...so the next delivery of the request is a duplicate, not a second email.
+    assert journal.claim(claim(KEY, now=NOW + 10_000)).state.value == "already-sent"
+
+
+def test_an_event_waits_while_the_sending_consumer_still_holds_its_claim(aws_events, handler):
+    now = int(time.time())
+    journal = wiring.journal()
+    journal.claim(claim(KEY, recipient="recipient@example.com", now=now))  # live for LEASE s
+    outcome = handler.handle(envelope(ses_event("delivery.json")))
+    assert outcome.action is EventAction.RETRY and "live claim" in outcome.reason
+    assert "DeliveryEvents" not in row(aws_events)
+    # The consumer's own mark lands; the retried event then only adds to the timeline.
+    assert journal.mark_sent(KEY, attempt=1, provider_id="ses-own", sent_at=now)
+    assert handler.handle(envelope(ses_event("delivery.json"))).result == "applied"
+    current = row(aws_events)
+    assert (current["SesMessageId"], current["DeliveryStatus"]) == ("ses-own", "DELIVERED")
+
+
+def test_reconciliation_never_touches_a_sent_row(aws_events, handler):
+    sent_row(ses_id="the-real-one")
+    handler.handle(envelope(ses_event("delivery.json")))
+    assert row(aws_events)["SesMessageId"] == "the-real-one"
+
+
+def test_a_rendering_failure_does_not_reconcile(aws_events, handler):
+    wiring.journal().claim(claim(KEY, recipient="recipient@example.com"))
+    handler.handle(envelope(ses_event("rendering-failure.json")))
+    assert row(aws_events)["Status"] == "QUEUED"
+
+
+# --- the write itself -----------------------------------------------------------------------------
+
+
+def test_the_timeline_keeps_the_latest_fifty_in_ses_time(aws_events, handler):
+    sent_row()
+    for i in range(MAX_TIMELINE + 5):
+        opened = at(ses_event("open.json"), f"2017-08-09T22:{i // 60:02d}:{i % 60:02d}.000Z")
+        assert handler.handle(json.dumps(opened)).result == "applied"
+    timeline = row(aws_events)["DeliveryEvents"]
+    assert len(timeline) == MAX_TIMELINE
+    assert timeline[0]["At"] == "2017-08-09T22:00:05.000Z"
+    assert timeline == sorted(timeline, key=lambda e: e["At"])
+
+
+class RacingJournal(DynamoEventJournal):
+    """Lets another consumer apply ``rival`` between our read and our write, once."""
+
+    def __init__(self, client, table, rival):
+        super().__init__(client, table)
+        self.rival = rival
+        self.races = 0
+
+    def _write(self, key, row, timeline, event):
+        if self.rival is not None:
+            rival, self.rival = self.rival, None
+            rival_journal = DynamoEventJournal(self.client, self.table)
+            assert rival_journal.apply_event(key, rival, now=NOW) is ApplyResult.APPLIED
+            self.races += 1
+        return super()._write(key, row, timeline, event)
+
+
+def parsed(body: str):
+    return parse_event(*parse_envelope(body))
+
+
+def test_a_lost_race_is_decided_again_on_fresh_data(aws_events):
+    sent_row()
+    delivery = parsed(json.dumps(at(ses_event("delivery.json"), "2017-08-05T00:41:09.000Z")))
+    bounce = parsed(json.dumps(ses_event("bounce.json")))
+    racing = RacingJournal(aws_events.dynamodb, "email-journal", rival=bounce)
+    assert racing.apply_event(KEY, delivery, now=NOW) is ApplyResult.APPLIED
+    assert racing.races == 1
+    current = row(aws_events)
+    assert current["DeliveryStatus"] == "BOUNCED"  # the delivery did not overwrite it
+    assert {e["Type"] for e in current["DeliveryEvents"]} == {"Bounce", "Delivery"}
+    assert current["DeliveryEventCount"] == 2
+
+
+def test_a_vanished_row_is_gone(aws_events):
+    journal = wiring.event_journal()
+    send = parsed(json.dumps(ses_event("send.json")))
+    assert journal.apply_event("no-such-row", send, now=NOW) is ApplyResult.GONE
+    assert raw(aws_events, "no-such-row") == {}

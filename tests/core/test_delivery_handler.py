@@ -1,0 +1,96 @@
+"""The handler's decisions with in-memory stand-ins: what is deleted, retried or dead-lettered, and
+that suppression never waits for the journal."""
+
+from __future__ import annotations
+
+import json
+
+from emailops.core.delivery_events import BadEvent
+from emailops.core.delivery_handler import ApplyResult, DeliveryEventHandler, EventAction
+from emailops.core.errors import PermanentError, TransientError
+from tests.core.test_delivery_events import envelope, ses_event
+
+
+class Journal:
+    def __init__(self, *, key: str | None = "row-1", error: Exception | None = None) -> None:
+        self.key = key
+        self.error = error
+        self.applied: list = []
+
+    def find_row_key(self, event):
+        if self.error:
+            raise self.error
+        return self.key
+
+    def apply_event(self, key, event, *, now):
+        seen = any(e.event_id == event.event_id for _, e in self.applied)
+        self.applied.append((key, event))
+        return ApplyResult.DUPLICATE if seen else ApplyResult.APPLIED
+
+
+class Recorder:
+    def __init__(self) -> None:
+        self.calls: list = []
+
+    def add(self, address, **kwargs):
+        self.calls.append((address, kwargs))
+        return True
+
+    def store(self, event, **kwargs):
+        self.calls.append((event.raw_type, kwargs))
+
+
+def handler(journal=None, verify=lambda envelope: None):
+    suppressions, unmatched = Recorder(), Recorder()
+    built = DeliveryEventHandler(
+        journal=journal or Journal(),
+        suppressions=suppressions,
+        unmatched=unmatched,
+        verify=verify,
+        clock=lambda: 1_764_513_087.5,
+    )
+    return built, suppressions, unmatched
+
+
+def test_applied_then_duplicate():
+    h, _, _ = handler()
+    body = envelope(ses_event("delivery.json"))
+    assert h.handle(body).result == "applied"
+    assert h.handle(body).result == "duplicate"
+
+
+def test_the_verifier_runs_before_parsing_and_its_refusal_dead_letters():
+    def refuse(envelope):
+        raise BadEvent("verify SNS message", reason="topic not allowed")
+
+    h, suppressions, _ = handler(verify=refuse)
+    outcome = h.handle(envelope(ses_event("bounce.json")))
+    assert outcome.action is EventAction.DEAD_LETTER and "topic not allowed" in outcome.reason
+    assert suppressions.calls == []  # nothing from an untrusted message is acted on
+
+
+def test_trouble_fetching_a_certificate_is_retried():
+    def unreachable(envelope):
+        raise TransientError("fetch SNS signing certificate", reason="timed out")
+
+    h, _, _ = handler(verify=unreachable)
+    assert h.handle(envelope(ses_event("send.json"))).action is EventAction.RETRY
+
+
+def test_aws_trouble_retries_and_a_permanent_error_dead_letters_after_suppressing():
+    h, suppressions, _ = handler(Journal(error=TransientError("query", reason="throttled")))
+    assert h.handle(json.dumps(ses_event("bounce.json"))).action is EventAction.RETRY
+    assert [address for address, _ in suppressions.calls] == ["recipient@example.com"]
+    assert suppressions.calls[0][1]["now"] == 1_764_513_087
+    h, _, _ = handler(Journal(error=PermanentError("update", reason="item too large")))
+    assert h.handle(json.dumps(ses_event("send.json"))).action is EventAction.DEAD_LETTER
+
+
+def test_unmatched_waits_once_and_events_without_a_ses_id_are_stored_at_once():
+    h, _, unmatched = handler(Journal(key=None))
+    body = json.dumps(ses_event("delivery.json"))
+    assert h.handle(body, receive_count=1).action is EventAction.RETRY
+    assert h.handle(body, receive_count=2).result == "stored"
+    no_id = {"eventType": "Send", "mail": {"destination": ["a@x.test"]}, "send": {}}
+    assert h.handle(json.dumps(no_id), receive_count=1).result == "stored"
+    assert [reason["reason"] for _, reason in unmatched.calls] == ["no journal row"] * 2

@@ -1,0 +1,127 @@
+"""`manage.py consume_ses_events` on in-process moto: SES events published to the topic reach the
+journal; unreadable or foreign messages go to the events DLQ with a reason. And what
+`bootstrap_aws` sets up for delivery events."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import pytest
+from django.core.management import call_command
+
+from emailops import wiring
+from emailops.aws.clients import aws_client
+from tests.aws.test_journal import NOW, claim
+from tests.core.test_delivery_events import SES_ID, ses_event
+
+KEY = "journal-key-1"
+
+
+def consume(*args: str) -> str:
+    out = io.StringIO()
+    call_command("consume_ses_events", "--until-empty", "--wait-time", "0", *args, stdout=out)
+    return out.getvalue()
+
+
+def publish(aws, event: dict) -> None:
+    aws.sns.publish(TopicArn=aws.topic_arn, Message=json.dumps(event))
+
+
+def sent_row() -> None:
+    journal = wiring.journal()
+    journal.claim(claim(KEY, recipient="recipient@example.com"))
+    journal.mark_sent(KEY, attempt=1, provider_id=SES_ID, sent_at=NOW)
+
+
+def test_events_from_the_topic_update_the_row(aws_events):
+    sent_row()
+    for name in ("send.json", "delivery.json", "bounce.json"):
+        publish(aws_events, ses_event(name))
+    publish(aws_events, ses_event("bounce.json"))  # SES said it twice
+    out = consume()
+    assert "received=4 applied=3 duplicates=1 stored=0 retried=0 dead_lettered=0" in out
+    row = wiring.journal().get(KEY)
+    assert row["DeliveryStatus"] == "BOUNCED"
+    assert [e["Type"] for e in row["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
+    assert wiring.suppression_list().get("recipient@example.com").reason == "BOUNCE"
+    assert aws_events.queue_messages(aws_events.events_queue_url) == []
+
+
+def test_bad_and_foreign_messages_go_to_the_dead_letter_queue(aws_events, settings):
+    settings.SES_EVENTS_TOPIC_ARNS = ["arn:aws:sns:us-east-1:123456789012:someone-elses"]
+    wiring.reset()
+    aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody="not json")
+    publish(aws_events, ses_event("delivery.json"))  # from our topic, which is not allowed now
+    out = consume()
+    assert "dead_lettered=2" in out
+    reasons = sorted(
+        m["MessageAttributes"]["FailureReason"]["StringValue"]
+        for m in aws_events.queue_messages(aws_events.events_queue_url + "-dlq")
+    )
+    assert len(reasons) == 2
+    assert "not JSON" in reasons[0] and "SES_EVENTS_TOPIC_ARNS" in reasons[1]
+
+
+def test_signatures_on_refuse_unsigned_envelopes(aws_events, settings):
+    settings.SES_EVENTS_VERIFY_SIGNATURES = True
+    wiring.reset()
+    body = {"Type": "Notification", "TopicArn": aws_events.topic_arn, "Message": "{}"}
+    aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(body))
+    assert "dead_lettered=1" in consume()
+
+
+def test_unmatched_events_wait_then_max_messages_stops(aws_events):
+    publish(aws_events, ses_event("delivery.json"))  # no journal row yet
+    publish(aws_events, ses_event("send.json"))
+    out = consume("--max-messages", "1")
+    assert "received=1" in out and "retried=1" in out
+
+
+def test_a_missing_setting_is_named(aws_events, settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.SES_EVENTS_QUEUE_URL = ""
+    wiring.reset()
+    with pytest.raises(ImproperlyConfigured, match="SES_EVENTS_QUEUE_URL"):
+        consume()
+
+
+# --- bootstrap_aws ---------------------------------------------------------------------------------
+
+
+def test_bootstrap_sets_up_delivery_events_idempotently(aws, settings):
+    settings.SES_EVENTS_QUEUE_URL = aws.queue_url.replace("email-service-queue", "ses-events")
+    settings.SES_CONFIGURATION_SET = "emailops"
+    outputs = []
+    for _ in range(2):
+        out = io.StringIO()
+        call_command("bootstrap_aws", stdout=out)
+        outputs.append(out.getvalue())
+    assert "topic email-ses-events" in outputs[0]
+    assert "configuration set emailops: created" in outputs[0]
+    assert "configuration set emailops: exists" in outputs[1]
+    assert "event destination emailops-sns exists" in outputs[1]
+    # moto has only the v1 API for event destinations: we said so, and used it.
+    described = aws.ses.describe_configuration_set(
+        ConfigurationSetName="emailops", ConfigurationSetAttributeNames=["eventDestinations"]
+    )
+    [destination] = described["EventDestinations"]
+    assert "bounce" in destination["MatchingEventTypes"]
+    topic_arn = destination["SNSDestination"]["TopicARN"]
+    assert topic_arn.endswith(":email-ses-events")
+    subscriptions = aws_client("sns", region="us-east-1").list_subscriptions_by_topic(
+        TopicArn=topic_arn
+    )["Subscriptions"]
+    assert len(subscriptions) == 1 and subscriptions[0]["Endpoint"].endswith(":ses-events")
+    policy = json.loads(
+        aws.sqs.get_queue_attributes(
+            QueueUrl=settings.SES_EVENTS_QUEUE_URL, AttributeNames=["Policy"]
+        )["Attributes"]["Policy"]
+    )
+    [statement] = policy["Statement"]
+    assert statement["Condition"] == {"ArnEquals": {"aws:SourceArn": topic_arn}}
+    for table in ("email-suppression", "email-delivery-events-unmatched"):
+        aws.dynamodb.describe_table(TableName=table)
+    dlq = aws.queue_messages(settings.SES_EVENTS_QUEUE_URL + "-dlq")
+    assert dlq == []  # it exists

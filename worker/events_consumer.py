@@ -1,0 +1,152 @@
+"""The SES events loop: receive a batch from ``SES_EVENTS_QUEUE_URL``, hand each message to the
+delivery-event handler, act on the outcome.
+
+Applied, duplicate and stored events are deleted (batched); transient trouble leaves the message for
+redelivery after a back-off; a message we cannot trust or read goes to the queue's dead-letter
+queue with a ``FailureReason``.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass
+
+from emailops import wiring
+from emailops.aws.sqs import QueueMessage, SqsQueue
+from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
+from emailops.core.errors import EmailOpsError
+from emailops.core.events import EventLog, logfmt
+
+__all__ = ["EventsConsumer", "EventsStats", "build_events_consumer"]
+
+logger = logging.getLogger("worker.events_consumer")
+RETRY_BASE_SECONDS = 30
+RETRY_CAP_SECONDS = 900
+
+
+@dataclass
+class EventsStats:
+    received: int = 0
+    applied: int = 0
+    duplicates: int = 0
+    stored: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
+
+
+class EventsConsumer:
+    def __init__(
+        self, *, queue: SqsQueue, handler: DeliveryEventHandler, dead_letter_url: str | None
+    ) -> None:
+        self.queue = queue
+        self.handler = handler
+        self.dead_letter_url = dead_letter_url
+        self.stats = EventsStats()
+
+    def run(
+        self,
+        *,
+        stop: threading.Event,
+        until_empty: bool = False,
+        max_messages: int | None = None,
+        wait_time: int = 20,
+    ) -> EventsStats:
+        while not stop.is_set():
+            wanted = 10 if max_messages is None else min(10, max_messages - self.stats.received)
+            if wanted <= 0:
+                break
+            try:
+                batch = self.queue.receive(max_messages=wanted, wait_seconds=wait_time)
+            except EmailOpsError as exc:
+                EventLog(logger).warning("receive.failed", error=exc.describe())
+                stop.wait(min(wait_time, 5) or 1)
+                continue
+            if not batch:
+                if until_empty:
+                    break
+                continue
+            self.handle_batch(batch)
+        return self.stats
+
+    def handle_batch(self, batch: list[QueueMessage]) -> None:
+        self.stats.received += len(batch)
+        done: list[QueueMessage] = []
+        for message in batch:
+            outcome = self._handle(message)
+            if outcome.action is EventAction.DELETE:
+                done.append(message)
+                if outcome.result == "applied":
+                    self.stats.applied += 1
+                elif outcome.result == "duplicate":
+                    self.stats.duplicates += 1
+                else:
+                    self.stats.stored += 1
+            else:
+                self._act(message, outcome)
+        if done:
+            try:
+                self.queue.delete_batch(done)
+            except EmailOpsError as exc:  # they come back and are found to be duplicates
+                EventLog(logger).warning("delete.failed", count=len(done), error=exc.describe())
+
+    def _handle(self, message: QueueMessage) -> EventOutcome:
+        started = time.perf_counter()
+        try:
+            outcome = self.handler.handle(message.body, receive_count=message.receive_count)
+        except Exception as exc:  # a bug must not take the batch down; SQS will redeliver
+            logger.exception(logfmt("event.crashed", sqsMessageId=message.message_id))
+            outcome = EventOutcome(EventAction.RETRY, reason=f"internal error: {exc!r}")
+        EventLog(logger).log(
+            logging.INFO if outcome.action is EventAction.DELETE else logging.WARNING,
+            "event.done",
+            sqsMessageId=message.message_id,
+            receiveCount=message.receive_count,
+            eventType=outcome.event.raw_type if outcome.event else None,
+            outcome=outcome.action.value,
+            result=outcome.result or None,
+            reason=outcome.reason or None,
+            ms=round((time.perf_counter() - started) * 1000, 1),
+        )
+        return outcome
+
+    def _act(self, message: QueueMessage, outcome: EventOutcome) -> None:
+        log = EventLog(logger, sqsMessageId=message.message_id)
+        try:
+            if outcome.action is EventAction.DEAD_LETTER and self.dead_letter_url:
+                self.stats.dead_lettered += 1
+                self.queue.dead_letter(message, self.dead_letter_url, outcome.reason)
+                return
+            if outcome.action is EventAction.DEAD_LETTER:
+                log.error("dead_letter.unavailable", reason="events queue has no RedrivePolicy")
+            self.stats.retried += 1
+            delay = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** (message.receive_count - 1))
+            self.queue.change_visibility(message, delay)
+        except EmailOpsError as exc:  # it simply reappears after the visibility timeout
+            log.warning("queue_action.failed", action=outcome.action.value, error=exc.describe())
+
+
+def build_events_consumer() -> EventsConsumer:
+    """Check settings, read the events queue's DLQ once, and wire the handler."""
+    for name in ("SES_EVENTS_QUEUE_URL", "JOURNAL_TABLE", "SUPPRESSION_TABLE"):
+        wiring.require(name)
+    queue = wiring.events_queue()
+    info = queue.describe()
+    log = EventLog(logger)
+    if info.dead_letter_url is None:
+        log.warning(
+            "queue.no_dead_letter_queue",
+            queue=queue.url,
+            consequence="unreadable events are retried until they expire",
+        )
+    log.info(
+        "events_consumer.configured",
+        queue=queue.url,
+        deadLetterQueue=info.dead_letter_url,
+        verifySignatures=wiring.sns_verifier().verify_signatures,
+        allowedTopics=",".join(sorted(wiring.sns_verifier().allowed_topics)) or "any",
+    )
+    return EventsConsumer(
+        queue=queue, handler=wiring.delivery_event_handler(), dead_letter_url=info.dead_letter_url
+    )
