@@ -33,6 +33,7 @@ from typing import Any
 from jinja2 import nodes, pass_context
 from jinja2.compiler import CodeGenerator, operators
 from jinja2.exceptions import SecurityError
+from jinja2.filters import make_attrgetter
 from jinja2.runtime import LoopContext
 from jinja2.sandbox import (
     ImmutableSandboxedEnvironment,
@@ -201,7 +202,8 @@ def printed_size(value: Any) -> Size:
     while stack:
         item, depth = stack.pop()
         nodes_seen += 1
-        if nodes_seen + len(stack) > MAX_ITEMS:  # what is stacked will be visited too
+        # What is stacked will be visited too; the outermost container is not an item.
+        if nodes_seen + len(stack) > MAX_ITEMS + 1:
             raise _too_many_items()
         if isinstance(item, str):
             chars += len(item) + 2
@@ -252,7 +254,7 @@ def check_built(value: Any) -> Any:
 
 
 # Width and precision of %-conversions: `%(key)-0999d`, `%.*f`...
-_PERCENT = re.compile(r"%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
+_PERCENT = re.compile(r"%%|%(?:\([^)]*\))?[#0\- +]*(\*|\d+)?(?:\.(\*|\d+))?")
 
 
 def check_percent_format(template: str) -> None:
@@ -283,6 +285,10 @@ def _percent(value: Any, args: Any) -> None:
 
 
 class _BoundedFormatterMixin:
+    def convert_field(self, value: Any, conversion: str | None) -> Any:
+        check_printable(value)  # `{0!r}` prints the value before format_field sees it
+        return super().convert_field(value, conversion)  # type: ignore[misc]
+
     def format_field(self, value: Any, format_spec: str) -> Any:
         check_format_spec(format_spec)
         check_printable(value)
@@ -299,39 +305,28 @@ class _BoundedEscapeFormatter(_BoundedFormatterMixin, SandboxedEscapeFormatter):
 
 # --- filters -------------------------------------------------------------------------------------
 
-# Filters that do not turn their input into text: no need to walk a container first.
-_NON_PRINTING = frozenset(
-    [
+# Filters that neither print nor compare nor hash the items of their input (so a huge but shared
+# structure costs them nothing); every other filter measures its container arguments first.
+_ITEM_BLIND = frozenset(
+    {
         "abs",
         "attr",
         "batch",
         "count",
         "d",
         "default",
-        "dictsort",
         "first",
         "float",
-        "groupby",
         "int",
         "items",
         "last",
         "length",
         "list",
-        "map",
-        "max",
-        "min",
         "random",
-        "reject",
-        "rejectattr",
         "reverse",
         "round",
-        "select",
-        "selectattr",
         "slice",
-        "sort",
-        "sum",
-        "unique",
-    ]
+    }
 )
 
 
@@ -389,7 +384,7 @@ def _prechecks(name: str, args: list[Any], kwargs: dict[str, Any]) -> None:
             check_string(size.chars + size.nodes * (indent * size.depth + 2))
     elif name == "truncate":
         check_printable(arg(3, "end"))
-    if name not in _NON_PRINTING:
+    if name not in _ITEM_BLIND:
         for item in (*args, *kwargs.values()):
             check_printable(item)
 
@@ -402,16 +397,40 @@ def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
         _tick()
         args_list = list(args[skip:])
         if name == "join" and args_list:
-            # Materialize once (a generator cannot be measured twice), then measure.
-            args_list[0] = list(_bounded_iter(args_list[0]))
-            separator = args_list[1] if len(args_list) > 1 else kwargs.get("d", "")
-            if not (len(args_list) > 2 or "attribute" in kwargs):
-                _join_size(args_list[0], separator)
+            args_list, kwargs = _measured_join(args[0] if skip else None, args_list, kwargs)
             args = (*args[:skip], *args_list)
         _prechecks(name, args_list, kwargs)
         return check_result(func(*args, **kwargs))
 
     return bounded
+
+
+def _bounded_test(func: Callable[..., Any]) -> Callable[..., Any]:
+    """Tests compare (``is in``, ``is eq``...): measure container arguments first."""
+    skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
+
+    @functools.wraps(func)
+    def bounded(*args: Any, **kwargs: Any) -> Any:
+        _tick()
+        for item in (*args[skip:], *kwargs.values()):
+            check_printable(item)
+        return func(*args, **kwargs)
+
+    return bounded
+
+
+def _measured_join(
+    eval_ctx: Any, args: list[Any], kwargs: dict[str, Any]
+) -> tuple[list[Any], dict[str, Any]]:
+    """``join``: take the items once (a generator cannot be measured twice), look up the
+    attribute if one is given, and measure the result before anything is joined."""
+    items = list(_bounded_iter(args[0]))
+    separator = args[1] if len(args) > 1 else kwargs.get("d", "")
+    attribute = args[2] if len(args) > 2 else kwargs.get("attribute")
+    if attribute is not None and eval_ctx is not None:
+        items = list(map(make_attrgetter(eval_ctx.environment, attribute), items))
+    _join_size(items, separator)
+    return [items, separator], {}
 
 
 def _bounded_iter(iterable: Any) -> Iterator[Any]:
@@ -441,6 +460,10 @@ def _check_method(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tu
     if not isinstance(obj, types.BuiltinMethodType | types.MethodType):
         return args
     owner = getattr(obj, "__self__", None)
+    if isinstance(owner, _CONTAINERS):  # `xs.count(x)`, `d.get(k)` compare and hash
+        for value in (owner, *args, *kwargs.values()):
+            check_printable(value)
+        return args
     if not isinstance(owner, str | bytes | int | float) or isinstance(owner, bool):
         return args
     name = obj.__name__
@@ -554,6 +577,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
             name: func if name == _LOOP_FILTER else _bounded_filter(name, func)
             for name, func in self.filters.items()
         }
+        self.tests = {name: _bounded_test(func) for name, func in self.tests.items()}
 
     def add_filter(self, name: str, func: Callable[..., Any]) -> None:
         self.filters[name] = _bounded_filter(name, func)
@@ -673,9 +697,11 @@ def _check_multiply(left: Any, right: Any) -> None:
         if isinstance(seq, str | list | tuple) and _is_int(times):
             if len(seq) * times > MAX_REPEAT:
                 raise SecurityError("repeating a sequence that often is not allowed")
-            shared = isinstance(seq, list | tuple) and _holds_containers(seq)
-            if shared and times > 1 and printed_size(seq).nodes * times > MAX_ITEMS:
-                raise _too_many_items()
+            if isinstance(seq, list | tuple) and times > 1:  # the result shares the items
+                size = printed_size(seq)
+                if (size.nodes - 1) * times > MAX_ITEMS:
+                    raise _too_many_items()
+                check_string(size.chars * times)
 
 
 def _check_add(left: Any, right: Any) -> None:

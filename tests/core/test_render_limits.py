@@ -101,6 +101,32 @@ PROBES: dict[str, tuple[str, str]] = {
     "join filter": ("{{ range(100000)|join('x' * 100000) }}", "longer than 1 MB"),
     "str.join": ("{{ ('x' * 100000).join(range(100000)|map('string')) }}", "longer than 1 MB"),
     "str.translate": ("{{ 'a'.translate({97: 'xx'}) }}", "translate() is not allowed"),
+    "join by attribute": (
+        "{% set rows = [{'x': 'y' * 100000}] * 20000 %}{{ rows|join(',', attribute='x') }}",
+        "longer than 1 MB",
+    ),
+    # comparing and hashing a list of 20,000 references to one 100 KB string: 2 GB to compare
+    "sort of shared big strings": (
+        "{% set big = ['y' * 100000] * 20000 %}{{ (big + ['z'])|sort|first }}",
+        "longer than 1 MB",
+    ),
+    "list.count": (
+        "{% set big = ['y' * 100000] * 20000 %}{{ big.count('y' * 99999 ~ 'y') }}",
+        "longer than 1 MB",
+    ),
+    "is in test": (
+        "{% set big = ['y' * 100000] * 20000 %}{{ ('y' * 99999 ~ 'y') is in big }}",
+        "longer than 1 MB",
+    ),
+    "in operator": (
+        "{% set big = ['y' * 100000] * 20000 %}{{ ('y' * 99999 ~ 'y') in big }}",
+        "longer than 1 MB",
+    ),
+    "str.format !r": (
+        "{% set big = ['y' * 100000] * 20000 %}{{ '{0!r}'.format(big) }}",
+        "longer than 1 MB",
+    ),
+    "%s of a list": ("{% set big = ['y' * 100000] * 20000 %}{{ '%s' % (big,) }}", "1 MB"),
     # sizes
     "lipsum paragraphs": ("{{ lipsum(1000000) }}", "at most 20 paragraphs"),
     "lipsum words": ("{{ lipsum(1, max=100000000) }}", "at most 100 words"),
@@ -299,6 +325,17 @@ def test_a_subject_has_a_much_smaller_output_limit():
     with pytest.raises(TemplateError, match=r"output exceeds 0\.01 MB"):
         Renderer().render_subject("{{ 'x' * 10001 }}", {})
     assert len(Renderer().render_subject("{{ 'x' * 9000 }}", {}).text) == 9000
+
+
+def test_widths_and_formats_real_emails_use_still_work():
+    source = (
+        "{{ '%05.2f%%' % 12.345 }} {{ '100%% %5d' % 7 }} {{ '{:>8}|{:^6}'.format('a', 'b') }}"
+        " {{ '{0!r}'.format('q') }} {{ 'x'|center(9) }} {{ 'ab'.rjust(4, '.') }}"
+        " {{ '%% 99999999' % () }}"
+    )
+    assert Renderer().render_subject(source, {}).text == (
+        "12.35% 100%     7        a|  b    'q'     x     ..ab % 99999999"
+    )
 
 
 def test_the_limit_error_names_the_line():
