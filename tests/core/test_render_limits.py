@@ -126,6 +126,7 @@ PROBES: dict[str, tuple[str, str]] = {
         "{% set big = ['y' * 100000] * 20000 %}{{ '{0!r}'.format(big) }}",
         "longer than 1 MB",
     ),
+    "sum of lists": ("{{ ([[1, 2]] * 50001)|sum(start=[])|length }}", "100,000 items"),
     "%s of a list": ("{% set big = ['y' * 100000] * 20000 %}{{ '%s' % (big,) }}", "1 MB"),
     # sizes
     "lipsum paragraphs": ("{{ lipsum(1000000) }}", "at most 20 paragraphs"),
@@ -337,6 +338,27 @@ def test_widths_and_formats_real_emails_use_still_work():
     assert Renderer().render_subject(source, {}).text == (
         "12.35% 100%     7        a|  b    'q'     x     ..ab % 99999999"
     )
+
+
+def test_summing_lists_is_linear_not_quadratic():
+    """Python's sum() copies the running list at every item, inside one call no deadline can
+    interrupt; 50,000 one-item lists took seconds."""
+    started = time.thread_time()
+    text = Renderer().render_body("{{ ([[1]] * 50000)|sum(start=[])|length }}", {}).text
+    assert text == "50000"
+    assert time.thread_time() - started < 0.5
+    assert (
+        Renderer()
+        .render_body("{{ [1, 2.5]|sum }} {{ xs|sum(attribute='a') }}", {"xs": [{"a": 2}, {"a": 3}]})
+        .text
+        == "3.5 5"
+    )
+
+
+def test_wrapping_a_long_text_is_allowed():
+    source = "{% set ns = namespace(s='word ') %}{% for i in range(17) %}"
+    source += "{% set ns.s = ns.s ~ ns.s %}{% endfor %}{{ ns.s|wordwrap(70)|length }}"
+    assert Renderer().render_body(source, {}).text == "655359"
 
 
 def test_the_limit_error_names_the_line():
