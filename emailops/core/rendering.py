@@ -24,6 +24,8 @@ from emailops.core.errors import TemplateError
 from emailops.core.gotemplate import translate
 from emailops.core.sandbox import (
     MAX_SUBJECT_OUTPUT,
+    MAX_SUBJECT_SOURCE,
+    MAX_TEMPLATE_SOURCE,
     BoundedSandbox,
     Limits,
     RenderLimitExceeded,
@@ -111,6 +113,7 @@ class Renderer:
 
     def _compile_uncached(self, source: str, html: bool, name: str):
         env = self._html if html else self._text
+        _check_source_size(source, html=html, name=name)
         try:
             return env.from_string(translate(source, name=name))
         except TemplateSyntaxError as exc:
@@ -131,6 +134,7 @@ class Renderer:
     def variables(self, source: str, *, name: str = "template") -> set[str]:
         """Top-level context variables the template reads (for the preview's variable report)."""
         env = self._html
+        _check_source_size(source, html=True, name=name)
         try:
             ast = env.parse(translate(source, name=name))
         except TemplateSyntaxError as exc:
@@ -196,6 +200,17 @@ class Renderer:
         finally:
             _missing.reset(token)
         return Rendered(text=text, missing=tuple(names))
+
+
+def _check_source_size(source: str, *, html: bool, name: str) -> None:
+    """Compiling is not under the render budget (it is cached, and takes ~15 us a character of
+    dense tags): a request's ``context.subject`` must not make each message cost seconds."""
+    limit = MAX_TEMPLATE_SOURCE if html else MAX_SUBJECT_SOURCE
+    if len(source) > limit:
+        what = "template" if html else "subject template"
+        raise TemplateError(
+            "compile template", key=name, reason=f"the {what} is longer than {limit:,} characters"
+        )
 
 
 def _line(exc: BaseException) -> int | None:

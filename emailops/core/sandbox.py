@@ -53,6 +53,8 @@ __all__ = [
     "MAX_RENDER_SECONDS",
     "MAX_STRING",
     "MAX_SUBJECT_OUTPUT",
+    "MAX_SUBJECT_SOURCE",
+    "MAX_TEMPLATE_SOURCE",
     "MAX_WIDTH",
     "BoundedSandbox",
     "Limits",
@@ -63,6 +65,8 @@ __all__ = [
 # Limits sized for real emails (a large newsletter is ~100 KB of HTML) with a wide margin.
 MAX_OUTPUT = 2_000_000  # characters one render may write, macro and block buffers included
 MAX_SUBJECT_OUTPUT = 10_000  # a subject is one line; SES refuses far shorter ones anyway
+MAX_TEMPLATE_SOURCE = 500_000  # characters of a body template (real ones are a few KB)
+MAX_SUBJECT_SOURCE = 2_000  # characters of a subject template, including `context.subject`
 MAX_STRING = 1_000_000  # characters in any one string a template builds
 MAX_ITEMS = 100_000  # items in any list or mapping a template builds or prints (= Jinja's range)
 MAX_WIDTH = 10_000  # padding and format widths, indent and wrap widths, numeric method arguments
@@ -106,7 +110,7 @@ class _Budget:
         self.output = 0
         self.depth = 0
 
-    def tick(self) -> None:
+    def tick(self, *, clock: bool = False) -> None:
         # The count stops call-heavy templates (a macro calling itself twice, 30 deep) early and
         # the same way on every machine; the deadline stops anything slow that the count misses.
         self.operations += 1
@@ -115,9 +119,9 @@ class _Budget:
                 f"the template took more than {self.limits.operations:,} steps"
                 " (calls, lookups, operators, loop iterations)"
             )
-        # Reading a thread's CPU clock is a system call (~1 us): look every 8 steps, which
-        # overshoots the deadline by a few bounded steps at most.
-        if not self.operations & 7 and time.thread_time() > self.deadline:
+        # Reading a thread's CPU clock is a system call (~1 us): look at every filter and call
+        # (the steps that can take milliseconds) and at every 8th cheap step.
+        if (clock or not self.operations & 7) and time.thread_time() > self.deadline:
             raise RenderLimitExceeded(
                 f"render took longer than {self.limits.seconds:g} s (of CPU time)"
             )
@@ -155,10 +159,10 @@ def budget(limits: Limits) -> Iterator[None]:
         _budget.reset(token)
 
 
-def _tick() -> None:
+def _tick(*, clock: bool = False) -> None:
     current = _budget.get()
     if current is not None:
-        current.tick()
+        current.tick(clock=clock)
 
 
 # --- size checks (no budget needed: these hold at compile time too) ------------------------------
@@ -398,7 +402,7 @@ def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)  # keeps jinja_pass_arg (pass_context, pass_eval_context...)
     def bounded(*args: Any, **kwargs: Any) -> Any:
-        _tick()
+        _tick(clock=True)
         args_list = list(args[skip:])
         if name == "join" and args_list:
             args_list, kwargs = _measured_join(args[0] if skip else None, args_list, kwargs)
@@ -415,7 +419,7 @@ def _bounded_test(func: Callable[..., Any]) -> Callable[..., Any]:
 
     @functools.wraps(func)
     def bounded(*args: Any, **kwargs: Any) -> Any:
-        _tick()
+        _tick(clock=True)
         for item in (*args[skip:], *kwargs.values()):
             check_printable(item)
         return func(*args, **kwargs)
@@ -621,7 +625,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         current = _budget.get()
         if current is not None:
-            current.tick()
+            current.tick(clock=True)
             if isinstance(obj, LoopContext) and args:  # `loop(children)` in a recursive loop
                 args = (current.count(args[0]), *args[1:])
             current.depth += 1
