@@ -222,7 +222,10 @@ def _parse_recipient(index: int, raw: Any) -> Recipient:
         raise _Rejected(where, f"{where}.email is missing")
     problem = address_problem(email)
     if problem:
-        raise _Rejected(email, f"{where}.email {email!r} is not a valid address: {problem}")
+        shown = repr(email) if len(email) <= 100 else repr(email[:100]) + "..."
+        # The address keys a journal row and is an index key there (at most 2048 bytes).
+        address = email if len(email) <= MAX_ADDRESS else where
+        raise _Rejected(address, f"{where}.email {shown} is not a valid address: {problem}")
     name = raw.get("name") or ""
     if not isinstance(name, str):
         raise _Rejected(email, f"{where}.name must be a string")

@@ -229,6 +229,15 @@ def test_a_rejected_entry_that_repeats_a_valid_address_is_dropped():
     assert request.rejected == ()
 
 
+def test_a_huge_invalid_address_is_keyed_by_its_place_and_shortened_in_the_reason():
+    """The address becomes the journal row's Recipient, an index key of at most 2048 bytes."""
+    huge = "a" * 100_000 + "@example.com"
+    request = parse_request(body(recipients=[{"email": "ok@example.com"}, {"email": huge}]))
+    [bad] = request.rejected
+    assert bad.address == "recipients[1]"
+    assert len(bad.reason) < 300 and "longer than 320 characters" in bad.reason
+
+
 def test_a_rejected_entry_has_a_dedupe_key():
     from emailops.core.dedupe import dedupe_key
 
