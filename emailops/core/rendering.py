@@ -141,10 +141,12 @@ class Renderer:
             raise TemplateError(
                 "compile template", key=name, reason=str(exc), line=exc.lineno
             ) from None
-        except (RecursionError, ValueError, MemoryError):
+        except RecursionError:
             raise TemplateError(
                 "compile template", key=name, reason="the template is nested too deeply"
             ) from None
+        except (ValueError, MemoryError) as exc:
+            raise TemplateError("compile template", key=name, reason=str(exc)) from None
         found = set(meta.find_undeclared_variables(ast)) - {"_root"}
         # `{{$.x}}` reads x through the root; count it as x.
         for node in ast.find_all(nodes.Getitem):
