@@ -2,7 +2,7 @@
 
 One ``Renderer`` is shared by the consumer's threads and the console: environments and the compiled
 template cache are thread-safe, and the names of missing variables are collected per render through a
-context variable. Every render runs within the limits of ``emailops.core.sandbox`` (output size,
+context variable. Every render runs within the limits of ``emailops.core.render_limits`` (output size,
 loop iterations, call depth, time, string and list sizes); going over one is a TemplateError.
 """
 
@@ -22,16 +22,16 @@ from markupsafe import Markup
 
 from emailops.core.errors import TemplateError
 from emailops.core.gotemplate import translate
-from emailops.core.sandbox import (
+from emailops.core.render_limits import (
     MAX_SUBJECT_OUTPUT,
     MAX_SUBJECT_SOURCE,
     MAX_TEMPLATE_SOURCE,
-    BoundedSandbox,
     Limits,
     RenderLimitExceeded,
     budget,
     check_printable,
 )
+from emailops.core.sandbox import BoundedSandbox
 
 __all__ = ["Rendered", "Renderer", "go_format"]
 

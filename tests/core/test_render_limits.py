@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from emailops.core import sandbox
+from emailops.core import render_limits
 from emailops.core.errors import PermanentError, TemplateError
+from emailops.core.render_limits import Limits
 from emailops.core.rendering import Renderer
-from emailops.core.sandbox import Limits
 
 ROOT = Path(__file__).resolve().parents[2]
 NS = "{% set ns = namespace(s='a', l=[1], t=(1,), x=3) %}"
@@ -207,7 +207,7 @@ _MEASURE = textwrap.dedent(
     import json, resource, sys, time
     from emailops.core.errors import TemplateError
     from emailops.core.rendering import Renderer
-    from emailops.core.sandbox import Limits
+    from emailops.core.render_limits import Limits
 
     probes, seconds = json.load(sys.stdin)
     renderer = Renderer(limits=Limits(seconds=seconds)) if seconds else Renderer()
@@ -412,8 +412,8 @@ def test_a_realistic_template_is_untouched_by_the_limits():
 
 
 def test_limit_constants_are_sane_for_emails():
-    assert 1_000_000 <= sandbox.MAX_OUTPUT <= 2_000_000
-    assert sandbox.MAX_LOOP_ITERATIONS == 100_000
-    assert sandbox.MAX_CALL_DEPTH == 50
-    assert sandbox.MAX_RENDER_SECONDS <= 2
-    assert sandbox.MAX_SUBJECT_OUTPUT < sandbox.MAX_OUTPUT
+    assert 1_000_000 <= render_limits.MAX_OUTPUT <= 2_000_000
+    assert render_limits.MAX_LOOP_ITERATIONS == 100_000
+    assert render_limits.MAX_CALL_DEPTH == 50
+    assert render_limits.MAX_RENDER_SECONDS <= 2
+    assert render_limits.MAX_SUBJECT_OUTPUT < render_limits.MAX_OUTPUT
