@@ -72,7 +72,11 @@ class Email:
 
     def with_organization(self, organization_id: int | str) -> Email:
         """Brand the email for this organization (the consumer uses ``custom/O{id}/`` templates)."""
-        organization_id_of({"organizationId": organization_id})  # an integer or a string of digits
+        # The consumer would fall back to the default template; a producer's typo should fail here.
+        if organization_id_of({"organizationId": organization_id}) is None:
+            raise ValueError(
+                f"organization_id must be an integer or a string of digits, got {organization_id!r}"
+            )
         return replace(self, context={**self.context, "organizationId": organization_id})
 
     def with_dedupe_id(self, dedupe_id: str) -> Email:

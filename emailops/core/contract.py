@@ -1,22 +1,32 @@
 """The EmailRequest wire contract, as producers put it on the queue.
 
 Parsing is strict about anything that could reach an S3 key or an address header and lenient about
-what the Go consumer tolerated (a missing or null ``context`` is an empty one).
+what the Go consumer tolerated (a missing or null ``context`` is an empty one). Bad input spreads no
+further than it must, as in the Go service: an invalid recipient is set aside (``rejected``, with the
+reason) while the others are sent, and an ``organizationId`` that is not a number falls back to the
+default template with a warning. Only a body with no usable messageId, no recipients list, or no
+valid recipient at all is an InvalidRequest.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import json
 import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from email_validator import EmailNotValidError, validate_email
-
 from emailops.core.errors import InvalidRequest
 
-__all__ = ["EmailRequest", "Recipient", "parse_request", "request_to_json"]
+__all__ = [
+    "EmailRequest",
+    "Recipient",
+    "RejectedRecipient",
+    "address_problem",
+    "parse_request",
+    "request_to_json",
+]
 
 
 @dataclass(frozen=True)
@@ -27,18 +37,24 @@ class Recipient:
 
 @dataclass(frozen=True)
 class RejectedRecipient:
+    """One entry of ``recipients`` that cannot be sent to.
+
+    ``address`` is the entry's email string when it had one, else its place (``recipients[2]``):
+    either way ``dedupe_key(request, address)`` keys its FAILED journal row.
+    """
+
     address: str
-    reason: str
+    reason: str  # plain words, naming the entry (``recipients[2].email ...``)
 
 
 @dataclass(frozen=True)
 class EmailRequest:
     message_id: str
-    recipients: tuple[Recipient, ...]
+    recipients: tuple[Recipient, ...]  # the valid ones, each address once, in order
     context: dict[str, Any] = field(default_factory=dict)
     dedupe_id: str = ""
     rejected: tuple[RejectedRecipient, ...] = ()
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # problems that did not stop the request (log them)
 
     @property
     def organization_id(self) -> str | None:
@@ -102,44 +118,126 @@ def loads(body: str | bytes) -> Any:
 
 
 def organization_id_of(context: dict[str, Any]) -> str | None:
+    """The organization as it appears in S3 keys (``custom/O{id}/``); None (the default template)
+    when there is none or it is not a number -- as the Go consumer did."""
     value = context.get("organizationId")
-    if value is None:
-        return None
     if isinstance(value, bool):
-        raise InvalidRequest("parse request", reason="context.organizationId must be a number")
+        return None
     if isinstance(value, int):
         return str(value)
     if isinstance(value, float) and math.isfinite(value) and value.is_integer():
         return str(int(value))
     if isinstance(value, str) and value.isascii() and value.isdigit():
         return value
-    raise InvalidRequest(
-        "parse request",
-        reason=f"context.organizationId must be an integer or a string of digits, got {value!r}",
-    )
+    return None
+
+
+def organization_warning(context: dict[str, Any]) -> str | None:
+    value = context.get("organizationId")
+    if value is None or organization_id_of(context) is not None:
+        return None
+    shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+    return f"context.organizationId {shown} is not a number; using the default template"
+
+
+# --- addresses: what SES accepts, syntax only --------------------------------------------------
+
+MAX_LOCAL_PART = 64  # RFC 5321 4.5.3.1
+MAX_DOMAIN = 255
+MAX_ADDRESS = 320
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_DOT_ATOM = re.compile(rf"{_ATOM}(?:\.{_ATOM})*")
+# A quoted string: printable ASCII and spaces, with " and \ escaped by a backslash.
+_QUOTED = re.compile(r'"(?:[ !#-\[\]-~]|\\[ -~])*"')
+_LABEL = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9-]{0,61}[A-Za-z0-9])?")
+
+
+def address_problem(address: str) -> str | None:
+    """Why SES would refuse ``address`` as a recipient, in plain words; None when it is fine.
+
+    Syntax only (no DNS), and as wide as SES: a quoted local part (``"john doe"@example.com``), a
+    single-label domain (``localhost``), special-use names (``.test``, ``.local``, ``.invalid``)
+    and IP literals (``[192.0.2.1]``) all pass. Anything that could smuggle a display name or a
+    second address into a header (line breaks, ``<>``, commas) does not.
+    """
+    if not address:
+        return "the address is empty"
+    if not address.isascii():
+        return "SES takes only ASCII addresses"
+    if any(ord(ch) < 32 or ord(ch) == 127 for ch in address):
+        return "it must be one line of printable characters"
+    if any(ch in address for ch in "<>,"):
+        return "it must be a bare address, without a name, angle brackets or commas"
+    if len(address) > MAX_ADDRESS:
+        return f"it is longer than {MAX_ADDRESS} characters"
+    local, at, domain = address.rpartition("@")
+    if not at:
+        return "there is no @"
+    if not local:
+        return "there is nothing before the @"
+    if len(local) > MAX_LOCAL_PART:
+        return f"the part before the @ is longer than {MAX_LOCAL_PART} characters"
+    if not (_DOT_ATOM.fullmatch(local) or _QUOTED.fullmatch(local)):
+        return (
+            "the part before the @ must be letters, digits and !#$%&'*+/=?^_`{|}~- in parts"
+            " separated by single dots, or a quoted string"
+        )
+    return _domain_problem(domain)
+
+
+def _domain_problem(domain: str) -> str | None:
+    if not domain:
+        return "there is no domain after the @"
+    if len(domain) > MAX_DOMAIN:
+        return f"the domain is longer than {MAX_DOMAIN} characters"
+    if domain.startswith("[") and domain.endswith("]"):
+        literal = domain[1:-1]
+        try:
+            if literal[:5].lower() == "ipv6:":
+                ipaddress.IPv6Address(literal[5:])
+            else:
+                ipaddress.IPv4Address(literal)
+        except ValueError:
+            return f"{domain} is not an IP address literal"
+        return None
+    if not all(_LABEL.fullmatch(label) for label in domain.split(".")):
+        return (
+            "the domain must be names of letters, digits and hyphens (at most 63 each, no"
+            " hyphen at either end) separated by single dots"
+        )
+    return None
+
+
+class _Rejected(Exception):
+    def __init__(self, address: str, reason: str) -> None:
+        self.address, self.reason = address, reason
 
 
 def _parse_recipient(index: int, raw: Any) -> Recipient:
     where = f"recipients[{index}]"
     if not isinstance(raw, dict):
-        raise InvalidRequest("parse request", reason=f"{where} must be an object with an email")
+        raise _Rejected(where, f"{where} must be an object with an email")
     email = raw.get("email")
     if not isinstance(email, str) or not email:
-        raise InvalidRequest("parse request", reason=f"{where}.email is missing")
-    if not email.isascii():  # SES (and formataddr) take only ASCII addresses
-        raise InvalidRequest(
-            "parse request", reason=f"{where}.email {email!r} must be an ASCII address"
-        )
-    try:
-        validate_email(email, check_deliverability=False)
-    except EmailNotValidError as exc:
-        raise InvalidRequest("parse request", reason=f"{where}.email {email!r}: {exc}") from None
+        raise _Rejected(where, f"{where}.email is missing")
+    problem = address_problem(email)
+    if problem:
+        shown = repr(email) if len(email) <= 100 else repr(email[:100]) + "..."
+        # The address keys a journal row and is an index key there (at most 2048 bytes).
+        address = email if len(email) <= MAX_ADDRESS else where
+        raise _Rejected(address, f"{where}.email {shown} is not a valid address: {problem}")
     name = raw.get("name") or ""
     if not isinstance(name, str):
-        raise InvalidRequest("parse request", reason=f"{where}.name must be a string")
+        raise _Rejected(email, f"{where}.name must be a string")
     if any(ch in name for ch in "\r\n"):
-        raise InvalidRequest("parse request", reason=f"{where}.name must be one line")
+        raise _Rejected(email, f"{where}.name must be one line")
     return Recipient(email=email, name=name)
+
+
+def _no_valid_recipient(rejected: dict[str, RejectedRecipient]) -> str:
+    reasons = [r.reason for r in rejected.values()]
+    shown = "; ".join(reasons[:5]) + (f"; and {len(reasons) - 5} more" if len(reasons) > 5 else "")
+    return f"no valid recipient: {shown}"
 
 
 def parse_request(body: str | bytes) -> EmailRequest:
@@ -159,9 +257,16 @@ def parse_request(body: str | bytes) -> EmailRequest:
     if not isinstance(raw_recipients, list) or not raw_recipients:
         raise InvalidRequest("parse request", key=message_id, reason="no recipients")
     recipients: dict[str, Recipient] = {}
+    rejected: dict[str, RejectedRecipient] = {}
     for index, raw in enumerate(raw_recipients):
-        recipient = _parse_recipient(index, raw)
+        try:
+            recipient = _parse_recipient(index, raw)
+        except _Rejected as bad:
+            rejected.setdefault(bad.address, RejectedRecipient(bad.address, bad.reason))
+            continue
         recipients.setdefault(recipient.email, recipient)  # a repeat would share the same key
+    for address in recipients.keys() & rejected.keys():
+        del rejected[address]  # the valid entry is sent; a FAILED row would share its key
 
     context = data.get("context")
     if context is None:
@@ -175,18 +280,19 @@ def parse_request(body: str | bytes) -> EmailRequest:
     if not isinstance(dedupe_id, str):
         raise InvalidRequest("parse request", key=message_id, reason="dedupeId must be a string")
 
+    warning = organization_warning(context)
     request = EmailRequest(
         message_id=message_id,
         recipients=tuple(recipients.values()),
         context=context,
         dedupe_id=dedupe_id,
+        rejected=tuple(rejected.values()),
+        warnings=(warning,) if warning else (),
     )
-    try:
-        request.organization_id  # noqa: B018 -- validated here so a bad one never reaches an S3 key
-    except InvalidRequest as exc:
-        exc.key = message_id
-        exc.request = request  # recipients are known: the pipeline journals them as FAILED
-        raise
+    if not request.recipients:
+        exc = InvalidRequest("parse request", key=message_id, reason=_no_valid_recipient(rejected))
+        exc.request = request  # the pipeline journals each rejected entry as FAILED
+        raise exc
     return request
 
 

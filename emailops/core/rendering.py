@@ -2,7 +2,8 @@
 
 One ``Renderer`` is shared by the consumer's threads and the console: environments and the compiled
 template cache are thread-safe, and the names of missing variables are collected per render through a
-context variable.
+context variable. Every render runs within the limits of ``emailops.core.render_limits`` (output size,
+loop iterations, call depth, time, string and list sizes); going over one is a TemplateError.
 """
 
 from __future__ import annotations
@@ -11,17 +12,26 @@ import contextvars
 import functools
 import math
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from jinja2 import ChainableUndefined, TemplateSyntaxError, meta, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from markupsafe import Markup
 
 from emailops.core.errors import TemplateError
 from emailops.core.gotemplate import translate
+from emailops.core.render_limits import (
+    MAX_SUBJECT_OUTPUT,
+    MAX_SUBJECT_SOURCE,
+    MAX_TEMPLATE_SOURCE,
+    Limits,
+    RenderLimitExceeded,
+    budget,
+    check_printable,
+)
+from emailops.core.sandbox import BoundedSandbox
 
 __all__ = ["Rendered", "Renderer", "go_format"]
 
@@ -55,6 +65,7 @@ def go_format(value: Any) -> Any:
         if math.isfinite(value) and value.is_integer() and abs(value) < 1e21:
             return str(int(value))
         return repr(value)
+    check_printable(value)  # a list holding itself twice, 40 levels deep, must not print
     if isinstance(value, list | tuple):
         return "[" + " ".join(str(go_format(v)) for v in value) + "]"
     if isinstance(value, dict):
@@ -69,60 +80,15 @@ def _go_range(value: Any) -> Any:
     return value
 
 
-MAX_POWER_BITS = 4096  # `n ** e` results beyond this are refused
-MAX_REPEAT = 100_000  # `'x' * n` / `[x] * n` results beyond this length are refused
-
-
-class _StrictSandbox(ImmutableSandboxedEnvironment):
-    """The sandbox, stricter in two ways.
-
-    Reaching for an unsafe attribute raises at once: the stock sandbox returns an Undefined that
-    raises when printed, but a lenient Undefined (ours renders missing values empty) would swallow
-    it. And ``**`` and ``*`` are checked before they run, so a template cannot burn CPU or memory
-    (intercepting them also stops Jinja2 from folding them at compile time).
-    """
-
-    intercepted_binops = frozenset({"**", "*"})
-
-    def unsafe_undefined(self, obj: Any, attribute: str) -> Any:
-        raise SecurityError(
-            f"access to attribute {attribute!r} of a {type(obj).__name__} is not allowed"
-        )
-
-    def call_binop(self, context: Any, operator: str, left: Any, right: Any) -> Any:
-        huge_power = (
-            operator == "**"
-            and _is_int(left)
-            and _is_int(right)
-            and abs(left) > 1
-            and right * abs(left).bit_length() > MAX_POWER_BITS
-        )
-        if huge_power:
-            raise SecurityError(f"{left} ** {right} is too large for a template")
-        if operator == "*":
-            for seq, times in ((left, right), (right, left)):
-                if (
-                    isinstance(seq, str | list | tuple)
-                    and _is_int(times)
-                    and len(seq) * times > MAX_REPEAT
-                ):
-                    raise SecurityError("repeating a sequence that often is not allowed")
-        return super().call_binop(context, operator, left, right)
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _environment(*, autoescape: bool) -> ImmutableSandboxedEnvironment:
-    env = _StrictSandbox(
+def _environment(*, autoescape: bool) -> BoundedSandbox:
+    env = BoundedSandbox(
         autoescape=autoescape,
         undefined=_RecordingUndefined,
         finalize=go_format,
         keep_trailing_newline=True,
         auto_reload=False,
     )
-    env.filters["go_range"] = _go_range
+    env.add_filter("go_range", _go_range)
     return env
 
 
@@ -135,19 +101,31 @@ class Rendered:
 class Renderer:
     """Compile (cached) and render templates; every failure is a TemplateError with a line."""
 
-    def __init__(self, *, cache_size: int = 256) -> None:
+    def __init__(self, *, cache_size: int = 256, limits: Limits | None = None) -> None:
+        self.limits = limits or Limits()
+        # A subject is one short line: a much smaller output budget.
+        self._subject_limits = replace(
+            self.limits, output=min(self.limits.output, MAX_SUBJECT_OUTPUT)
+        )
         self._html = _environment(autoescape=True)
         self._text = _environment(autoescape=False)
         self._compile = functools.lru_cache(maxsize=cache_size)(self._compile_uncached)
 
     def _compile_uncached(self, source: str, html: bool, name: str):
         env = self._html if html else self._text
+        _check_source_size(source, html=html, name=name)
         try:
             return env.from_string(translate(source, name=name))
         except TemplateSyntaxError as exc:
             raise TemplateError(
                 "compile template", key=name, reason=exc.message or str(exc), line=exc.lineno
             ) from None
+        except RecursionError:
+            raise TemplateError(
+                "compile template", key=name, reason="the template is nested too deeply"
+            ) from None
+        except (ValueError, MemoryError) as exc:  # e.g. a number literal thousands of digits long
+            raise TemplateError("compile template", key=name, reason=str(exc)) from None
 
     def check(self, source: str, *, html: bool = True, name: str = "template") -> None:
         """Raise TemplateError if ``source`` does not compile."""
@@ -156,12 +134,19 @@ class Renderer:
     def variables(self, source: str, *, name: str = "template") -> set[str]:
         """Top-level context variables the template reads (for the preview's variable report)."""
         env = self._html
+        _check_source_size(source, html=True, name=name)
         try:
             ast = env.parse(translate(source, name=name))
         except TemplateSyntaxError as exc:
             raise TemplateError(
                 "compile template", key=name, reason=str(exc), line=exc.lineno
             ) from None
+        except RecursionError:
+            raise TemplateError(
+                "compile template", key=name, reason="the template is nested too deeply"
+            ) from None
+        except (ValueError, MemoryError) as exc:
+            raise TemplateError("compile template", key=name, reason=str(exc)) from None
         found = set(meta.find_undeclared_variables(ast)) - {"_root"}
         # `{{$.x}}` reads x through the root; count it as x.
         for node in ast.find_all(nodes.Getitem):
@@ -171,23 +156,38 @@ class Renderer:
         return found
 
     def render_body(self, source: str, context: dict[str, Any], *, name: str = "body") -> Rendered:
-        return self._render(source, context, html=True, name=name)
+        return self._render(source, context, html=True, name=name, limits=self.limits)
 
     def render_subject(
         self, source: str, context: dict[str, Any], *, name: str = "subject"
     ) -> Rendered:
-        rendered = self._render(source, context, html=False, name=name)
+        rendered = self._render(source, context, html=False, name=name, limits=self._subject_limits)
         text = rendered.text.strip()
         if "\n" in text or "\r" in text:
             raise TemplateError("render subject", key=name, reason="the subject must be one line")
         return Rendered(text=text, missing=rendered.missing)
 
-    def _render(self, source: str, context: dict[str, Any], *, html: bool, name: str) -> Rendered:
+    def _render(
+        self, source: str, context: dict[str, Any], *, html: bool, name: str, limits: Limits
+    ) -> Rendered:
         template = self._compile(source, html, name)
         names: list[str] = []
         token = _missing.set(names)
         try:
-            text = template.render({**context, "_root": context})
+            with budget(limits):
+                text = template.render({**context, "_root": context})
+        except RenderLimitExceeded as exc:
+            raise TemplateError(
+                "render template", key=name, reason=str(exc), line=_line(exc)
+            ) from None
+        except RecursionError:  # the call-depth limit should come first; this is the backstop
+            raise TemplateError(
+                "render template", key=name, reason="the template recursed too deeply"
+            ) from None
+        except MemoryError:
+            raise TemplateError(
+                "render template", key=name, reason="the template ran out of memory"
+            ) from None
         except SecurityError as exc:
             raise TemplateError(
                 "render template",
@@ -202,6 +202,17 @@ class Renderer:
         finally:
             _missing.reset(token)
         return Rendered(text=text, missing=tuple(names))
+
+
+def _check_source_size(source: str, *, html: bool, name: str) -> None:
+    """Compiling is not under the render budget (it is cached, and takes ~15 us a character of
+    dense tags): a request's ``context.subject`` must not make each message cost seconds."""
+    limit = MAX_TEMPLATE_SOURCE if html else MAX_SUBJECT_SOURCE
+    if len(source) > limit:
+        what = "template" if html else "subject template"
+        raise TemplateError(
+            "compile template", key=name, reason=f"the {what} is longer than {limit:,} characters"
+        )
 
 
 def _line(exc: BaseException) -> int | None:

@@ -174,9 +174,11 @@ def send_test_email(
     )
     body = request_to_json(request)
     try:
-        parse_request(body)  # exactly what the consumer will check first
+        checked = parse_request(body)  # exactly what the consumer will check first
     except InvalidRequest as exc:
         raise ValidationError(f"The consumer would refuse this request: {exc.reason}") from None
+    if checked.warnings:  # e.g. it would fall back to the default template: not what is tested
+        raise ValidationError(f"The consumer would not send what you expect: {checked.warnings[0]}")
     with transaction.atomic():  # as in _audited_save: audited if and only if it was queued
         action = EmailAction.objects.create(
             kind=EmailAction.Kind.SEND_TEST,

@@ -224,6 +224,20 @@ def test_view_email_is_a_labelled_rerender_in_a_sandboxed_frame(sent, support):
     assert "today&#x27;s template" in page or "today's template" in page
 
 
+def test_view_email_of_a_template_that_recurses_says_why_not_a_500(sent, support):
+    """A macro calling itself used to raise RecursionError through the re-render: a 500."""
+    row = next(r for r in rows_for("dana@example.com") if r["Status"] == "SENT")
+    wiring.template_store().write_template(
+        "default/added-to-team.html", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"
+    )
+
+    response = support.get(entry_url(row["Id"], "email/"))
+
+    assert response.status_code == 200
+    assert "It cannot be rendered today" in text(response)
+    assert "calls nested more than 50 deep" in text(response)
+
+
 def test_resend_confirms_then_enqueues_with_a_fresh_dedupe_id_and_audits(sent, lead):
     row = next(r for r in rows_for("dana@example.com") if r["Status"] == "SENT")
     url = entry_url(row["Id"], "resend/")

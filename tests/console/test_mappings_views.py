@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from html import unescape
 from urllib.parse import quote
 
@@ -410,6 +411,33 @@ def test_a_broken_template_shows_inline_with_its_line(owner_client, samples):
     assert "never closed" in page and "(line" in page
     assert 'class="error-line"' in page
     assert len(iframes(page)) == 1  # the default still renders
+
+
+RECURSIVE_MACRO = "<p>ok</p>\n{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}\n"
+
+
+def test_a_recursive_macro_shows_inline_not_a_server_error(owner_client, samples):
+    wiring.template_store().write_template(f"custom/O367/{ACCEPTED_FILE}", RECURSIVE_MACRO)
+
+    response = owner_client.get(f"{PAGE}preview/", preview_query())
+
+    assert response.status_code == 200
+    page = unescape(text(response))
+    assert "calls nested more than 50 deep" in page and "(line 2)" in page
+    assert len(iframes(page)) == 1  # the default still renders
+
+
+def test_a_subject_override_that_would_build_a_gigabyte_shows_inline(owner_client, samples):
+    """``context.subject`` comes from producers: 27 characters used to fold into a 1 GB string."""
+    context = {"subject": "{{ '%0999999999d' % 1 }}"}
+    started = time.monotonic()
+
+    response = owner_client.get(f"{PAGE}preview/", preview_query(context=context))
+
+    assert response.status_code == 200
+    assert time.monotonic() - started < 10
+    page = unescape(text(response))
+    assert page.count("format width 999999999 is too large") == 2  # both panes
 
 
 def test_invalid_context_is_a_form_error_not_a_crash(owner_client, samples):

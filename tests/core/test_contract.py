@@ -14,6 +14,8 @@ from emailops.core.contract import (
     MAX_DEPTH,
     EmailRequest,
     Recipient,
+    RejectedRecipient,
+    address_problem,
     parse_request,
     request_to_json,
 )
@@ -167,28 +169,141 @@ def test_no_recipients_is_rejected(recipients):
 
 
 @pytest.mark.parametrize(
-    "recipient",
+    ("recipient", "address"),
     [
-        {},
-        {"name": "Alice"},
-        {"email": ""},
-        {"email": None},
-        {"email": 42},
-        {"email": "alice"},
-        {"email": "alice@"},
-        {"email": "@example.com"},
-        {"email": "alice@@example.com"},
-        {"email": "alice example@example.com"},
-        {"email": "alice@example.com\r\nBcc: eve@example.com"},
-        {"email": "Alice <alice@example.com>"},
-        {"email": "a@example.com, b@example.com"},
-        "alice@example.com",
-        ["alice@example.com"],
+        ({}, "recipients[1]"),
+        ({"name": "Alice"}, "recipients[1]"),
+        ({"email": ""}, "recipients[1]"),
+        ({"email": None}, "recipients[1]"),
+        ({"email": 42}, "recipients[1]"),
+        ({"email": "alice"}, "alice"),
+        ({"email": "alice@"}, "alice@"),
+        ({"email": "@example.com"}, "@example.com"),
+        ({"email": "alice@@example.com"}, "alice@@example.com"),
+        ({"email": "alice example@example.com"}, "alice example@example.com"),
+        (
+            {"email": "alice@example.com\r\nBcc: eve@example.com"},
+            "alice@example.com\r\nBcc: eve@example.com",
+        ),
+        ({"email": "Alice <alice@example.com>"}, "Alice <alice@example.com>"),
+        ({"email": "a@example.com, b@example.com"}, "a@example.com, b@example.com"),
+        ({"email": "a@example.com", "name": "A\nBcc: eve@example.com"}, "a@example.com"),
+        ({"email": "zoë@example.com"}, "zoë@example.com"),
+        ("alice@example.com", "recipients[1]"),
+        (["alice@example.com"], "recipients[1]"),
     ],
 )
-def test_recipient_without_a_valid_email_is_rejected(recipient):
-    exc = rejected(body(recipients=[{"email": "ok@example.com"}, recipient]))
-    assert "recipients[1]" in exc.reason
+def test_an_invalid_recipient_is_set_aside_and_the_others_are_kept(recipient, address):
+    """As in the Go service, one bad entry does not stop the request: the valid recipients are
+    sent and the bad one gets a FAILED row (keyed by its address, or by its place)."""
+    request = parse_request(
+        body(recipients=[{"email": "ok@example.com"}, recipient, {"email": "z@example.com"}])
+    )
+    assert [r.email for r in request.recipients] == ["ok@example.com", "z@example.com"]
+    assert len(request.rejected) == 1
+    assert request.rejected[0].address == address
+    assert "recipients[1]" in request.rejected[0].reason
+
+
+def test_no_valid_recipient_is_an_invalid_request_that_carries_the_rejections():
+    text = body(recipients=[{"email": "alice"}, {"name": "B"}, {"email": "alice"}])
+    exc = rejected(text)
+    assert exc.key == "m"
+    assert "no valid recipient" in exc.reason
+    assert "recipients[0].email 'alice'" in exc.reason and "recipients[1].email" in exc.reason
+    assert exc.request.recipients == ()
+    assert exc.request.rejected == (
+        RejectedRecipient(
+            "alice", "recipients[0].email 'alice' is not a valid address: there is no @"
+        ),
+        RejectedRecipient("recipients[1]", "recipients[1].email is missing"),
+    )  # the repeat shares the first one's key: one FAILED row
+
+
+def test_a_rejected_entry_that_repeats_a_valid_address_is_dropped():
+    """Both would share one dedupe key; the valid entry is sent."""
+    request = parse_request(
+        body(recipients=[{"email": "a@example.com", "name": 5}, {"email": "a@example.com"}])
+    )
+    assert request.recipients == (Recipient("a@example.com"),)
+    assert request.rejected == ()
+
+
+def test_a_huge_invalid_address_is_keyed_by_its_place_and_shortened_in_the_reason():
+    """The address becomes the journal row's Recipient, an index key of at most 2048 bytes."""
+    huge = "a" * 100_000 + "@example.com"
+    request = parse_request(body(recipients=[{"email": "ok@example.com"}, {"email": huge}]))
+    [bad] = request.rejected
+    assert bad.address == "recipients[1]"
+    assert len(bad.reason) < 300 and "longer than 320 characters" in bad.reason
+
+
+def test_a_rejected_entry_has_a_dedupe_key():
+    from emailops.core.dedupe import dedupe_key
+
+    request = parse_request(body(recipients=[{"email": "a@example.com"}, {"email": "bad"}, 7]))
+    keys = {dedupe_key(request, r.address) for r in request.rejected}
+    assert len(keys) == 2 and dedupe_key(request, "a@example.com") not in keys
+
+
+SES_ACCEPTS = [
+    "a@example.com",
+    "first.last+tag@sub.example.co.uk",
+    '"john doe"@example.com',
+    '"quoted\\"and\\\\escaped"@example.com',
+    '"a@b"@example.com',
+    "user@localhost",
+    "user@mail.test",
+    "user@printer.local",
+    "user@nowhere.invalid",
+    "user@[192.0.2.1]",
+    "user@[IPv6:2001:db8::1]",
+    "o'brien@example.com",
+    "!#$%&'*+/=?^_`{|}~-@example.com",
+    "x@a-b.example.com",
+    "a" * 64 + "@example.com",
+    "a@" + ".".join(["b" * 63] * 3) + ".example",
+]
+
+
+@pytest.mark.parametrize("email", SES_ACCEPTS)
+def test_addresses_ses_accepts_are_accepted(email):
+    assert address_problem(email) is None
+    assert parse_request(body(recipients=[{"email": email}])).recipients == (Recipient(email),)
+
+
+@pytest.mark.parametrize(
+    ("email", "words"),
+    [
+        ("", "empty"),
+        ("alice", "no @"),
+        ("alice@", "no domain"),
+        ("@example.com", "nothing before the @"),
+        (".alice@example.com", "before the @"),
+        ("alice.@example.com", "before the @"),
+        ("al..ice@example.com", "before the @"),
+        ('"unclosed@example.com', "before the @"),
+        ("a@-example.com", "hyphen"),
+        ("a@example-.com", "hyphen"),
+        ("a@exa_mple.com", "domain"),
+        ("a@example..com", "domain"),
+        ("a@example.com.", "domain"),
+        ("a@" + "b" * 64 + ".com", "at most 63"),
+        ("a@[192.0.2]", "not an IP address"),
+        ("a@[IPv6:zz::1]", "not an IP address"),
+        ("a" * 65 + "@example.com", "longer than 64"),
+        ("a@" + ".".join(["b" * 63] * 4) + ".com", "longer than 255"),
+        ("a@example.com\r\nBcc: eve@example.com", "one line"),
+        ("a@exam\x00ple.com", "one line"),
+        ("Alice <a@example.com>", "bare address"),
+        ('"a,b"@example.com', "bare address"),
+        ("a@example.com,b@example.com", "bare address"),
+        ("zoë@example.com", "ASCII"),
+        ("a@例子.广告", "ASCII"),
+    ],
+)
+def test_addresses_ses_refuses_say_why(email, words):
+    assert words in address_problem(email)
 
 
 @pytest.mark.parametrize("name", ["Alice\nBcc: eve@example.com", "A\rB", 5, ["A"]])
@@ -280,18 +395,24 @@ def test_organization_id_written_as_json_float_text():
     "value",
     [True, False, "36a", 1.5, "../x", "", " 367", "367 ", "-1/..", "3.67", "٣٦٧", [367], {"id": 1}],
 )
-def test_rejected_organization_ids_carry_the_request(value):
-    payload = {
-        "messageId": "m",
-        "recipients": [{"email": "a@example.com"}, {"email": "b@example.com", "name": "B"}],
-        "context": {"organizationId": value, "x": 1},
-    }
-    exc = rejected(json.dumps(payload))
-    assert "organizationId" in exc.reason
-    assert exc.key == "m"
-    assert isinstance(exc.request, EmailRequest)
-    assert [r.email for r in exc.request.recipients] == ["a@example.com", "b@example.com"]
-    assert exc.request.context["x"] == 1
+def test_an_organization_id_that_is_not_a_number_means_the_default_template(value):
+    """The Go consumer fell back to the default template; so do we, and say so in a warning."""
+    request = parse_request(body(context={"organizationId": value, "x": 1}))
+    assert request.organization_id is None
+    assert request.context["x"] == 1
+    assert len(request.warnings) == 1
+    assert request.warnings[0].startswith(f"context.organizationId {value!r} is not a number")
+    assert request.warnings[0].endswith("using the default template")
+
+
+def test_no_warnings_for_a_good_or_absent_organization_id():
+    assert parse_request(body(context={"organizationId": 367})).warnings == ()
+    assert parse_request(body()).warnings == ()
+
+
+def test_a_long_organization_id_is_shortened_in_the_warning():
+    request = parse_request(body(context={"organizationId": "x" * 500}))
+    assert len(request.warnings[0]) < 150
 
 
 def test_other_rejections_do_not_carry_a_request():

@@ -16,7 +16,6 @@ from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import (
     ConcurrentUpdate,
-    InvalidRequest,
     SendRejected,
     TemplateError,
     TransientError,
@@ -411,35 +410,39 @@ def test_mark_failed_failing_still_retries(stack):
         ),
     ],
 )
-def test_invalid_body_is_dead_lettered_without_rows(stack, body, words):
+def test_invalid_body_is_dead_lettered_with_rows_only_for_known_recipients(stack, body, words):
     outcome = stack.process(body)
     assert outcome.action is Action.DEAD_LETTER
     assert words in outcome.reason
-    assert stack.journal.rows == {}
+    rows = list(stack.journal.rows.values())
+    if '"nope"' in body:  # the recipient is known: its FAILED row says why
+        assert [(r["Recipient"], r["Status"]) for r in rows] == [("nope", Status.FAILED)]
+    else:
+        assert rows == []
     assert stack.sender.sent == []
 
 
-def test_bad_organization_id_dead_letters_with_failed_rows(stack):
+def test_bad_organization_id_falls_back_to_the_default_template_with_a_warning(stack, caplog):
     body = request_body(
         recipients=[{"email": "a@example.com"}, {"email": "b@example.com"}],
         organizationId="../x",
+        datasetName="D",
     )
     outcome = stack.process(body)
-    assert outcome.action is Action.DEAD_LETTER
-    assert "organizationId" in outcome.reason
-    assert stack.sender.sent == []
-    assert stack.templates.reads == []  # it never reached an S3 key
-    with pytest.raises(InvalidRequest) as info:
-        parse_request(body)
-    assert len(stack.journal.rows) == 2
-    for email in ("a@example.com", "b@example.com"):
-        row = stack.journal.rows[dedupe_key(info.value.request, email)]
-        assert row["Status"] == Status.FAILED
-        assert row["Recipient"] == email
-        assert "organizationId" in row["Error"]
-        assert row["MessageId"] == "dataset-publication-accepted"
-        assert row["Context"] == {"organizationId": "../x"}
-        assert row["ExpiresAt"] == NOW + 90 * 86400
+    assert (outcome.action, outcome.sent) == (Action.DELETE, 2)
+    assert stack.templates.reads == [
+        "default/dataset-publication-accepted.html"
+    ]  # no S3 key from it
+    assert "event=request.warning" in caplog.text and "organizationId" in caplog.text
+
+
+def test_an_invalid_recipient_gets_a_failed_row_and_the_others_are_sent(stack):
+    body = request_body(recipients=[{"email": "a@example.com"}, {"email": "not an address"}])
+    outcome = stack.process(body)
+    assert (outcome.action, outcome.sent) == (Action.DELETE, 1)
+    row = stack.row(body, "not an address")
+    assert row["Status"] == Status.FAILED and "recipients[1]" in row["Error"]
+    assert [e.to for e in stack.sender.sent] == ["a@example.com"]
 
 
 @pytest.mark.parametrize(

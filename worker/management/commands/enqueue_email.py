@@ -50,9 +50,13 @@ class Command(BaseCommand):
             raise CommandError("give --file, or --message-id with at least one --to")
         if not raw:
             try:
-                parse_request(body)
+                request = parse_request(body)
             except EmailOpsError as exc:
                 raise CommandError(f"{exc.describe()} (use --raw to enqueue it anyway)") from exc
+            # The consumer would send the rest; someone typing this wants to hear about it first.
+            problems = [r.reason for r in request.rejected] + list(request.warnings)
+            if problems:
+                raise CommandError("; ".join(problems) + " (use --raw to enqueue it anyway)")
         try:
             sqs_id = wiring.queue().send(body)
         except EmailOpsError as exc:
