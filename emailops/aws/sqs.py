@@ -104,14 +104,16 @@ class SqsQueue:
         )
 
     def receive(self, *, max_messages: int = 10, wait_seconds: int = 20) -> list[QueueMessage]:
+        return self._receive(MaxNumberOfMessages=max_messages, WaitTimeSeconds=wait_seconds)
+
+    def _receive(self, **kwargs: Any) -> list[QueueMessage]:
         response = self._call(
             "receive_message",
             "receive messages",
             QueueUrl=self.url,
-            MaxNumberOfMessages=max_messages,
-            WaitTimeSeconds=wait_seconds,
-            MessageSystemAttributeNames=["ApproximateReceiveCount"],
+            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
             MessageAttributeNames=["All"],
+            **kwargs,
         )
         return [
             QueueMessage(
@@ -120,25 +122,33 @@ class SqsQueue:
                 body=m.get("Body", ""),
                 receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
                 attributes=m.get("MessageAttributes", {}),
+                sent_at=int(m.get("Attributes", {}).get("SentTimestamp", 0)) // 1000,
             )
             for m in response.get("Messages", [])
         ]
 
-    def delete_batch(self, messages: list[QueueMessage]) -> list[str]:
-        """Delete up to 10 at a time; returns the ids SQS failed to delete (they will reappear)."""
+    def _batch(
+        self, operation: str, what: str, messages: list[QueueMessage], **entry: Any
+    ) -> list[str]:
+        """One batch call per 10 messages; returns the ids SQS refused."""
         failed: list[str] = []
         for start in range(0, len(messages), 10):
             chunk = messages[start : start + 10]
             response = self._call(
-                "delete_message_batch",
-                "delete messages",
+                operation,
+                what,
                 QueueUrl=self.url,
                 Entries=[
-                    {"Id": str(i), "ReceiptHandle": m.receipt_handle} for i, m in enumerate(chunk)
+                    {"Id": str(i), "ReceiptHandle": m.receipt_handle, **entry}
+                    for i, m in enumerate(chunk)
                 ],
             )
             failed += [chunk[int(f["Id"])].message_id for f in response.get("Failed", [])]
         return failed
+
+    def delete_batch(self, messages: list[QueueMessage]) -> list[str]:
+        """Delete up to 10 at a time; returns the ids SQS failed to delete (they will reappear)."""
+        return self._batch("delete_message_batch", "delete messages", messages)
 
     def change_visibility(self, message: QueueMessage, seconds: int) -> None:
         self._call(
@@ -232,45 +242,18 @@ class SqsQueue:
         self, *, max_messages: int = 10, hide_seconds: int = 30
     ) -> list[QueueMessage]:
         """Receive without waiting, hiding what was received for ``hide_seconds`` (at least 1);
-        callers release (visibility 0) or delete each message. Carries SentTimestamp."""
-        response = self._call(
-            "receive_message",
-            "receive messages",
-            QueueUrl=self.url,
+        callers release (visibility 0) or delete each message."""
+        return self._receive(
             MaxNumberOfMessages=max(1, min(10, max_messages)),
             WaitTimeSeconds=0,
             VisibilityTimeout=max(1, min(MAX_VISIBILITY_SECONDS, hide_seconds)),
-            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
-            MessageAttributeNames=["All"],
         )
-        return [
-            QueueMessage(
-                message_id=m["MessageId"],
-                receipt_handle=m["ReceiptHandle"],
-                body=m.get("Body", ""),
-                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
-                attributes=m.get("MessageAttributes", {}),
-                sent_at=int(m.get("Attributes", {}).get("SentTimestamp", 0)) // 1000,
-            )
-            for m in response.get("Messages", [])
-        ]
 
     def release(self, messages: list[QueueMessage]) -> list[str]:
         """Make messages visible again at once (visibility 0); returns the ids SQS refused."""
-        failed: list[str] = []
-        for start in range(0, len(messages), 10):
-            chunk = messages[start : start + 10]
-            response = self._call(
-                "change_message_visibility_batch",
-                "release messages",
-                QueueUrl=self.url,
-                Entries=[
-                    {"Id": str(i), "ReceiptHandle": m.receipt_handle, "VisibilityTimeout": 0}
-                    for i, m in enumerate(chunk)
-                ],
-            )
-            failed += [chunk[int(f["Id"])].message_id for f in response.get("Failed", [])]
-        return failed
+        return self._batch(
+            "change_message_visibility_batch", "release messages", messages, VisibilityTimeout=0
+        )
 
     def send_with_attributes(self, body: str, attributes: dict[str, Any]) -> str:
         """Put a copy of a message on this queue with the given message attributes; its new id."""

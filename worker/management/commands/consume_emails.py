@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import signal
-import threading
-
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from worker.cli import add_queue_arguments, stop_signals
 from worker.stats import serve_metrics
 from worker.wiring import build_consumer
 
@@ -18,22 +16,7 @@ class Command(BaseCommand):
     help = "Consume EmailRequest messages from EMAIL_SERVICE_QUEUE_URL: claim, send, mark."
 
     def add_arguments(self, parser):
-        parser.add_argument(
-            "--until-empty",
-            action="store_true",
-            help="exit once a receive returns nothing and nothing is in flight (tests, cron)",
-        )
-        parser.add_argument(
-            "--max-messages", type=int, default=None, help="stop after receiving this many messages"
-        )
-        parser.add_argument(
-            "--wait-time",
-            type=int,
-            default=20,
-            choices=range(0, 21),
-            metavar="S",
-            help="long-poll wait, 0-20 seconds (default 20)",
-        )
+        add_queue_arguments(parser)
         parser.add_argument(
             "--batch-size",
             type=int,
@@ -73,23 +56,8 @@ class Command(BaseCommand):
         concurrency = options["concurrency"] or settings.CONSUMER_CONCURRENCY
         if concurrency < 1:
             raise CommandError("--concurrency must be at least 1")
-        stop, force = threading.Event(), threading.Event()
-
-        def request_stop(signum, _frame):
-            if stop.is_set():
-                force.set()
-                self.stderr.write(f"signal {signum}: stopping now")
-                return
-            self.stderr.write(
-                f"signal {signum}: finishing in-flight records (up to "
-                f"{options['stop_timeout']:g} s), then stopping (again to force)"
-            )
-            stop.set()
-
-        previous = {
-            sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
-        }
-        try:
+        first = f"finishing in-flight records (up to {options['stop_timeout']:g} s), then stopping"
+        with stop_signals(self.stderr.write, first) as (stop, force):
             consumer = build_consumer(
                 concurrency=concurrency,
                 stop_timeout=options["stop_timeout"],
@@ -107,9 +75,6 @@ class Command(BaseCommand):
                 wait_time=options["wait_time"],
                 batch_size=options["batch_size"],
             )
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
         self.stdout.write(
             f"received={stats.received} deleted={stats.deleted} sent={stats.sent} "
             f"retried={stats.retried} waiting={stats.waiting} "
