@@ -17,7 +17,7 @@ from typing import Any
 from django.conf import settings
 
 from emailops import wiring
-from emailops.core.contract import EmailRequest, parse_request
+from emailops.core.contract import EmailRequest, parse_complete_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.pipeline import Action, RecordOutcome
@@ -39,7 +39,7 @@ def invalid_field(exc: InvalidRequest) -> str | None:
     """The wire field an InvalidRequest is about, or None when it is about the whole body."""
     if exc.reason == "no recipients":
         return "recipients"
-    match = _FIELD.match(exc.reason)
+    match = _FIELD.match(exc.reason.removeprefix("no valid recipient: "))
     return match["field"] if match else None
 
 
@@ -64,7 +64,7 @@ def email_send(*, body: str | bytes, now: float | None = None) -> SendResult:
     Raises EmailOpsError when the journal cannot be read afterwards (the caller should retry: the
     rows' dedupe keys make a retry safe).
     """
-    request = parse_request(body)
+    request = parse_complete_request(body)  # synchronous: the caller can fix and retry
     lease = settings.CLAIM_LEASE_SECONDS or DEFAULT_LEASE_SECONDS
     pipeline = build_pipeline(lease_seconds=lease)
     if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it

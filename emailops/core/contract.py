@@ -24,6 +24,7 @@ __all__ = [
     "Recipient",
     "RejectedRecipient",
     "address_problem",
+    "parse_complete_request",
     "parse_request",
     "request_to_json",
 ]
@@ -293,6 +294,17 @@ def parse_request(body: str | bytes) -> EmailRequest:
         exc = InvalidRequest("parse request", key=message_id, reason=_no_valid_recipient(rejected))
         exc.request = request  # the pipeline journals each rejected entry as FAILED
         raise exc
+    return request
+
+
+def parse_complete_request(body: str | bytes) -> EmailRequest:
+    """Parse for a caller who can still fix the input (the send API, enqueue_email, send-test):
+    any refused recipient or fallback is an InvalidRequest naming it, where the consumer would
+    send the rest."""
+    request = parse_request(body)
+    problems = [r.reason for r in request.rejected] + list(request.warnings)
+    if problems:
+        raise InvalidRequest("parse request", key=request.message_id, reason="; ".join(problems))
     return request
 
 

@@ -15,7 +15,12 @@ from django.db import transaction
 from django.utils import timezone
 
 from emailops import wiring
-from emailops.core.contract import EmailRequest, Recipient, parse_request, request_to_json
+from emailops.core.contract import (
+    EmailRequest,
+    Recipient,
+    parse_complete_request,
+    request_to_json,
+)
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import ConcurrentUpdate, InvalidRequest, TemplateError
 from emailops.core.ports import TemplateMapping, default_template_key
@@ -174,11 +179,11 @@ def send_test_email(
     )
     body = request_to_json(request)
     try:
-        checked = parse_request(body)  # exactly what the consumer will check first
+        # What the consumer checks first; a fallback (e.g. to the default template) would not
+        # test what the owner meant either.
+        parse_complete_request(body)
     except InvalidRequest as exc:
-        raise ValidationError(f"The consumer would refuse this request: {exc.reason}") from None
-    if checked.warnings:  # e.g. it would fall back to the default template: not what is tested
-        raise ValidationError(f"The consumer would not send what you expect: {checked.warnings[0]}")
+        raise ValidationError(f"The consumer would not send this as it is: {exc.reason}") from None
     with transaction.atomic():  # as in _audited_save: audited if and only if it was queued
         action = EmailAction.objects.create(
             kind=EmailAction.Kind.SEND_TEST,

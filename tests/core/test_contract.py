@@ -482,3 +482,23 @@ def test_nesting_up_to_the_limit_is_fine():
     text = '{"messageId":"m","recipients":[{"email":"a@example.com"}],"context":{"x":%s}}'
     request = parse_request(text % ("[" * depth + "]" * depth))
     assert len(dedupe_key(request, "a@example.com")) == 64
+
+
+def test_a_complete_request_refuses_what_the_consumer_would_only_partly_send():
+    from emailops.core.contract import parse_complete_request
+
+    partly = json.dumps(
+        {"messageId": "m", "recipients": [{"email": "a@example.com"}, {"email": "nope"}]}
+    )
+    assert len(parse_request(partly).recipients) == 1  # the consumer sends the valid one
+    with pytest.raises(InvalidRequest, match=r"recipients\[1\]\.email"):
+        parse_complete_request(partly)
+    fallback = json.dumps(
+        {
+            "messageId": "m",
+            "recipients": [{"email": "a@example.com"}],
+            "context": {"organizationId": "x"},
+        }
+    )
+    with pytest.raises(InvalidRequest, match="organizationId"):
+        parse_complete_request(fallback)

@@ -8,7 +8,7 @@ from pathlib import Path
 from django.core.management.base import BaseCommand, CommandError
 
 from emailops import wiring
-from emailops.core.contract import parse_request
+from emailops.core.contract import parse_complete_request
 from emailops.core.errors import EmailOpsError
 
 
@@ -50,13 +50,10 @@ class Command(BaseCommand):
             raise CommandError("give --file, or --message-id with at least one --to")
         if not raw:
             try:
-                request = parse_request(body)
+                # The consumer would send the rest; someone typing this wants to hear it first.
+                parse_complete_request(body)
             except EmailOpsError as exc:
                 raise CommandError(f"{exc.describe()} (use --raw to enqueue it anyway)") from exc
-            # The consumer would send the rest; someone typing this wants to hear about it first.
-            problems = [r.reason for r in request.rejected] + list(request.warnings)
-            if problems:
-                raise CommandError("; ".join(problems) + " (use --raw to enqueue it anyway)")
         try:
             sqs_id = wiring.queue().send(body)
         except EmailOpsError as exc:
