@@ -10,7 +10,12 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from emailops import wiring
-from emailops.core.contract import EmailRequest, Recipient, parse_request, request_to_json
+from emailops.core.contract import (
+    EmailRequest,
+    Recipient,
+    parse_complete_request,
+    request_to_json,
+)
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import InvalidRequest
 from emailops.core.events import EventLog
@@ -59,7 +64,8 @@ def email_resend(
     )
     body = request_to_json(request)
     try:
-        parse_request(body)  # the consumer would dead-letter it: say so now instead
+        # What the consumer would dead-letter, or send differently (a fallback template): say so.
+        parse_complete_request(body)
     except InvalidRequest as exc:
         raise ValidationError(f"this row cannot be resent: {exc.describe()}") from exc
 
