@@ -233,6 +233,7 @@ def test_a_closed_port_falls_back_at_once_and_loudly(key, caplog):
 def test_redis_going_away_and_coming_back(key, forwarder, caplog):
     import redis
 
+    caplog.set_level(logging.INFO, logger=LOGGER)  # whatever logging config other tests left
     direct = redis.Redis.from_url(REDIS_URL)
     store = RedisBucketStore.from_url(f"redis://127.0.0.1:{forwarder.port}/0", key=key)
     limiter = limiter_for(store, rate=1000, probe_every=0.1)
