@@ -70,4 +70,5 @@ def send_through_pipeline(aws: Any, *requests: dict[str, Any]) -> None:
 
     for request in requests:
         aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps(request))
-    build_consumer(concurrency=4).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    # One at a time: tests read the rows in the order they were sent.
+    build_consumer(concurrency=1).run(stop=threading.Event(), until_empty=True, wait_time=0)

@@ -11,10 +11,3 @@ import os
 os.environ["DJANGO_DEBUG"] = "true"
 
 from emailops.settings import *  # noqa: F403
-
-# SQLite's in-memory test database locks whole tables between connections and fails at once
-# ("database table is locked") when a Celery worker thread writes beside the test; a file with a
-# busy timeout makes such writers wait their turn instead.
-if DATABASES["default"]["ENGINE"].endswith("sqlite3"):  # noqa: F405
-    DATABASES["default"]["TEST"] = {"NAME": str(BASE_DIR / ".test-db.sqlite3")}  # noqa: F405
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 20  # noqa: F405
