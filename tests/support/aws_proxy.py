@@ -357,7 +357,7 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     timeout = 30  # an idle client connection is closed after this long
     server: _Server
 
-    def log_message(self, format, *args):  # noqa: A002 - the base class's name
+    def log_message(self, format, *args):  # quiet: the records say what happened
         pass
 
     def _read_body(self) -> bytes:
