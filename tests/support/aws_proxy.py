@@ -25,6 +25,7 @@ import re
 import socket
 import socketserver
 import struct
+import sys
 import threading
 import time
 import uuid
@@ -344,6 +345,11 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         except BaseException:
             self.slots.release()
             raise
+
+    def handle_error(self, request, client_address):
+        # Clients that go away (a SIGKILLed consumer, a reset) are part of the game, not news.
+        if not isinstance(sys.exc_info()[1], OSError):
+            super().handle_error(request, client_address)
 
     def process_request_thread(self, request, client_address):
         try:
