@@ -134,6 +134,16 @@ class ConsumerProcess:
         self.process.wait(timeout=10)
         return at
 
+    def terminate(self, timeout: float = 30) -> int:
+        """SIGTERM (a graceful stop), then SIGKILL if it is still there after ``timeout``."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.process.wait(timeout=10)
+
     def wait(self, timeout: float) -> int:
         return self.process.wait(timeout=timeout)
 
