@@ -122,7 +122,7 @@ def test_chaos(moto_server, proxy, seed):
         f"({'--concurrency passed' if '--concurrency' in args else 'no --concurrency flag'}), "
         f"kills for {chaos_took:.0f} s, drained={drained_in_time} after {took:.0f} s, seed {seed}\n"
         f"{ledger.report()}\n"
-        f"dead-lettered         {dead_letters}\n"
+        f"dead-lettered         {dead_letters}\n{stack.describe_dead_letters()}\n"
         f"consumers that exited on their own: {crashed or 'none'}\n"
         f"faults injected: {dict(_fault_counts(proxy))}"
     )

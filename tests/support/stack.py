@@ -261,6 +261,34 @@ class Stack:
         )["Attributes"]
         return sum(int(v) for v in attributes.values())
 
+    def dead_letters(self, *, receives: int = 5) -> list[dict]:
+        """Messages on the dead-letter queue (a few receives: SQS returns a sample per call)."""
+        found: dict[str, dict] = {}
+        for _ in range(receives):
+            response = self.sqs.receive_message(
+                QueueUrl=self.direct(self.dlq_url),
+                MaxNumberOfMessages=10,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
+                VisibilityTimeout=0,
+            )
+            found.update({m["MessageId"]: m for m in response.get("Messages", [])})
+        return list(found.values())
+
+    def describe_dead_letters(self, limit: int = 5) -> str:
+        """One line per dead letter: its reason, or that SQS's redrive moved it without one."""
+        lines = []
+        for message in self.dead_letters()[:limit]:
+            reason = message.get("MessageAttributes", {}).get("FailureReason", {})
+            lines.append(
+                f"  {message['Body'][:80]} -> "
+                + (
+                    reason.get("StringValue", "")[:200]
+                    or "no FailureReason (SQS's maxReceiveCount)"
+                )
+            )
+        return "\n".join(lines)
+
     def consumer_args(self, *, concurrency: int | None = None, **options: object) -> list[str]:
         """Arguments for consume_emails; options the checked-out consumer lacks are left out."""
         known = consumer_flags()
