@@ -117,19 +117,29 @@ def test_chaos(moto_server, proxy, seed):
 
     ledger = Ledger(expected, proxy.ses_sends(), proxy.records(), kills)
     dead_letters = stack.depth(stack.dlq_url)
+    statuses = stack.journal_statuses()
+    not_sent = sorted(a for a, key in expected.items() if statuses.get(key) != "SENT")
     print(
         f"\n--- chaos: {count} requests, {consumers} consumers x concurrency {concurrency} "
         f"({'--concurrency passed' if '--concurrency' in args else 'no --concurrency flag'}), "
         f"kills for {chaos_took:.0f} s, drained={drained_in_time} after {took:.0f} s, seed {seed}\n"
         f"{ledger.report()}\n"
-        f"dead-lettered         {dead_letters}\n{stack.describe_dead_letters()}\n"
-        f"consumers that exited on their own: {crashed or 'none'}\n"
+        f"dead-lettered         {dead_letters}\n"
+        + (f"{stack.describe_dead_letters()}\n" if dead_letters else "")
+        + f"journal rows not SENT {len(not_sent)}"
+        + (
+            f" (e.g. {not_sent[0]}: {statuses.get(expected[not_sent[0]], 'no row')})"
+            if not_sent
+            else ""
+        )
+        + f"\nconsumers that exited on their own: {crashed or 'none'}\n"
         f"faults injected: {dict(_fault_counts(proxy))}"
     )
     assert drained_in_time, f"queue not drained within {drain_seconds} s after the chaos"
     assert ledger.lost == [], f"{len(ledger.lost)} recipients never got their email"
     assert dead_letters == 0, "valid requests were dead-lettered"
     assert ledger.unexpected == 0
+    assert not_sent == [], "delivered, but the journal does not say SENT"
     assert ledger.duplicates <= ledger.allowance, ledger.causes
 
 

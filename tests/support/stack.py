@@ -261,6 +261,22 @@ class Stack:
         )["Attributes"]
         return sum(int(v) for v in attributes.values())
 
+    def journal_statuses(self) -> dict[str, str]:
+        """Journal key → Status, for every row of this stack's journal table."""
+        statuses: dict[str, str] = {}
+        kwargs: dict = {
+            "TableName": self.journal_table,
+            "ProjectionExpression": "Id, #s",
+            "ExpressionAttributeNames": {"#s": "Status"},
+        }
+        for _ in range(10_000):  # bounded: pages of up to 1 MB
+            page = self.dynamodb.scan(**kwargs)
+            statuses.update({i["Id"]["S"]: i.get("Status", {}).get("S", "") for i in page["Items"]})
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return statuses
+
     def dead_letters(self, *, receives: int = 5) -> list[dict]:
         """Messages on the dead-letter queue (a few receives: SQS returns a sample per call)."""
         found: dict[str, dict] = {}
