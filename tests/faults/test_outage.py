@@ -64,7 +64,8 @@ def test_ses_outage_leaves_nothing_dead_lettered(moto_server, proxy):
         f"{ledger.report()}\n"
         f"dead-lettered         {dead_letters}"
         + (f" (first after {dead_lettered_at:.0f} s of outage)" if dead_lettered_at else "")
-        + f"\n{stack.describe_dead_letters()}\nleft on the queue     {left_on_queue}"
+        + (f"\n{stack.describe_dead_letters()}" if dead_letters else "")
+        + f"\nleft on the queue     {left_on_queue}"
     )
     assert dead_letters == 0, "transient SES trouble dead-lettered records"
     assert left_on_queue == 0, "the queue did not drain within 60 s after the outage"
