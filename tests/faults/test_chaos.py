@@ -32,7 +32,8 @@ def steady_faults():
     return (
         ses_throttling(0.08),
         ses_5xx(0.05),
-        lost_ses_replies(0.03),
+        lost_ses_replies(0.02),
+        lost_ses_replies(0.01, as_500=True),
         dynamodb_throttling(0.05),
         sqs_5xx(0.03),
     )

@@ -86,6 +86,15 @@ def test_a_lost_reply_leaves_the_send_accepted_but_unheard(proxy, ses):
     assert ses.get_send_quota()["SentLast24Hours"] == before + 1  # moto took it
 
 
+def test_a_lost_reply_can_also_be_a_500(proxy, ses):
+    proxy.add(lost_ses_replies(as_500=True))
+    with pytest.raises(ClientError) as caught:
+        send(ses, "lost500@example.com")
+    assert caught.value.response["ResponseMetadata"]["HTTPStatusCode"] == 500
+    (record,) = proxy.ses_sends()
+    assert record.reply_lost and record.recipients == ("lost500@example.com",)
+
+
 def test_error_faults_per_service(proxy, ses):
     proxy.add(ses_5xx(), dynamodb_throttling(), sqs_5xx())
     with pytest.raises(ClientError) as ses_error:

@@ -73,8 +73,8 @@ _SES_ID = re.compile(rb"<MessageId>([^<]*)</MessageId>")
 class Fault:
     """One rule. ``kind`` is "latency" (add ``latency`` seconds, half before forwarding and half
     after), "error" (answer ``status``/``code``/``message`` without forwarding) or "lost_reply"
-    (forward, so the call takes effect, then reset the connection: the client never sees the
-    reply). A rule applies to matching calls inside [start, end) (epoch seconds, None = open)
+    (forward, so the call takes effect, then reset the connection, or answer ``status`` if it is
+    set: the client never sees the real reply). A rule applies to matching calls inside [start, end) (epoch seconds, None = open)
     with ``probability``, at most ``limit`` times."""
 
     kind: str
@@ -145,8 +145,16 @@ def ses_5xx(
     )
 
 
-def lost_ses_replies(probability: float = 1.0) -> Fault:
-    return Fault("lost_reply", "ses", SES_SEND_OPERATIONS, probability, name="lost SES reply")
+def lost_ses_replies(probability: float = 1.0, *, as_500: bool = False) -> Fault:
+    """SES takes the send; the caller gets a reset connection (or, ``as_500``, a 500 error)."""
+    return Fault(
+        "lost_reply",
+        "ses",
+        SES_SEND_OPERATIONS,
+        probability,
+        status=500 if as_500 else 0,
+        name="lost SES reply",
+    )
 
 
 def dynamodb_throttling(
@@ -605,7 +613,13 @@ class AwsProxy:
             self._record(
                 Call(at, **base, status=status, fault=fault.name, reply_lost=True, **details)
             )
-            handler.reset()
+            if fault.status:
+                extra, payload = _error_body(
+                    service, False, fault.status, fault.code, fault.message
+                )
+                self._reply(handler, fault.status, list(extra.items()), payload, 0)
+            else:
+                handler.reset()
             return
         # Recorded before the reply goes out: whoever reads the records after the call returned
         # must find it.
