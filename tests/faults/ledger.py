@@ -40,10 +40,12 @@ class Ledger:
     examples: dict[str, str] = field(default_factory=dict)  # a cause → one recipient it hit
 
     def __post_init__(self) -> None:
-        marks: dict[tuple[str, str], list[Call]] = defaultdict(list)
+        # Every SENT write per key, whoever made it: the sender's own mark, or another consumer
+        # marking a send it learned about (an "accepted" key carried with a retried record).
+        marks: dict[str, list[Call]] = defaultdict(list)
         for call in self.calls:
             if call.service == "dynamodb" and call.sets_status == "SENT" and call.key:
-                marks[(call.client, call.key)].append(call)
+                marks[call.key].append(call)
         per_recipient: dict[str, list[Call]] = defaultdict(list)
         for send in self.sends:
             for address in send.recipients:
@@ -58,33 +60,30 @@ class Ledger:
                 continue
             self.delivered += 1
             self.duplicates += len(sends) - 1
-            for send in sends:
-                cause = self._cause(send, marks.get((send.client, key), []))
-                if cause in ALLOWED:
-                    self.lost_replies += cause == ALLOWED[0]
-                    self.kills_between += cause == ALLOWED[1]
-            for send in sends[:-1]:
-                cause = self._cause(send, marks.get((send.client, key), []))
-                self.causes[cause] += 1
-                self.examples.setdefault(cause, address)
+            for i, send in enumerate(sends):
+                later = sends[i + 1].at if i + 1 < len(sends) else float("inf")
+                cause = self._cause(send, [m for m in marks[key] if send.at <= m.at <= later])
+                self.lost_replies += cause == ALLOWED[0]
+                self.kills_between += cause == ALLOWED[1]
+                if i + 1 < len(sends):
+                    self.causes[cause] += 1
+                    self.examples.setdefault(cause, address)
 
     def _cause(self, send: Call, marks: list[Call]) -> str:
-        """Why ``send`` may be followed by another (see the module's docstring)."""
-        after = [m for m in marks if m.at >= send.at]
+        """Why another send may follow ``send``; ``marks`` are the SENT writes for its key between
+        it and the next send (see the module's docstring)."""
         if send.reply_lost:
             return ALLOWED[0]
-        if any(m.delivered for m in after):
+        if any(m.accepted for m in marks):
             return "sent again although marked SENT"
+        own = [m for m in marks if m.client == send.client]
         if send.client_gone or send.client in self.kills:
             return ALLOWED[1]
-        if any(m.error_code == "ConditionalCheckFailedException" for m in after):
+        if any(m.error_code == "ConditionalCheckFailedException" for m in own):
             return "lease lost before the mark"
-        if any(m.fault or m.status >= 500 for m in after):
-            return (
-                "mark failed ("
-                + next(m.fault or m.error_code for m in after if m.fault or m.status >= 500)
-                + ")"
-            )
+        failed = [m.fault or m.error_code for m in own if m.fault or m.status >= 500]
+        if failed:
+            return f"mark failed ({failed[0]})"
         return "unexplained (no mark attempt seen)"
 
     @property
