@@ -341,6 +341,8 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
         self.proxy = proxy
         self.slots = threading.BoundedSemaphore(max_connections)
         self.stopping = False
+        self.open: set[socket.socket] = set()  # client connections, closed on stop
+        self.open_lock = threading.Lock()
 
     def process_request(self, request, client_address):
         # Bounded: past max_connections the accept loop waits; the kernel's backlog holds the rest.
@@ -360,10 +362,22 @@ class _Server(socketserver.ThreadingMixIn, http.server.HTTPServer):
             super().handle_error(request, client_address)
 
     def process_request_thread(self, request, client_address):
+        with self.open_lock:
+            self.open.add(request)
         try:
             super().process_request_thread(request, client_address)
         finally:
+            with self.open_lock:
+                self.open.discard(request)
             self.slots.release()
+
+    def close_connections(self) -> None:
+        """End every client connection, so no handler thread outlives the proxy."""
+        with self.open_lock:
+            connections = list(self.open)
+        for connection in connections:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -456,6 +470,7 @@ class AwsProxy:
             self._server.stopping = True
             self._server.shutdown()
             self._server.server_close()
+            self._server.close_connections()
             self._server = None
 
     def __enter__(self) -> AwsProxy:
@@ -590,6 +605,7 @@ class AwsProxy:
                 conn.close()
         except (OSError, http.client.HTTPException) as exc:
             handler.close_connection = True
+            conn.close()
             handler._upstream = None
             self._record(Call(time.time(), **base, status=502, error_code=type(exc).__name__))
             self._reply(handler, 502, [("Content-Type", "text/plain")], b"upstream failed", 0)
