@@ -10,6 +10,8 @@
 | FAULTS_DRAIN_SECONDS | 90 | then, the bound on waiting for the queue to drain |
 | FAULTS_OUTAGE_SECONDS | 60 | the SES outage |
 | FAULTS_SEED | random | the proxy's and the killer's random seed (printed) |
+
+Consumers log at LOG_LEVEL (WARNING unless set); ``KEEP_CONSUMER_LOGS=1`` keeps their logs.
 """
 
 from __future__ import annotations

@@ -150,10 +150,11 @@ class ConsumerProcess:
     def output(self) -> str:
         return self.log_path.read_text(errors="replace")
 
-    def cleanup(self) -> None:
+    def cleanup(self, *, keep_log: bool = False) -> None:
         if self.alive():
             self.kill()
-        self.log_path.unlink(missing_ok=True)
+        if not keep_log:
+            self.log_path.unlink(missing_ok=True)
 
 
 class Stack:
@@ -189,7 +190,7 @@ class Stack:
             "EMAIL_SENDER": "Pennsieve <support@pennsieve.test>",
             "EMAIL_REPLY_TO": "help@pennsieve.test",
             "EMAIL_SERVICE_QUEUE_URL": self.queue_url,
-            "LOG_LEVEL": "WARNING",
+            "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
             **(extra_env or {}),
         }
         self.consumers: list[ConsumerProcess] = []
@@ -326,6 +327,10 @@ class Stack:
         return process
 
     def close(self) -> None:
+        """Kill every consumer started here; ``KEEP_CONSUMER_LOGS=1`` keeps (and lists) their logs."""
+        keep = os.environ.get("KEEP_CONSUMER_LOGS") == "1"
         for process in self.consumers:
-            process.cleanup()
+            process.cleanup(keep_log=keep)
+        if keep and self.consumers:
+            print(f"consumer logs: {' '.join(str(p.log_path) for p in self.consumers)}")
         self.consumers.clear()
