@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench chaos
+.PHONY: run test lint bench chaos client
 
 $(PY): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -36,3 +36,6 @@ chaos: $(PY)  ## the fault suite, long: consumers SIGKILLed and AWS faults for C
 	FAULTS_REQUESTS=$(CHAOS_REQUESTS) FAULTS_CHAOS_SECONDS=$(CHAOS_SECONDS) \
 	FAULTS_DRAIN_SECONDS=$${FAULTS_DRAIN_SECONDS:-600} \
 	$(PY) -m pytest -m faults -s -p no:cacheprovider tests/faults
+
+client: $(PY)  ## regenerate emailops/client/messages.py from emailops/data/template-variables.json
+	$(PY) -m emailops.client.generate

@@ -5,17 +5,62 @@ from __future__ import annotations
 from pathlib import Path
 
 import environ
+from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 env = environ.Env()
 environ.Env.read_env(BASE_DIR / ".env")  # optional; real environment variables win
 
+# Off unless said otherwise: production is the default. The local stack (devstack) and the test
+# suite (tests/settings.py) turn it on before Django loads, which also allows plain http below.
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
-# The default only suits the local stack and tests; production sets its own.
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="insecure-dev-key-change-me")
+DEV_SECRET_KEY = "insecure-dev-key-change-me"
+
+
+def _strong_secret_key(key: str) -> str:
+    """With DEBUG off the key signs sessions and password resets: refuse to start on a weak one.
+    The bar is Django's own (security.W009): 50 characters, 5 distinct, not a generated dev key."""
+    if (
+        len(key) < 50
+        or len(set(key)) < 5
+        or key == DEV_SECRET_KEY
+        or key.startswith("django-insecure-")
+    ):
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set to a strong secret when DJANGO_DEBUG is off "
+            "(at least 50 characters, at least 5 distinct, not the development default). "
+            "Generate one: python -c 'import secrets; print(secrets.token_urlsafe(64))'. "
+            "On a development machine set DJANGO_DEBUG=true instead."
+        )
+    return key
+
+
+SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
+SECRET_KEY = (SECRET_KEY or DEV_SECRET_KEY) if DEBUG else _strong_secret_key(SECRET_KEY)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
+
+# --- HTTPS: on by default in production; DEBUG (local stack, tests) runs over plain http ---------
+SECURE_SSL_REDIRECT = env.bool("DJANGO_SECURE_SSL_REDIRECT", default=not DEBUG)
+SESSION_COOKIE_SECURE = env.bool("DJANGO_SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("DJANGO_CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("DJANGO_SECURE_HSTS_SECONDS", default=0 if DEBUG else 31_536_000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool(
+    "DJANGO_SECURE_HSTS_INCLUDE_SUBDOMAINS", default=not DEBUG
+)
+SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=not DEBUG)
+# TLS ends at the load balancer, which says so in X-Forwarded-Proto; without this Django would see
+# http and redirect forever. Empty it when nothing in front sets (and strips) that header.
+_proxy_header = env.list(
+    "DJANGO_SECURE_PROXY_SSL_HEADER",
+    default=[] if DEBUG else ["HTTP_X_FORWARDED_PROTO", "https"],
+)
+if _proxy_header and len(_proxy_header) != 2:
+    raise ImproperlyConfigured(
+        "DJANGO_SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
+    )
+SECURE_PROXY_SSL_HEADER = tuple(_proxy_header) if _proxy_header else None
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -26,10 +71,16 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "templates_admin",
     "worker",
+    "api",
+    "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
 ]
 
 MIDDLEWARE = [
+    # First: /healthz answers load balancer and container probes (by IP, over http) before the
+    # host check and the HTTPS redirect could refuse them.
+    "emailops.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn, no nginx needed
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -59,12 +110,32 @@ TEMPLATES = [
 DATABASES = {"default": env.db("DATABASE_URL", default=f"sqlite:///{BASE_DIR / 'db.sqlite3'}")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    # Production serves hashed, compressed copies made by collectstatic (the image's build step);
+    # DEBUG serves the apps' files as they are, with no collectstatic needed.
+    "staticfiles": {
+        "BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"
+        if DEBUG
+        else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+    },
+}
+# Under DEBUG whitenoise serves the apps' static directories directly (nothing collected).
+WHITENOISE_USE_FINDERS = DEBUG
+WHITENOISE_AUTOREFRESH = DEBUG
 
 # --- The email service (names match the existing Go service) -----------------------------------
 EMAIL_SERVICE_QUEUE_URL = env.str("EMAIL_SERVICE_QUEUE_URL", default="")
@@ -88,14 +159,34 @@ AWS_REGION = env.str("AWS_REGION", default="") or env.str("AWS_DEFAULT_REGION", 
 # Retry back-off for transient failures: between half and all of min(cap, base * 2**(receives-1)).
 RETRY_BACKOFF_BASE_SECONDS = env.int("RETRY_BACKOFF_BASE_SECONDS", default=30)
 RETRY_BACKOFF_CAP_SECONDS = env.int("RETRY_BACKOFF_CAP_SECONDS", default=900)
+# Transient trouble dead-letters a record only after this long since its first attempt.
+RETRY_MAX_SECONDS = env.int("RETRY_MAX_SECONDS", default=86_400)
+# Records (and recipients) the consumer works on at once; its metrics port (0 = none).
+CONSUMER_CONCURRENCY = env.int("CONSUMER_CONCURRENCY", default=16)
+CONSUMER_METRICS_PORT = env.int("CONSUMER_METRICS_PORT", default=0)
 # Claim lease; 0 means "the queue's visibility timeout", read at start-up.
 CLAIM_LEASE_SECONDS = env.int("CLAIM_LEASE_SECONDS", default=0)
 # The consumer caches templates it fetched from S3 for this long (0 disables).
 TEMPLATE_CACHE_SECONDS = env.int("TEMPLATE_CACHE_SECONDS", default=60)
+# Emails per second across every consumer process on every machine: unset = SES GetSendQuota's
+# MaxSendRate (re-read every 5 minutes), 0 = no limit.
+SES_MAX_SEND_RATE = env.str("SES_MAX_SEND_RATE", default="")
+# After SES says "Daily message quota exceeded", every consumer pauses sending this long.
+SES_QUOTA_PAUSE_SECONDS = env.int("SES_QUOTA_PAUSE_SECONDS", default=600)
+# Shared counters: the SES send-rate bucket (without Redis each consumer limits itself, and says
+# so loudly) and each API token's requests per minute.
+REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
+# One bucket per SES account: stacks that share a Redis but not an account need different keys.
+SES_RATE_REDIS_KEY = env.str("SES_RATE_REDIS_KEY", default="emailops:ses-rate")
 # The manifest of variables each template expects (the console's preview uses it).
 TEMPLATE_VARIABLES_PATH = env.path(
     "TEMPLATE_VARIABLES_PATH", default=BASE_DIR / "emailops" / "data" / "template-variables.json"
 )
+
+# The suppression list: addresses never sent to again (hard bounces, complaints, by hand).
+SUPPRESSION_TABLE = env.str("SUPPRESSION_TABLE", default="email-suppression")
+# Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
+SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
 
 # django-storages (the S3 template store passes bucket and region itself).
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
@@ -105,6 +196,21 @@ CELERY_BROKER_URL = env.str("CELERY_BROKER_URL", default="redis://127.0.0.1:6379
 CELERY_RESULT_BACKEND = env.str("CELERY_RESULT_BACKEND", default="") or None
 CELERY_TASK_ALWAYS_EAGER = env.bool("CELERY_TASK_ALWAYS_EAGER", default=False)
 CELERY_TASK_ACKS_LATE = True
+# Which Redis list the workers read (tests and parallel stacks use their own).
+CELERY_TASK_DEFAULT_QUEUE = env.str("CELERY_TASK_DEFAULT_QUEUE", default="emailops")
+# A job outlives Redis's default one-hour redelivery window; jobs guard against a second run.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 6 * 3600}
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False  # keep our logfmt logging
+
+# --- Operations (Celery jobs and beat; see emailops/celery.py) ----------------------------------
+# How often beat reads the dead-letter queue's depth (an ERROR line and a console banner if > 0).
+OPS_DLQ_CHECK_SECONDS = env.int("OPS_DLQ_CHECK_SECONDS", default=60)
+# How often beat looks for stuck claims (QUEUED rows past their lease) with a bounded Scan.
+OPS_STUCK_CLAIMS_SECONDS = env.int("OPS_STUCK_CLAIMS_SECONDS", default=3600)
+# Items one Scan of the journal may read (stuck claims per run; a bulk resend's selection).
+OPS_SCAN_MAX_ITEMS = env.int("OPS_SCAN_MAX_ITEMS", default=20000)
+# Hour (UTC, 0-23) of the daily template check.
+OPS_TEMPLATE_CHECK_HOUR = env.int("OPS_TEMPLATE_CHECK_HOUR", default=3)
 
 # --- Logging: one logfmt line per event ---------------------------------------------------------
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

@@ -7,6 +7,7 @@ missing variable, so a misconfigured process fails at start-up, not on its first
 from __future__ import annotations
 
 import functools
+import logging
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
 
@@ -15,26 +16,34 @@ from django.core.exceptions import ImproperlyConfigured
 
 from emailops.aws.clients import aws_client, reset_clients
 from emailops.aws.journal import DynamoJournal
+from emailops.aws.journal_scan import JournalScan
 from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
 from emailops.aws.sqs import SqsQueue
+from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
+from emailops.core.events import EventLog
+from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
-from emailops.core.template_cache import CachedTemplateStore
+from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
+from emailops.redis_rate import RedisBucketStore
 
 __all__ = [
     "composer",
     "journal",
+    "journal_scan",
     "journal_search",
     "mapping_store",
     "queue",
     "renderer",
     "require",
     "reset",
+    "send_rate_limiter",
     "sender",
     "sender_addresses",
+    "suppression_list",
     "template_store",
 ]
 
@@ -85,6 +94,11 @@ def journal_search() -> JournalSearch:
     return JournalSearch(_client("dynamodb"), require("JOURNAL_TABLE"), go_rows_until=_go_cutover())
 
 
+@functools.cache
+def journal_scan() -> JournalScan:
+    return JournalScan(_client("dynamodb"), require("JOURNAL_TABLE"))
+
+
 def _go_cutover() -> int | None:
     """JOURNAL_GO_CUTOVER as epoch seconds (a date or a time without a zone is UTC)."""
     if not settings.JOURNAL_GO_CUTOVER:
@@ -113,17 +127,75 @@ def sender() -> SesSender:
     return SesSender(_client("ses"))
 
 
+@functools.cache
+def suppression_list() -> DynamoSuppressionList:
+    sync = (
+        SesAccountSuppression(_client("sesv2")) if settings.SES_ACCOUNT_SUPPRESSION_SYNC else None
+    )
+    return DynamoSuppressionList(
+        _client("dynamodb"), require("SUPPRESSION_TABLE"), account_sync=sync
+    )
+
+
+@functools.cache
+def send_rate_limiter() -> SharedRateLimiter:
+    """The SES send rate shared by every consumer: a bucket in Redis, a per-process one while
+    Redis is unreachable. SES_MAX_SEND_RATE, else GetSendQuota's MaxSendRate (read now, so a
+    consumer logs its rate at start-up, and every 5 minutes after)."""
+    log = EventLog(logging.getLogger("emailops.ratelimit"))
+    if settings.SES_MAX_SEND_RATE.strip():
+        fixed = _send_rate_setting()
+        log.info("ses.send_rate", max_rate=fixed, source="SES_MAX_SEND_RATE")
+        max_rate = lambda: fixed  # noqa: E731
+    else:
+        max_rate = QuotaRate(lambda: sender().send_quota().max_send_rate, log=log)
+        max_rate()
+    return SharedRateLimiter(
+        max_rate=max_rate,
+        store=RedisBucketStore.from_url(settings.REDIS_URL, key=settings.SES_RATE_REDIS_KEY),
+        fallback=LocalBucketStore(),
+        log=log,
+        pause_seconds=settings.SES_QUOTA_PAUSE_SECONDS,
+    )
+
+
+def _send_rate_setting() -> float:
+    try:
+        rate = float(settings.SES_MAX_SEND_RATE)
+    except ValueError:
+        rate = -1.0
+    if not rate >= 0 or rate == float("inf"):
+        raise ImproperlyConfigured(
+            "SES_MAX_SEND_RATE must be emails per second (e.g. 14 or 0.5), 0 for no limit, "
+            "or unset to use SES's MaxSendRate"
+        )
+    return rate
+
+
 def composer(*, cache_seconds: float = 0) -> Composer:
-    """Mapping + template + renderer; the consumer caches templates, the console never does."""
-    templates = template_store()
+    """Mapping + template + renderer; the consumer caches mappings and templates, the console
+    never does (an edit there must show at once)."""
+    mappings, templates = mapping_store(), template_store()
     if cache_seconds > 0:
+        mappings = CachedMappingStore(mappings, seconds=cache_seconds)
         templates = CachedTemplateStore(templates, seconds=cache_seconds)
-    return Composer(mappings=mapping_store(), templates=templates, renderer=renderer())
+    return Composer(mappings=mappings, templates=templates, renderer=renderer())
 
 
 def reset() -> None:
     """Forget built adapters (tests change settings between cases)."""
-    factories = (renderer, mapping_store, journal, journal_search, template_store, queue, sender)
+    factories = (
+        renderer,
+        mapping_store,
+        journal,
+        journal_search,
+        journal_scan,
+        template_store,
+        queue,
+        sender,
+        suppression_list,
+        send_rate_limiter,
+    )
     for factory in factories:
         factory.cache_clear()
     reset_clients()

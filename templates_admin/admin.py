@@ -2,7 +2,10 @@
 (the django-rq dashboard pattern); each feature package supplies its pages:
 
 - ``templates_admin.mappings``: ``admin_urls(admin_site)`` and ``changelist(request, admin_site)``
-- ``templates_admin.journal``: the same two names.
+- ``templates_admin.journal`` and ``templates_admin.suppression``: the same two names.
+- ``templates_admin.jobs``: the same two names (operations run as Celery jobs).
+
+The admin index shows a banner when Celery beat last found the dead-letter queue non-empty.
 """
 
 from __future__ import annotations
@@ -12,7 +15,12 @@ from django.http import Http404
 from django.urls import path, re_path
 
 from templates_admin import roles
-from templates_admin.models import EmailJournalPage, TemplateMappingPage
+from templates_admin.models import (
+    EmailJournalPage,
+    OperationsPage,
+    SuppressionListPage,
+    TemplateMappingPage,
+)
 
 
 class PlaceholderAdmin(admin.ModelAdmin):
@@ -75,3 +83,29 @@ class EmailJournalAdmin(PlaceholderAdmin):
         from templates_admin import journal
 
         return journal
+
+
+@admin.register(SuppressionListPage)
+class SuppressionListAdmin(PlaceholderAdmin):
+    view_permission = roles.VIEW_SUPPRESSIONS
+
+    @property
+    def feature(self):
+        from templates_admin import suppression
+
+        return suppression
+
+
+@admin.register(OperationsPage)
+class OperationsAdmin(PlaceholderAdmin):
+    view_permission = roles.VIEW_JOBS
+
+    @property
+    def feature(self):
+        from templates_admin import jobs
+
+        return jobs
+
+
+# The index with the operations banner (templates_admin/templates/templates_admin/index.html).
+admin.site.index_template = admin.site.index_template or "templates_admin/index.html"

@@ -17,13 +17,14 @@ from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
 
 from emailops.core.errors import ConcurrentUpdate, EmailOpsError
-from templates_admin.csp import strict_csp
+from templates_admin.csp import POLICY, strict_csp
 
 __all__ = ["console_view"]
 
 
-def console_view(*permissions: str) -> Callable:
-    """Decorate a view taking ``admin_site`` as a keyword: 403 without ``permissions``."""
+def console_view(*permissions: str, policy: str = POLICY) -> Callable:
+    """Decorate a view taking ``admin_site`` as a keyword: 403 without ``permissions``; the page
+    gets the Content-Security-Policy ``policy``."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
@@ -44,6 +45,6 @@ def console_view(*permissions: str) -> Callable:
                     request, "templates_admin/unavailable.html", context, status=503
                 )
 
-        return strict_csp(wrapped)
+        return strict_csp(wrapped, policy=policy)
 
     return decorate

@@ -29,11 +29,17 @@ POLICY = "; ".join(
 )
 
 
-def strict_csp(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+# A page that polls its own JSON endpoint (a job's progress bar) also needs to fetch from 'self'.
+POLLING_POLICY = f"{POLICY}; connect-src 'self'"
+
+
+def strict_csp(
+    view: Callable[..., HttpResponse], *, policy: str = POLICY
+) -> Callable[..., HttpResponse]:
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args, **kwargs) -> HttpResponse:
         response = view(request, *args, **kwargs)
-        response["Content-Security-Policy"] = POLICY
+        response["Content-Security-Policy"] = policy
         return response
 
     return wrapped

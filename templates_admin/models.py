@@ -1,6 +1,6 @@
 """Console data. Mappings and the journal live in DynamoDB; the Django DB holds only users, groups
-and the audit trail. The two unmanaged placeholder models give the admin index its entries
-("Template mappings", "Email journal") and carry the console's permissions."""
+and the audit trail. The unmanaged placeholder models give the admin index its entries
+("Template mappings", "Email journal", "Suppression list") and carry the console's permissions."""
 
 from __future__ import annotations
 
@@ -41,6 +41,23 @@ class EmailJournalPage(models.Model):
 
     def __str__(self) -> str:
         return "Email journal"
+
+
+class SuppressionListPage(models.Model):
+    """Placeholder (no table): the admin entry and permissions for the suppression list."""
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        verbose_name = "Suppression list"
+        verbose_name_plural = "Suppression list"
+        permissions = [
+            ("view_suppressions", "Can see the suppression list"),
+            ("remove_suppression", "Can remove an address from the suppression list"),
+        ]
+
+    def __str__(self) -> str:
+        return "Suppression list"
 
 
 class MappingChange(models.Model):
@@ -91,3 +108,123 @@ class EmailAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.kind} {self.message_id} to {self.recipient} by {self.user}"
+
+
+class SuppressionRemoval(models.Model):
+    """Audit trail of addresses taken off the suppression list: who, when, why, and the entry as
+    it was (the store forgets it once removed)."""
+
+    address = models.CharField(max_length=320, db_index=True)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    reason = models.TextField()  # why it was removed, as the person wrote it
+    suppression_reason = models.CharField(max_length=20)  # BOUNCE, COMPLAINT or MANUAL
+    suppression_detail = models.TextField(blank=True)
+    suppression_source = models.CharField(max_length=200, blank=True)
+    suppressed_at = models.DateTimeField(null=True)
+    # A complaint's removal needs the person's word that the recipient asked for email again.
+    recipient_asked = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.address} removed by {self.user} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class OperationsPage(models.Model):
+    """Placeholder (no table): the admin entry and permissions for operations run as jobs."""
+
+    class Meta:
+        managed = False
+        default_permissions = ()
+        verbose_name = "Operation"
+        verbose_name_plural = "Operations"
+        permissions = [
+            ("view_jobs", "Can see operations, their progress and results, and the DLQ"),
+            ("redrive_dead_letters", "Can redrive dead-lettered requests"),
+            ("bulk_resend", "Can resend a batch of emails"),
+            ("check_templates", "Can run the template check"),
+        ]
+
+    def __str__(self) -> str:
+        return "Operations"
+
+
+class Job(models.Model):
+    """One long operation (redrive, bulk resend, template check): its inputs, state, progress and
+    result. It is also the audit record: who started what, when, and what came of it."""
+
+    class Kind(models.TextChoices):
+        DLQ_REDRIVE = "dlq_redrive", "Dead-letter redrive"
+        BULK_RESEND = "bulk_resend", "Bulk resend"
+        TEMPLATE_CHECK = "template_check", "Template check"
+
+    class State(models.TextChoices):
+        PENDING = "PENDING"
+        RUNNING = "RUNNING"
+        SUCCEEDED = "SUCCEEDED"
+        FAILED = "FAILED"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PENDING)
+    inputs = models.JSONField(default=dict)
+    done = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(null=True, blank=True)  # None until known
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    origin = models.CharField(max_length=100, blank=True)  # "console", "cli:<os user>", "beat"
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)  # the running worker is alive
+    runs = models.PositiveIntegerField(default=0)  # times a worker picked it up (retries show)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.get_kind_display()} #{self.pk} ({self.state})"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.state in (self.State.SUCCEEDED, self.State.FAILED)
+
+
+class JobStep(models.Model):
+    """One item of a job (a dead-letter message, a journal row). Written once its side effect
+    happened, so a retried job skips it instead of repeating it."""
+
+    class Outcome(models.TextChoices):
+        PENDING = "pending"  # selected, not yet done
+        DONE = "done"
+        SKIPPED = "skipped"
+        FAILED = "failed"
+
+    job = models.ForeignKey(Job, on_delete=models.CASCADE, related_name="steps")
+    key = models.CharField(max_length=300)
+    outcome = models.CharField(max_length=10, choices=Outcome.choices, default=Outcome.PENDING)
+    detail = models.JSONField(default=dict)
+    at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["id"]
+        constraints = [models.UniqueConstraint(fields=["job", "key"], name="job_step_once")]
+
+    def __str__(self) -> str:
+        return f"{self.job_id}/{self.key}: {self.outcome}"
+
+
+class OpsReading(models.Model):
+    """The last reading of a periodic check (dead-letter depth, stuck claims), shared by the beat
+    worker that takes it and the console that shows it (the cache is per process)."""
+
+    name = models.CharField(max_length=50, primary_key=True)
+    value = models.JSONField(default=dict)
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.name} at {self.at:%Y-%m-%d %H:%M}"

@@ -11,16 +11,42 @@ PREVIEW_TEMPLATES = "templates_admin.preview_templates"
 SEND_TEST_EMAIL = "templates_admin.send_test_email"
 SEARCH_JOURNAL = "templates_admin.search_journal"
 RESEND_EMAIL = "templates_admin.resend_email"
+VIEW_SUPPRESSIONS = "templates_admin.view_suppressions"
+REMOVE_SUPPRESSION = "templates_admin.remove_suppression"
+# The journal-read audit trail (api.JournalReadAudit; granted by api's own data migration).
+VIEW_READ_AUDIT = "api.view_journalreadaudit"
+VIEW_JOBS = "templates_admin.view_jobs"
+REDRIVE_DEAD_LETTERS = "templates_admin.redrive_dead_letters"
+BULK_RESEND = "templates_admin.bulk_resend"
+CHECK_TEMPLATES = "templates_admin.check_templates"
 
 # Template owners read the journal too: the send-test page links to the send it made.
+# Removing a suppression lets email reach the address again, like a resend: the same people.
+# Operations (migration 0004): everyone sees jobs and the dead-letter queue; redrive and bulk
+# resend are for Support leads and up; the template check is the template owners'.
 GROUP_PERMISSIONS: dict[str, list[str]] = {
-    SUPPORT: [SEARCH_JOURNAL],
-    SUPPORT_LEADS: [SEARCH_JOURNAL, RESEND_EMAIL],
+    SUPPORT: [SEARCH_JOURNAL, VIEW_SUPPRESSIONS, VIEW_JOBS],
+    SUPPORT_LEADS: [
+        SEARCH_JOURNAL,
+        RESEND_EMAIL,
+        VIEW_SUPPRESSIONS,
+        REMOVE_SUPPRESSION,
+        VIEW_READ_AUDIT,
+        VIEW_JOBS,
+        REDRIVE_DEAD_LETTERS,
+        BULK_RESEND,
+    ],
     TEMPLATE_OWNERS: [
         MANAGE_MAPPINGS,
         PREVIEW_TEMPLATES,
         SEND_TEST_EMAIL,
         SEARCH_JOURNAL,
         RESEND_EMAIL,
+        VIEW_SUPPRESSIONS,
+        REMOVE_SUPPRESSION,
+        VIEW_JOBS,
+        REDRIVE_DEAD_LETTERS,
+        BULK_RESEND,
+        CHECK_TEMPLATES,
     ],
 }

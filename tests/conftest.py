@@ -43,7 +43,7 @@ def aws_env(monkeypatch):
 
 @pytest.fixture
 def aws(aws_env, settings):
-    """moto in-process with both tables, queue + DLQ, bucket and a verified sender; settings point
+    """moto in-process with the templates, journal and suppression tables, queue + DLQ, bucket and a verified sender; settings point
     at them. Yields a small namespace of clients and names."""
     from moto import mock_aws
 
@@ -60,11 +60,16 @@ def aws(aws_env, settings):
         settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.test>"
         settings.EMAIL_REPLY_TO = "support@pennsieve.test"
         settings.TEMPLATE_CACHE_SECONDS = 0
+        settings.SES_MAX_SEND_RATE = (
+            "0"  # moto's GetSendQuota says 1/s; tests set a rate where they need one
+        )
         quiet = lambda _line: None  # noqa: E731
         dynamodb = aws_client("dynamodb", region="us-east-1")
         sqs = aws_client("sqs", region="us-east-1")
         provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
+        settings.SUPPRESSION_TABLE = "email-suppression"
+        provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
         settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(
             sqs, "email-service-queue", quiet, visibility_timeout=30
         )
@@ -131,12 +136,11 @@ def ensure_console_groups() -> None:
     for name, perms in GROUP_PERMISSIONS.items():
         group, created = Group.objects.get_or_create(name=name)
         if created:
-            codenames = [p.split(".", 1)[1] for p in perms]
-            group.permissions.add(
-                *Permission.objects.filter(
-                    content_type__app_label="templates_admin", codename__in=codenames
+            for perm in perms:
+                app_label, codename = perm.split(".", 1)
+                group.permissions.add(
+                    Permission.objects.get(content_type__app_label=app_label, codename=codename)
                 )
-            )
 
 
 @pytest.fixture

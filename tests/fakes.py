@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from emailops.core.ports import (
     Status,
     TemplateMapping,
 )
+from emailops.core.template_cache import TemplateFetch
 
 
 class DictMappings:
@@ -41,16 +43,44 @@ class DictTemplates:
         return self.templates.get(key)
 
 
+class EtagTemplates(DictTemplates):
+    """DictTemplates that also answers conditional reads, as S3 does (ETag = a content hash)."""
+
+    def __init__(self, templates: dict[str, str] | None = None) -> None:
+        super().__init__(templates)
+        self.fetches: list[tuple[str, str | None]] = []  # (key, if_none_match)
+
+    @staticmethod
+    def etag(source: str) -> str:
+        return f'"{hashlib.md5(source.encode()).hexdigest()}"'
+
+    def fetch_template(self, key: str, *, if_none_match: str | None = None) -> TemplateFetch:
+        self.fetches.append((key, if_none_match))
+        if self.error:
+            raise self.error
+        source = self.templates.get(key)
+        if source is None:
+            return TemplateFetch(None)
+        if if_none_match == self.etag(source):
+            return TemplateFetch(None, if_none_match, not_modified=True)
+        return TemplateFetch(source, self.etag(source))
+
+
 class InMemoryJournal:
     """The DynamoDB journal's claim rules, over a dict."""
 
     def __init__(self) -> None:
         self.rows: dict[str, dict[str, Any]] = {}
         self.lock = threading.Lock()
-        self.fail_next: dict[str, EmailOpsError] = {}  # operation name → error to raise once
+        # operation name → an error to raise once, or a list of errors to raise in turn
+        self.fail_next: dict[str, EmailOpsError | list[EmailOpsError]] = {}
 
     def _maybe_fail(self, operation: str) -> None:
-        if operation in self.fail_next:
+        planned = self.fail_next.get(operation)
+        if isinstance(planned, list):
+            if planned:
+                raise planned.pop(0)
+        elif planned is not None:
             raise self.fail_next.pop(operation)
 
     def _claimable(self, row: dict[str, Any] | None, claim: Claim) -> bool:
@@ -79,7 +109,7 @@ class InMemoryJournal:
         with self.lock:
             row = self.rows.get(claim.key)
             if not self._claimable(row, claim):
-                if row["Status"] == Status.SENT:
+                if row["Status"] in (Status.SENT, Status.SUPPRESSED):
                     return ClaimResult(ClaimState.ALREADY_SENT)
                 lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
                 return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease)
@@ -106,11 +136,33 @@ class InMemoryJournal:
         self._maybe_fail("mark_failed")
         return self._mark(key, attempt, Status=Status.FAILED, Error=error)
 
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+        self._maybe_fail("mark_accepted")
+        with self.lock:
+            row = self.rows.get(key)
+            if row and row["Status"] != Status.SENT:
+                row.update(Status=Status.SENT, SesMessageId=provider_id)
+
+    def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
+        self._maybe_fail("extend_claim")
+        return self._mark(key, attempt, ClaimExpiresAt=until)
+
+    def release_claim(self, key: str, *, attempt: int) -> bool:
+        self._maybe_fail("release_claim")
+        return self._mark(key, attempt, ClaimExpiresAt=0)
+
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         with self.lock:
             if not self._claimable(self.rows.get(claim.key), claim):
                 return False
             self.rows[claim.key] = self._values(claim, Status.FAILED) | {"Error": error}
+            return True
+
+    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+        with self.lock:
+            if not self._claimable(self.rows.get(claim.key), claim):
+                return False
+            self.rows[claim.key] = self._values(claim, Status.SUPPRESSED) | {"Error": reason}
             return True
 
 

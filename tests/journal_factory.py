@@ -70,4 +70,4 @@ def send_through_pipeline(aws: Any, *requests: dict[str, Any]) -> None:
 
     for request in requests:
         aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps(request))
-    build_consumer().run(stop=threading.Event(), until_empty=True, wait_time=0)
+    build_consumer(concurrency=4).run(stop=threading.Event(), until_empty=True, wait_time=0)

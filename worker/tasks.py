@@ -1,7 +1,9 @@
-"""Celery tasks: thin wrappers that call the same consumer as `manage.py consume_emails`.
+"""Celery tasks: thin wrappers that take ids and call services.
 
 ``consume_emails_batch`` drains the queue once (for Celery beat, instead of a long-running
-consumer process); ``enqueue_email_request`` lets web requests hand queueing off to a worker.
+consumer process); ``enqueue_email_request`` lets web requests hand queueing off to a worker;
+``run_job`` runs a console job (redrive, bulk resend, template check) by its id; the
+``check_*``/``find_*`` tasks are Celery beat's periodic checks (schedule in emailops/celery.py).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import threading
 from dataclasses import asdict
 
 from celery import shared_task
+from django.conf import settings
 
 from emailops import wiring
 from emailops.core.contract import parse_request
@@ -19,7 +22,7 @@ from worker.wiring import build_consumer
 @shared_task(name="worker.consume_emails_batch")
 def consume_emails_batch(max_messages: int = 100) -> dict[str, int]:
     """Process up to ``max_messages`` queued requests, then return the consumer's counts."""
-    stats = build_consumer().run(
+    stats = build_consumer(concurrency=settings.CONSUMER_CONCURRENCY).run(
         stop=threading.Event(), until_empty=True, max_messages=max_messages, wait_time=0
     )
     return asdict(stats)
@@ -30,3 +33,32 @@ def enqueue_email_request(body: str) -> str:
     """Validate an EmailRequest body and put it on the queue; returns the SQS message id."""
     parse_request(body)  # a bad request fails here, loudly, not in the consumer later
     return wiring.queue().send(body)
+
+
+@shared_task(name="worker.run_job")
+def run_job(job_id: int) -> str:
+    """Run (or resume) a job; safe to deliver twice. Returns the state it ended in."""
+    from templates_admin.jobs.services import job_run
+
+    return job_run(job_id=job_id).state
+
+
+@shared_task(name="worker.check_dead_letter_depth")
+def check_dead_letter_depth() -> int:
+    from templates_admin.jobs.monitoring import dead_letter_depth_check
+
+    return dead_letter_depth_check()["depth"]
+
+
+@shared_task(name="worker.find_stuck_claims")
+def find_stuck_claims() -> int:
+    from templates_admin.jobs.monitoring import stuck_claims_check
+
+    return stuck_claims_check()["count"]
+
+
+@shared_task(name="worker.check_templates_daily")
+def check_templates_daily() -> int:
+    from templates_admin.jobs.monitoring import template_check_daily
+
+    return template_check_daily().pk

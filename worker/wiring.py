@@ -3,60 +3,100 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
 
 from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
 
 from emailops import wiring
+from emailops.aws.clients import size_connection_pools
 from emailops.core.events import EventLog
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
-from worker.consumer import Consumer
+from worker.consumer import Consumer, ConsumerSettings
 
 __all__ = ["build_consumer", "build_pipeline"]
 
 logger = logging.getLogger("worker.wiring")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
-def build_pipeline(*, lease_seconds: int) -> EmailPipeline:
+def _parallel(pool: ThreadPoolExecutor) -> Callable[[Callable[[T], R], Sequence[T]], list[R]]:
+    """Recipients of one request on their own pool (a record's worker waits for them, so they
+    cannot share its pool); a single recipient stays on the record's thread."""
+
+    def fan_out(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+        return list(pool.map(fn, items)) if len(items) > 1 else [fn(item) for item in items]
+
+    return fan_out
+
+
+def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPipeline:
     from_address, reply_to = wiring.sender_addresses()
+    extra = {}
+    if recipient_threads > 1:
+        pool = ThreadPoolExecutor(recipient_threads, thread_name_prefix="recipient")
+        extra["fan_out"] = _parallel(pool)
     return EmailPipeline(
         composer=wiring.composer(cache_seconds=settings.TEMPLATE_CACHE_SECONDS),
         journal=wiring.journal(),
         sender=wiring.sender(),
+        suppressions=wiring.suppression_list(),
+        rate_limiter=wiring.send_rate_limiter(),
         settings=PipelineSettings(
             from_address=from_address,
             reply_to=reply_to,
             lease_seconds=lease_seconds,
             ttl_days=settings.JOURNAL_TTL_DAYS,
+            retry_max_seconds=settings.RETRY_MAX_SECONDS,
         ),
+        **extra,
     )
 
 
-def build_consumer() -> Consumer:
+def build_consumer(
+    *, concurrency: int, stop_timeout: float = 25.0, allow_no_dead_letter_queue: bool = False
+) -> Consumer:
     """Check settings, read the queue's visibility timeout and DLQ, and wire everything."""
     wiring.sender_addresses()  # fail fast, before touching AWS
     for name in ("EMAIL_SERVICE_QUEUE_URL", "TEMPLATES_TABLE", "JOURNAL_TABLE", "S3_BUCKET"):
         wiring.require(name)
+    # One pooled connection per thread that may call AWS at once: workers, recipients, receivers.
+    size_connection_pools(2 * concurrency + 8)
+    wiring.reset()
     queue = wiring.queue()
     info = queue.describe()
     lease = settings.CLAIM_LEASE_SECONDS or info.visibility_timeout
     log = EventLog(logger)
-    if info.dead_letter_url is None:
-        log.warning(
-            "queue.no_dead_letter_queue",
-            queue=queue.url,
-            consequence="permanent failures stay on the queue",
+    if info.dead_letter_url is None and not allow_no_dead_letter_queue:
+        raise ImproperlyConfigured(
+            f"the queue {queue.url} has no dead-letter queue (RedrivePolicy): requests that can "
+            "never be sent would have nowhere to go. Give it one (manage.py bootstrap_aws does), "
+            "or pass --allow-no-dead-letter-queue to keep them on the queue instead."
         )
     log.info(
         "consumer.configured",
         queue=queue.url,
+        concurrency=concurrency,
         leaseSeconds=lease,
+        visibilityTimeout=info.visibility_timeout,
         deadLetterQueue=info.dead_letter_url,
         maxReceiveCount=info.max_receive_count,
+        retryMaxSeconds=settings.RETRY_MAX_SECONDS,
     )
     return Consumer(
         queue=queue,
-        pipeline=build_pipeline(lease_seconds=lease),
-        dead_letter_url=info.dead_letter_url,
-        backoff_base=settings.RETRY_BACKOFF_BASE_SECONDS,
-        backoff_cap=settings.RETRY_BACKOFF_CAP_SECONDS,
+        pipeline=build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
+        settings=ConsumerSettings(
+            concurrency=concurrency,
+            visibility_seconds=info.visibility_timeout,
+            lease_seconds=lease,
+            dead_letter_url=info.dead_letter_url,
+            max_receive_count=info.max_receive_count,
+            backoff_base=settings.RETRY_BACKOFF_BASE_SECONDS,
+            backoff_cap=settings.RETRY_BACKOFF_CAP_SECONDS,
+            stop_timeout=stop_timeout,
+        ),
     )

@@ -12,11 +12,22 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import BotoCoreError, ClientError, NoCredentialsError
 
-from emailops.core.errors import EmailOpsError, PermanentError, TransientError
+from emailops.core.errors import (
+    ConfigurationFault,
+    EmailOpsError,
+    PermanentError,
+    TransientError,
+)
 
-__all__ = ["aws_client", "error_code", "translate_error"]
+__all__ = [
+    "aws_client",
+    "configuration_fix",
+    "error_code",
+    "size_connection_pools",
+    "translate_error",
+]
 
 _CONFIG = Config(
     retries={"mode": "standard", "max_attempts": 3},
@@ -24,6 +35,15 @@ _CONFIG = Config(
     read_timeout=30,  # above SQS's 20 s long poll
 )
 _lock = threading.Lock()
+_pool = {"size": 10}  # botocore's default; the consumer sizes it to its concurrency
+
+
+def size_connection_pools(size: int) -> None:
+    """Give every client created from now on ``size`` pooled connections (one per worker thread
+    plus the receivers), so threads never queue for a connection."""
+    with _lock:
+        _pool["size"] = max(10, size)
+        _cached_client.cache_clear()
 
 
 @functools.cache
@@ -39,7 +59,8 @@ def aws_client(service: str, *, region: str | None = None) -> Any:
 
 @functools.cache
 def _cached_client(service: str, region: str | None) -> Any:
-    return _session(region).client(service, config=_CONFIG)
+    config = _CONFIG.merge(Config(max_pool_connections=_pool["size"]))
+    return _session(region).client(service, config=config)
 
 
 def reset_clients() -> None:
@@ -60,10 +81,50 @@ PERMANENT_CODES = {
     "InvalidParameterValue",
     "InvalidParameterCombination",
     "MessageRejected",
-    "MailFromDomainNotVerified",
-    "MailFromDomainNotVerifiedException",
     "ItemCollectionSizeLimitExceededException",
 }
+
+_CREDENTIALS_FIX = "check the IAM role or credentials and the policy in docs/deploy.md"
+# Faults an operator fixes; records wait for the fix instead of failing (see ConfigurationFault).
+CONFIGURATION_FAULTS = {
+    "AccessDenied": _CREDENTIALS_FIX,
+    "AccessDeniedException": _CREDENTIALS_FIX,
+    "UnauthorizedOperation": _CREDENTIALS_FIX,
+    "InvalidClientTokenId": _CREDENTIALS_FIX,
+    "UnrecognizedClientException": _CREDENTIALS_FIX,
+    "SignatureDoesNotMatch": _CREDENTIALS_FIX,
+    "ExpiredToken": _CREDENTIALS_FIX,
+    "ExpiredTokenException": _CREDENTIALS_FIX,
+    "ResourceNotFoundException": "create the DynamoDB table (manage.py bootstrap_aws) or fix "
+    "TEMPLATES_TABLE / JOURNAL_TABLE",
+    "NoSuchBucket": "create the bucket (manage.py bootstrap_aws) or fix S3_BUCKET",
+    "AWS.SimpleQueueService.NonExistentQueue": "create the queue or fix EMAIL_SERVICE_QUEUE_URL",
+    "QueueDoesNotExist": "create the queue or fix EMAIL_SERVICE_QUEUE_URL",
+    "MailFromDomainNotVerified": "verify the MAIL FROM domain in SES",
+    "MailFromDomainNotVerifiedException": "verify the MAIL FROM domain in SES",
+    "AccountSendingPausedException": "SES sending is paused for the account: see the SES console",
+    "ConfigurationSetDoesNotExist": "create the SES configuration set or fix SES_CONFIGURATION_SET",
+    "ConfigurationSetDoesNotExistException": "create the SES configuration set or fix "
+    "SES_CONFIGURATION_SET",
+}
+# SES answers MessageRejected both for a bad message and for these account problems.
+_SES_ACCOUNT_REJECTIONS = (
+    (
+        "not verified",
+        "verify the sender identity (EMAIL_SENDER) in SES, or, while the account is "
+        "in the SES sandbox, the recipient too; request production access to leave the sandbox",
+    ),
+    ("sandbox", "request SES production access: the account is in the sandbox"),
+    ("sending paused", "SES sending is paused for the account: see the SES console"),
+)
+
+
+def configuration_fix(code: str, message: str) -> str | None:
+    """What an operator must do about this AWS error, or None when it is not a setup fault."""
+    if code == "MessageRejected":
+        lowered = message.lower()
+        return next((fix for words, fix in _SES_ACCOUNT_REJECTIONS if words in lowered), None)
+    return CONFIGURATION_FAULTS.get(code)
 
 
 def translate_error(
@@ -79,9 +140,14 @@ def translate_error(
         code = error_code(exc)
         message = exc.response.get("Error", {}).get("Message", "")
         reason = f"{code}: {message}" if message else code
+        fix = configuration_fix(code, message)
+        if fix and code not in permanent_codes:
+            return ConfigurationFault(what, key=key, reason=reason, fix=fix)
         if code in PERMANENT_CODES or code in permanent_codes:
             return permanent_class(what, key=key, reason=reason)
         return TransientError(what, key=key, reason=reason)
+    if isinstance(exc, NoCredentialsError):
+        return ConfigurationFault(what, key=key, reason="no AWS credentials", fix=_CREDENTIALS_FIX)
     if isinstance(exc, BotoCoreError):
         return TransientError(what, key=key, reason=f"{type(exc).__name__}: {exc}")
     raise TypeError(f"not an AWS error: {exc!r}")

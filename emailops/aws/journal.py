@@ -193,7 +193,8 @@ class DynamoJournal:
         current = result.response.get("Item") and item_from_dynamo(result.response["Item"])
         if not current:  # a store that does not return the old item: look it up
             current = self.get(claim.key) or {}
-        if current.get("Status") == Status.SENT.value:
+        # A SUPPRESSED row is as final as a SENT one: that request is never sent to that address.
+        if current.get("Status") in (Status.SENT.value, Status.SUPPRESSED.value):
             return ClaimResult(ClaimState.ALREADY_SENT)
         lease_end = current.get("ClaimExpiresAt") or (
             int(current.get("Timestamp", claim.now)) + claim.lease_seconds
@@ -224,6 +225,41 @@ class DynamoJournal:
         )
         return isinstance(result, dict)
 
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+        # No claim fence on purpose: SES accepted this send, so the row is SENT whoever holds it.
+        self._conditional_update(
+            key,
+            sets={
+                "Status": Status.SENT.value,
+                "SesMessageId": provider_id,
+                "MessageSent": rfc3339(sent_at),
+            },
+            condition="attribute_exists(#id) AND #status <> :sent",
+            values={"sent": Status.SENT.value},
+            extra="REMOVE #err",
+            what="mark journal row SENT (earlier send)",
+        )
+
+    def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
+        result = self._conditional_update(
+            key,
+            sets={"ClaimExpiresAt": until},
+            condition=_OURS,
+            values={"queued": Status.QUEUED.value, "attempt": attempt},
+            what="extend journal claim",
+        )
+        return isinstance(result, dict)
+
+    def release_claim(self, key: str, *, attempt: int) -> bool:
+        result = self._conditional_update(
+            key,
+            sets={"ClaimExpiresAt": 0},
+            condition=_OURS,
+            values={"queued": Status.QUEUED.value, "attempt": attempt},
+            what="release journal claim",
+        )
+        return isinstance(result, dict)
+
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         result = self._conditional_update(
             claim.key,
@@ -231,6 +267,16 @@ class DynamoJournal:
             condition=_CLAIMABLE,
             values=self._claim_values(claim),
             what="record FAILED journal row",
+        )
+        return isinstance(result, dict)
+
+    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+        result = self._conditional_update(
+            claim.key,
+            sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason},
+            condition=_CLAIMABLE,
+            values=self._claim_values(claim),
+            what="record SUPPRESSED journal row",
         )
         return isinstance(result, dict)
 

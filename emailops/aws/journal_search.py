@@ -16,6 +16,7 @@ from emailops.aws.journal import item_from_dynamo, sent_at_key
 from emailops.core.errors import ConfigurationError
 
 __all__ = [
+    "NO_DELIVERY_REPORT",
     "IndexUnavailable",
     "JournalCriteria",
     "JournalPage",
@@ -66,6 +67,11 @@ class JournalCriteria:
     status: str | None = None
     since: int | None = None
     until: int | None = None
+    # DeliveryStatus (DELIVERED, BOUNCED...), or NO_DELIVERY_REPORT for rows without one.
+    delivery_status: str | None = None
+
+
+NO_DELIVERY_REPORT = "NONE"
 
 
 @dataclass(frozen=True)
@@ -219,6 +225,15 @@ class _Expression:
                 self.values[f":{name}"] = {"S": value}
                 filters.append(f"#{name} = :{name}")
                 readable.append(f"{attr} = {_quoted(value)}")
+        if criteria.delivery_status == NO_DELIVERY_REPORT:
+            self.names["#ds"] = "DeliveryStatus"
+            filters.append("attribute_not_exists(#ds)")
+            readable.append("attribute_not_exists(DeliveryStatus)")
+        elif criteria.delivery_status:
+            self.names["#ds"] = "DeliveryStatus"
+            self.values[":ds"] = {"S": criteria.delivery_status}
+            filters.append("#ds = :ds")
+            readable.append(f"DeliveryStatus = {_quoted(criteria.delivery_status)}")
         self.filter = " AND ".join(filters)
         self.readable_filter = " AND ".join(readable)
 
@@ -226,7 +241,7 @@ class _Expression:
 class JournalSearch:
     """Paged reads of the journal through its GSIs.
 
-    A page with a FilterExpression (messageId, status, or segment 2's Go-rows-only filter) may need
+    A page with a FilterExpression (messageId, status, delivery status, or segment 2's Go-rows-only filter) may need
     several Queries to find ``limit`` matching rows; a page stops after ``max_calls`` Queries or
     ``max_scanned`` rows read, returning what it found and where to go on from (``partial``).
     ``go_rows_until``: when the Go consumer stopped writing (see ``recipient_plan``).

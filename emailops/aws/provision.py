@@ -14,7 +14,13 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
 
-__all__ = ["JOURNAL_INDEXES", "ensure_journal_table", "ensure_queue", "ensure_templates_table"]
+__all__ = [
+    "JOURNAL_INDEXES",
+    "ensure_journal_table",
+    "ensure_queue",
+    "ensure_suppression_table",
+    "ensure_templates_table",
+]
 
 # name → (hash key, range key or None). Case-sensitive recipient search is the Go service's index;
 # the other two come with emailops (case-insensitive search, lookup by SES message id).
@@ -43,21 +49,45 @@ def _describe(client: Any, table: str) -> dict[str, Any] | None:
         raise translate_error(exc, "describe table", key=table) from exc
 
 
-def ensure_templates_table(client: Any, table: str, report: Report) -> None:
-    if _describe(client, table):
-        report(f"table {table}: exists")
-        return
+def _ensure_keyed_table(
+    client: Any, table: str, key: str, report: Report, *, ttl_attribute: str | None = None
+) -> None:
+    """A PAY_PER_REQUEST table keyed by one string attribute, optionally with TTL."""
     try:
-        client.create_table(
-            TableName=table,
-            KeySchema=[{"AttributeName": "MessageId", "KeyType": "HASH"}],
-            AttributeDefinitions=[{"AttributeName": "MessageId", "AttributeType": "S"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
-        client.get_waiter("table_exists").wait(TableName=table)
+        if _describe(client, table):
+            report(f"table {table}: exists")
+        else:
+            client.create_table(
+                TableName=table,
+                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
+                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            client.get_waiter("table_exists").wait(TableName=table)
+            report(f"table {table}: created")
+        if ttl_attribute:
+            _ensure_ttl(client, table, ttl_attribute, report)
     except (ClientError, BotoCoreError) as exc:
-        raise translate_error(exc, "create table", key=table) from exc
-    report(f"table {table}: created")
+        raise translate_error(exc, "set up table", key=table) from exc
+
+
+def _ensure_ttl(client: Any, table: str, attribute: str, report: Report) -> None:
+    ttl = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
+    if ttl.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
+        client.update_time_to_live(
+            TableName=table,
+            TimeToLiveSpecification={"Enabled": True, "AttributeName": attribute},
+        )
+        report(f"table {table}: TTL on {attribute} enabled")
+
+
+def ensure_templates_table(client: Any, table: str, report: Report) -> None:
+    _ensure_keyed_table(client, table, "MessageId", report)
+
+
+def ensure_suppression_table(client: Any, table: str, report: Report) -> None:
+    """The suppression list: one row per lowercased address (``emailops.aws.suppression``)."""
+    _ensure_keyed_table(client, table, "Address", report)
 
 
 def ensure_journal_table(client: Any, table: str, report: Report) -> None:
@@ -90,13 +120,7 @@ def ensure_journal_table(client: Any, table: str, report: Report) -> None:
                 client.get_waiter("table_exists").wait(TableName=table)
                 report(f"table {table}: added index {name} (it backfills in the background)")
             report(f"table {table}: exists")
-        ttl = client.describe_time_to_live(TableName=table)["TimeToLiveDescription"]
-        if ttl.get("TimeToLiveStatus") not in ("ENABLED", "ENABLING"):
-            client.update_time_to_live(
-                TableName=table,
-                TimeToLiveSpecification={"Enabled": True, "AttributeName": "ExpiresAt"},
-            )
-            report(f"table {table}: TTL on ExpiresAt enabled")
+        _ensure_ttl(client, table, "ExpiresAt", report)
     except (ClientError, BotoCoreError) as exc:
         raise translate_error(exc, "set up journal table", key=table) from exc
 

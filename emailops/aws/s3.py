@@ -11,6 +11,7 @@ from storages.backends.s3 import S3Storage
 
 from emailops.aws.clients import error_code, translate_error
 from emailops.core.errors import TemplateError
+from emailops.core.template_cache import TemplateFetch
 
 __all__ = ["S3TemplateStore"]
 
@@ -36,19 +37,29 @@ class S3TemplateStore:
         return storage
 
     def read_template(self, key: str) -> str | None:
+        return self.fetch_template(key).source
+
+    def fetch_template(self, key: str, *, if_none_match: str | None = None) -> TemplateFetch:
+        """The template and its ETag; with ``if_none_match``, a conditional GET whose 304 answer
+        (not_modified) costs no download: how the consumer's cache revalidates."""
         # One GetObject through the storage's client: Storage.open() would add a HeadObject per
         # read, and this is the consumer's hot path (a branded miss costs one call, not two).
         client = self.storage.connection.meta.client
+        condition = {"IfNoneMatch": if_none_match} if if_none_match else {}
         try:
-            data = client.get_object(Bucket=self.bucket, Key=key)["Body"].read()
+            response = client.get_object(Bucket=self.bucket, Key=key, **condition)
+            data = response["Body"].read()
         except ClientError as exc:
-            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
-                return None
+            code = error_code(exc)
+            if code in ("304", "NotModified") and if_none_match:
+                return TemplateFetch(None, if_none_match, not_modified=True)
+            if code in ("NoSuchKey", "404", "NotFound"):
+                return TemplateFetch(None)
             raise translate_error(exc, "fetch template", key=key) from exc
         except BotoCoreError as exc:
             raise translate_error(exc, "fetch template", key=key) from exc
         try:
-            return data.decode("utf-8")
+            return TemplateFetch(data.decode("utf-8"), response.get("ETag"))
         except UnicodeDecodeError as exc:
             raise TemplateError(
                 "fetch template", key=key, reason=f"not UTF-8 text ({exc})"

@@ -10,10 +10,18 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
 
-__all__ = ["FAILURE_REASON_ATTRIBUTE", "QueueInfo", "QueueMessage", "SqsQueue"]
+__all__ = [
+    "FAILURE_REASON_ATTRIBUTE",
+    "QueueDepth",
+    "QueueInfo",
+    "QueueMessage",
+    "SqsQueue",
+    "forwardable_attributes",
+]
 
 FAILURE_REASON_ATTRIBUTE = "FailureReason"
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling (12 hours)
+MAX_DELAY_SECONDS = 900  # SQS's ceiling for DelaySeconds (15 minutes)
 _MAX_ATTRIBUTES = 10  # SQS's limit per message
 
 
@@ -24,6 +32,10 @@ class QueueMessage:
     body: str
     receive_count: int = 1
     attributes: dict[str, Any] = field(default_factory=dict)  # message attributes, as SQS gave them
+    sent_at: int = 0  # epoch seconds SQS first accepted it (receive_hidden only)
+
+    def string_attribute(self, name: str) -> str | None:
+        return (self.attributes.get(name) or {}).get("StringValue")
 
 
 @dataclass(frozen=True)
@@ -31,6 +43,28 @@ class QueueInfo:
     visibility_timeout: int
     dead_letter_url: str | None
     max_receive_count: int | None
+
+
+@dataclass(frozen=True)
+class QueueDepth:
+    visible: int  # waiting to be received
+    in_flight: int  # received (or peeked) and not yet deleted or released
+
+    @property
+    def total(self) -> int:
+        return self.visible + self.in_flight
+
+
+def forwardable_attributes(
+    attributes: dict[str, Any], *, drop: tuple[str, ...] = (FAILURE_REASON_ATTRIBUTE,)
+) -> dict[str, Any]:
+    """Message attributes as SendMessage takes them, without ``drop`` (e.g. a stale reason)."""
+    keep = ("DataType", "StringValue", "BinaryValue")
+    return {
+        name: {k: v for k, v in value.items() if k in keep}
+        for name, value in attributes.items()
+        if name not in drop
+    }
 
 
 class SqsQueue:
@@ -116,31 +150,65 @@ class SqsQueue:
             VisibilityTimeout=max(0, min(MAX_VISIBILITY_SECONDS, seconds)),
         )
 
-    def dead_letter(self, message: QueueMessage, dead_letter_url: str, reason: str) -> None:
-        """Copy the message to the DLQ with the reason attached, then delete the original.
-
-        In that order: a crash between the two leaves a duplicate in the DLQ, never a loss.
-        """
-        attributes = {
+    def _carried_attributes(
+        self, message: QueueMessage, extra: dict[str, str]
+    ) -> dict[str, dict[str, Any]]:
+        """The message's attributes for a copy: SQS's own fields only, ours replaced by ``extra``
+        (string attributes), within SQS's limit of ten."""
+        kept = {
             k: {kk: vv for kk, vv in v.items() if kk in ("DataType", "StringValue", "BinaryValue")}
-            for k, v in list(message.attributes.items())[: _MAX_ATTRIBUTES - 1]
-            if k != FAILURE_REASON_ATTRIBUTE
+            for k, v in message.attributes.items()
+            if k not in extra and k != FAILURE_REASON_ATTRIBUTE
         }
-        attributes[FAILURE_REASON_ATTRIBUTE] = {"DataType": "String", "StringValue": reason[:4000]}
+        kept = dict(list(kept.items())[: _MAX_ATTRIBUTES - len(extra)])
+        for name, value in extra.items():
+            kept[name] = {"DataType": "String", "StringValue": value}
+        return kept
+
+    def _move(
+        self, message: QueueMessage, target_url: str, extra: dict[str, str], what: str, **kwargs
+    ) -> None:
+        """Send a copy, then delete the original. In that order: a crash between the two leaves
+        a duplicate (the journal's claim makes it harmless), never a loss."""
         self._call(
             "send_message",
-            "move message to the dead-letter queue",
+            what,
             key=message.message_id,
-            QueueUrl=dead_letter_url,
+            QueueUrl=target_url,
             MessageBody=message.body,
-            MessageAttributes=attributes,
+            MessageAttributes=self._carried_attributes(message, extra),
+            **kwargs,
         )
         self._call(
             "delete_message",
-            "delete dead-lettered message",
+            f"delete original after: {what}",
             key=message.message_id,
             QueueUrl=self.url,
             ReceiptHandle=message.receipt_handle,
+        )
+
+    def dead_letter(
+        self,
+        message: QueueMessage,
+        dead_letter_url: str,
+        reason: str,
+        carried: dict[str, str] | None = None,
+    ) -> None:
+        """Move the message to the DLQ with the reason attached (and what it carries)."""
+        extra = dict(carried or {}) | {FAILURE_REASON_ATTRIBUTE: reason[:4000]}
+        self._move(message, dead_letter_url, extra, "move message to the dead-letter queue")
+
+    def requeue(
+        self, message: QueueMessage, *, delay_seconds: int, carried: dict[str, str]
+    ) -> None:
+        """Put a fresh copy back on this queue after ``delay_seconds`` (at most SQS's 15
+        minutes), carrying ``carried``; the copy starts again at receive count 1."""
+        self._move(
+            message,
+            self.url,
+            carried,
+            "re-enqueue message for retry",
+            DelaySeconds=max(0, min(MAX_DELAY_SECONDS, delay_seconds)),
         )
 
     def send(self, body: str) -> str:
@@ -148,3 +216,81 @@ class SqsQueue:
         return self._call("send_message", "enqueue request", QueueUrl=self.url, MessageBody=body)[
             "MessageId"
         ]
+
+    # --- Operations on a queue as a whole (the console's dead-letter page, redrive, alerts) -------
+
+    def depth(self) -> QueueDepth:
+        """Approximate counts, as SQS reports them (eventually consistent, a few seconds behind)."""
+        attrs = self._call(
+            "get_queue_attributes",
+            "read queue depth",
+            QueueUrl=self.url,
+            AttributeNames=["ApproximateNumberOfMessages", "ApproximateNumberOfMessagesNotVisible"],
+        )["Attributes"]
+        return QueueDepth(
+            visible=int(attrs.get("ApproximateNumberOfMessages", 0)),
+            in_flight=int(attrs.get("ApproximateNumberOfMessagesNotVisible", 0)),
+        )
+
+    def receive_hidden(
+        self, *, max_messages: int = 10, hide_seconds: int = 30
+    ) -> list[QueueMessage]:
+        """Receive without waiting, hiding what was received for ``hide_seconds`` (at least 1);
+        callers release (visibility 0) or delete each message. Carries SentTimestamp."""
+        response = self._call(
+            "receive_message",
+            "receive messages",
+            QueueUrl=self.url,
+            MaxNumberOfMessages=max(1, min(10, max_messages)),
+            WaitTimeSeconds=0,
+            VisibilityTimeout=max(1, min(MAX_VISIBILITY_SECONDS, hide_seconds)),
+            MessageSystemAttributeNames=["ApproximateReceiveCount", "SentTimestamp"],
+            MessageAttributeNames=["All"],
+        )
+        return [
+            QueueMessage(
+                message_id=m["MessageId"],
+                receipt_handle=m["ReceiptHandle"],
+                body=m.get("Body", ""),
+                receive_count=int(m.get("Attributes", {}).get("ApproximateReceiveCount", 1)),
+                attributes=m.get("MessageAttributes", {}),
+                sent_at=int(m.get("Attributes", {}).get("SentTimestamp", 0)) // 1000,
+            )
+            for m in response.get("Messages", [])
+        ]
+
+    def release(self, messages: list[QueueMessage]) -> list[str]:
+        """Make messages visible again at once (visibility 0); returns the ids SQS refused."""
+        failed: list[str] = []
+        for start in range(0, len(messages), 10):
+            chunk = messages[start : start + 10]
+            response = self._call(
+                "change_message_visibility_batch",
+                "release messages",
+                QueueUrl=self.url,
+                Entries=[
+                    {"Id": str(i), "ReceiptHandle": m.receipt_handle, "VisibilityTimeout": 0}
+                    for i, m in enumerate(chunk)
+                ],
+            )
+            failed += [chunk[int(f["Id"])].message_id for f in response.get("Failed", [])]
+        return failed
+
+    def send_with_attributes(self, body: str, attributes: dict[str, Any]) -> str:
+        """Put a copy of a message on this queue with the given message attributes; its new id."""
+        return self._call(
+            "send_message",
+            "send message copy",
+            QueueUrl=self.url,
+            MessageBody=body,
+            MessageAttributes=attributes,
+        )["MessageId"]
+
+    def delete(self, message: QueueMessage) -> None:
+        self._call(
+            "delete_message",
+            "delete message",
+            key=message.message_id,
+            QueueUrl=self.url,
+            ReceiptHandle=message.receipt_handle,
+        )

@@ -26,11 +26,19 @@ class Recipient:
 
 
 @dataclass(frozen=True)
+class RejectedRecipient:
+    address: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class EmailRequest:
     message_id: str
     recipients: tuple[Recipient, ...]
     context: dict[str, Any] = field(default_factory=dict)
     dedupe_id: str = ""
+    rejected: tuple[RejectedRecipient, ...] = ()
+    warnings: tuple[str, ...] = ()
 
     @property
     def organization_id(self) -> str | None:

@@ -1,37 +1,62 @@
 """The whole life of one queue record: parse → compose → per recipient claim → send → mark.
 
 ``EmailPipeline.process`` never raises for a record's own trouble; it returns what the queue should do
-with the record (delete it, retry it later, wait for another consumer's lease, or dead-letter it).
-All state is local to the call, so one pipeline serves many threads.
+with the record (delete it, retry it later, wait, or dead-letter it). All state is local to the call
+(each recipient returns its own result), so one pipeline serves many threads; recipients of one
+record may run in parallel through the injected ``fan_out``.
 """
 
 from __future__ import annotations
 
 import logging
-import random
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
 from email.utils import formataddr
 from enum import Enum
+from typing import TypeVar
 
 from emailops.core.compose import Composed, Composer
 from emailops.core.contract import EmailRequest, Recipient, parse_request
 from emailops.core.dedupe import dedupe_key
-from emailops.core.errors import EmailOpsError, InvalidRequest
+from emailops.core.errors import (
+    ConfigurationFault,
+    DailyQuotaExceeded,
+    EmailOpsError,
+    InvalidRequest,
+    SendThrottled,
+)
 from emailops.core.events import EventLog
-from emailops.core.ports import Claim, ClaimState, Journal, OutgoingEmail, Sender
+from emailops.core.ports import (
+    Claim,
+    ClaimState,
+    Journal,
+    OutgoingEmail,
+    Sender,
+    SendRateLimiter,
+    SuppressionList,
+)
+from emailops.core.retry import RetryState, backoff_seconds
 
-__all__ = ["Action", "EmailPipeline", "PipelineSettings", "RecordOutcome", "backoff_seconds"]
+__all__ = [
+    "Action",
+    "EmailPipeline",
+    "HeldClaims",
+    "PipelineSettings",
+    "RecordOutcome",
+    "backoff_seconds",
+]
 
 logger = logging.getLogger("emailops.pipeline")
+T = TypeVar("T")
+R = TypeVar("R")
 
 
 class Action(Enum):
-    DELETE = "delete"  # every recipient is SENT (now or before)
-    RETRY = "retry"  # a transient failure: back off and let SQS redeliver
-    WAIT = "wait"  # another consumer holds a live claim: look again when it ends
-    DEAD_LETTER = "dead-letter"  # a permanent failure: retrying cannot help
+    DELETE = "delete"  # every recipient is done: SENT, skipped, suppressed or refused as input
+    RETRY = "retry"  # transient trouble: re-enqueue with back-off (uses the retry budget)
+    WAIT = "wait"  # a live claim elsewhere, a configuration fault or the daily quota: look later
+    DEAD_LETTER = "dead-letter"  # permanent trouble, or the retry budget ran out
 
 
 @dataclass(frozen=True)
@@ -39,9 +64,12 @@ class RecordOutcome:
     action: Action
     reason: str = ""
     message_id: str = ""  # the request's messageId, when the body parsed
-    wait_until: int = 0  # for WAIT: epoch seconds when the blocking lease ends
+    wait_until: int = 0  # for WAIT: epoch seconds when to look again
     sent: int = 0
     skipped: int = 0
+    state: RetryState = field(default_factory=RetryState)  # what the next attempt carries
+    fault: str = ""  # a configuration fault's fix, for the consumer's health report
+    rate_wait: float = 0.0  # seconds spent waiting for the shared send rate
 
 
 @dataclass(frozen=True)
@@ -50,42 +78,75 @@ class PipelineSettings:
     reply_to: tuple[str, ...] = ()
     lease_seconds: int = 30  # the queue's visibility timeout
     ttl_days: int = 90
+    retry_max_seconds: int = 86_400  # transient trouble dead-letters only after this long
+    fault_wait_seconds: int = 60  # how soon a record looks again after a configuration fault
+    quota_wait_seconds: int = 600  # ... after SES's daily quota was reached
+    mark_retry_delays: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0)  # SENT mark retries while held
+    throttle_retries: int = 3  # sends retried in place after SES throttling
 
 
-def backoff_seconds(
-    receive_count: int,
-    *,
-    base: int,
-    cap: int,
-    rng: Callable[[float, float], float] = random.uniform,
-) -> int:
-    """Exponential back-off with jitter: between half and all of min(cap, base * 2**(n-1))."""
-    ceiling = min(cap, base * 2 ** max(0, receive_count - 1))
-    return max(1, int(rng(ceiling / 2, ceiling)))
+class HeldClaims:
+    """The claims one record holds right now, so the consumer's lease keeper can extend them.
+
+    Plain dict operations, which are atomic in CPython: the keeper reads a copy.
+    """
+
+    def __init__(self) -> None:
+        self._claims: dict[str, int] = {}
+
+    def hold(self, key: str, attempt: int) -> None:
+        self._claims[key] = attempt
+
+    def release(self, key: str) -> None:
+        self._claims.pop(key, None)
+
+    def snapshot(self) -> dict[str, int]:
+        return self._claims.copy()
 
 
-@dataclass
-class _Tally:
-    sent: int = 0
-    skipped: int = 0
+class _Kind(Enum):
+    SENT = "sent"
+    SKIPPED = "skipped"  # already SENT: a duplicate delivery
+    SUPPRESSED = "suppressed"
+    REFUSED = "refused"  # bad input for this recipient only: FAILED row, nothing to retry
+    ACCEPTED = "accepted"  # SES accepted, the SENT mark is not stored yet
+    TRANSIENT = "transient"
+    FAULT = "fault"  # a configuration fault: wait for the fix
+    QUOTA = "quota"  # the daily quota: wait
+    WAIT = "wait"  # another consumer's live claim
+    PERMANENT = "permanent"
+
+
+@dataclass(frozen=True)
+class _Result:
+    kind: _Kind
+    key: str = ""
+    detail: str = ""
     wait_until: int = 0
-    transient: list[str] = field(default_factory=list)
-    permanent: list[str] = field(default_factory=list)
+    provider_id: str = ""
+    fix: str = ""
+    rate_wait: float = 0.0
 
-    def outcome(self) -> RecordOutcome:
-        counts = {"sent": self.sent, "skipped": self.skipped}
-        if self.transient:
-            return RecordOutcome(Action.RETRY, reason="; ".join(self.transient), **counts)
-        if self.wait_until:
-            return RecordOutcome(
-                Action.WAIT,
-                reason="claimed by another consumer",
-                wait_until=self.wait_until,
-                **counts,
-            )
-        if self.permanent:
-            return RecordOutcome(Action.DEAD_LETTER, reason="; ".join(self.permanent), **counts)
-        return RecordOutcome(Action.DELETE, **counts)
+
+def _sequential(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
+    return [fn(item) for item in items]
+
+
+def _error_result(exc: EmailOpsError, key: str, now: int, settings: PipelineSettings) -> _Result:
+    """The one place an exception's kind becomes a recipient's result."""
+    if isinstance(exc, ConfigurationFault):
+        return _Result(
+            _Kind.FAULT,
+            key,
+            exc.describe(),
+            wait_until=now + settings.fault_wait_seconds,
+            fix=exc.fix,
+        )
+    if isinstance(exc, DailyQuotaExceeded):
+        return _Result(
+            _Kind.QUOTA, key, exc.describe(), wait_until=now + settings.quota_wait_seconds
+        )
+    return _Result(_Kind.PERMANENT if exc.permanent else _Kind.TRANSIENT, key, exc.describe())
 
 
 class EmailPipeline:
@@ -96,16 +157,33 @@ class EmailPipeline:
         journal: Journal,
         sender: Sender,
         settings: PipelineSettings,
+        suppressions: SuppressionList | None = None,
+        rate_limiter: SendRateLimiter | None = None,
+        fan_out: Callable[[Callable[[T], R], Sequence[T]], list[R]] = _sequential,
         clock: Callable[[], float] = time.time,
+        sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.composer = composer
         self.journal = journal
         self.sender = sender
         self.settings = settings
+        self.suppressions = suppressions
+        self.rate_limiter = rate_limiter
+        self.fan_out = fan_out
         self.clock = clock
+        self.sleep = sleep
 
-    def process(self, body: str, *, record_id: str = "") -> RecordOutcome:
+    def process(
+        self,
+        body: str,
+        *,
+        record_id: str = "",
+        state: RetryState | None = None,
+        held: HeldClaims | None = None,
+    ) -> RecordOutcome:
+        state = state or RetryState()
         log = EventLog(logger, sqsMessageId=record_id or None)
+        started = int(self.clock())
         try:
             request = parse_request(body)
         except InvalidRequest as exc:
@@ -113,12 +191,23 @@ class EmailPipeline:
             if exc.request is not None:
                 self._record_failures(exc.request, exc.describe(), log.bind(messageId=exc.key))
             return RecordOutcome(
-                Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or ""
+                Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or "", state=state
             )
-        outcome = self._process_request(request, log.bind(messageId=request.message_id))
-        return replace(outcome, message_id=request.message_id)
+        log = log.bind(messageId=request.message_id)
+        for warning in request.warnings:
+            log.warning("request.warning", warning=warning)
+        results = self._run(request, state, held or HeldClaims(), log)
+        return self._decide(request, results, state, started, log)
 
-    def _process_request(self, request: EmailRequest, log: EventLog) -> RecordOutcome:
+    # --- the steps -----------------------------------------------------------------------------
+
+    def _run(
+        self, request: EmailRequest, state: RetryState, held: HeldClaims, log: EventLog
+    ) -> list[_Result]:
+        refused = [
+            self._refuse(request, rejected.address, rejected.reason, log)
+            for rejected in request.rejected
+        ]
         try:
             composed = self.composer.compose(
                 request.message_id, request.context, request.organization_id
@@ -130,10 +219,14 @@ class EmailPipeline:
                 error=exc.describe(),
                 permanent=exc.permanent,
             )
-            if not exc.permanent:
-                return RecordOutcome(Action.RETRY, reason=exc.describe())
-            self._record_failures(request, exc.describe(), log)
-            return RecordOutcome(Action.DEAD_LETTER, reason=exc.describe())
+            if exc.permanent:
+                addresses = [r.email for r in request.recipients]
+                self._record_failures(request, exc.describe(), log, addresses=addresses)
+            now = int(self.clock())
+            return refused + [
+                _error_result(exc, dedupe_key(request, r.email), now, self.settings)
+                for r in request.recipients
+            ]
         if composed.missing:
             log.info(
                 "render.missing_variables",
@@ -141,18 +234,198 @@ class EmailPipeline:
                 missing=",".join(composed.missing),
             )
 
-        tally = _Tally()
-        for recipient in request.recipients:
+        def deliver(recipient: Recipient) -> _Result:
             key = dedupe_key(request, recipient.email)
-            self._deliver(
-                request,
-                recipient,
+            rlog = log.bind(recipient=recipient.email, key=key)
+            try:
+                return self._deliver(request, recipient, key, composed, state, held, rlog)
+            finally:
+                held.release(key)
+
+        return refused + self.fan_out(deliver, request.recipients)
+
+    def _deliver(
+        self,
+        request: EmailRequest,
+        recipient: Recipient,
+        key: str,
+        composed: Composed,
+        state: RetryState,
+        held: HeldClaims,
+        log: EventLog,
+    ) -> _Result:
+        if key in state.accepted:  # an earlier attempt's send went out; only its mark is owed
+            return self._mark_accepted(key, state.accepted[key], log)
+        claim = self._claim(request, recipient.email, key, composed)
+        try:
+            if self.suppressions is not None:
+                reason = self.suppressions.suppression_reason(recipient.email)
+                if reason:
+                    written = self.journal.record_suppressed(claim, reason=reason)
+                    log.info("recipient.suppressed", reason=reason, written=written)
+                    return _Result(_Kind.SUPPRESSED, key, reason)
+            claimed = self.journal.claim(claim)
+        except EmailOpsError as exc:
+            log.warning("claim.failed", error=exc.describe())
+            return _error_result(exc, key, int(self.clock()), self.settings)
+        if claimed.state is ClaimState.ALREADY_SENT:
+            log.info("recipient.skipped", reason="already SENT or SUPPRESSED (duplicate delivery)")
+            return _Result(_Kind.SKIPPED, key)
+        if claimed.state is ClaimState.IN_PROGRESS:
+            log.info("recipient.in_progress", leaseEndsAt=claimed.lease_ends_at)
+            return _Result(_Kind.WAIT, key, wait_until=claimed.lease_ends_at)
+
+        attempt = claimed.attempt
+        held.hold(key, attempt)
+        email = OutgoingEmail(
+            from_address=self.settings.from_address,
+            to=formataddr((recipient.name, recipient.email), charset="utf-8"),
+            subject=composed.subject,
+            html=composed.html,
+            text=composed.text,
+            reply_to=self.settings.reply_to,
+            journal_key=key,
+        )
+        waited = 0.0
+        try:
+            provider_id, waited = self._send(email, log)
+        except EmailOpsError as exc:
+            result = _error_result(exc, key, int(self.clock()), self.settings)
+            log.warning("send.failed", attempt=attempt, error=exc.describe(), outcome=result.kind)
+            if result.kind in (_Kind.FAULT, _Kind.QUOTA):
+                self._release(key, attempt, log)  # not the email's fault: never FAILED
+            else:
+                self._mark_failed(key, attempt, exc.describe(), log)
+            return result
+        return self._mark_sent(key, attempt, provider_id, log, rate_wait=waited)
+
+    def _send(self, email: OutgoingEmail, log: EventLog) -> tuple[str, float]:
+        """Take the shared rate, send; SES throttling lowers the rate and tries again in place."""
+        waited = 0.0
+        for tries_left in range(self.settings.throttle_retries, -1, -1):
+            if self.rate_limiter is not None:
+                waited += self.rate_limiter.acquire()
+            try:
+                return self.sender.send(email), waited
+            except SendThrottled as exc:
+                if self.rate_limiter is not None:
+                    self.rate_limiter.on_throttled()
+                if not tries_left:
+                    raise
+                log.info("send.throttled", error=exc.describe())
+            except DailyQuotaExceeded:
+                if self.rate_limiter is not None:
+                    self.rate_limiter.on_daily_quota_exceeded()
+                raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _mark_sent(
+        self, key: str, attempt: int, provider_id: str, log: EventLog, *, rate_wait: float
+    ) -> _Result:
+        """SES accepted: store the mark, retrying while the record is held. If it still fails,
+        the key travels with the record as accepted, so no attempt ever sends it again."""
+        error = ""
+        for delay in (0.0, *self.settings.mark_retry_delays):
+            if delay:
+                self.sleep(delay)
+            try:
+                still_ours = self.journal.mark_sent(
+                    key, attempt=attempt, provider_id=provider_id, sent_at=int(self.clock())
+                )
+            except EmailOpsError as exc:
+                error = exc.describe()
+                log.warning("mark_sent.failed", sesMessageId=provider_id, error=error)
+                continue
+            if still_ours:
+                log.info("recipient.sent", attempt=attempt, sesMessageId=provider_id)
+            else:
+                log.warning(
+                    "recipient.sent_after_lease_lost", attempt=attempt, sesMessageId=provider_id
+                )
+            return _Result(_Kind.SENT, key, provider_id=provider_id, rate_wait=rate_wait)
+        log.error("mark_sent.pending", sesMessageId=provider_id, error=error)
+        return _Result(
+            _Kind.ACCEPTED, key, f"SENT mark not stored: {error}", provider_id=provider_id
+        )
+
+    def _mark_accepted(self, key: str, provider_id: str, log: EventLog) -> _Result:
+        try:
+            self.journal.mark_accepted(key, provider_id=provider_id, sent_at=int(self.clock()))
+        except EmailOpsError as exc:
+            log.warning("mark_sent.failed", sesMessageId=provider_id, error=exc.describe())
+            return _Result(
+                _Kind.ACCEPTED,
                 key,
-                composed,
-                tally,
-                log.bind(recipient=recipient.email, key=key),
+                f"SENT mark not stored: {exc.describe()}",
+                provider_id=provider_id,
             )
-        return tally.outcome()
+        log.info("recipient.sent", sesMessageId=provider_id, reason="mark of an earlier send")
+        return _Result(_Kind.SENT, key, provider_id=provider_id)
+
+    def _decide(
+        self,
+        request: EmailRequest,
+        results: list[_Result],
+        state: RetryState,
+        started: int,
+        log: EventLog,
+    ) -> RecordOutcome:
+        """Turn recipients' results into one action for the record (see Action)."""
+        now = int(self.clock())
+        by_kind: dict[_Kind, list[_Result]] = {}
+        for result in results:
+            by_kind.setdefault(result.kind, []).append(result)
+        accepted = {r.key: r.provider_id for r in by_kind.get(_Kind.ACCEPTED, [])}
+        common = {
+            "message_id": request.message_id,
+            "sent": len(by_kind.get(_Kind.SENT, [])),
+            "skipped": len(by_kind.get(_Kind.SKIPPED, [])),
+            "rate_wait": sum(r.rate_wait for r in results),
+        }
+
+        def reasons(*kinds: _Kind) -> str:
+            return "; ".join(dict.fromkeys(r.detail for k in kinds for r in by_kind.get(k, [])))
+
+        faults = by_kind.get(_Kind.FAULT, [])
+        if faults and not accepted:
+            return RecordOutcome(
+                Action.WAIT,
+                reason=reasons(_Kind.FAULT),
+                wait_until=max(r.wait_until for r in faults),
+                state=state,
+                fault=faults[0].fix or faults[0].detail,
+                **common,
+            )
+        if accepted or _Kind.TRANSIENT in by_kind:
+            reason = reasons(_Kind.ACCEPTED, _Kind.TRANSIENT)
+            next_state = state.after_failure(
+                now=now, started_at=started, error=reason, accepted=accepted
+            )
+            if next_state.elapsed(now) < self.settings.retry_max_seconds:
+                return RecordOutcome(Action.RETRY, reason=reason, state=next_state, **common)
+            reason = (
+                f"retry budget exhausted: {next_state.attempts} attempts over "
+                f"{next_state.elapsed(now)} s (RETRY_MAX_SECONDS="
+                f"{self.settings.retry_max_seconds}); last error: {reason}"
+            )
+            self._record_failures(
+                request, reason, log, only={r.key for r in by_kind.get(_Kind.TRANSIENT, [])}
+            )
+            return RecordOutcome(Action.DEAD_LETTER, reason=reason, state=next_state, **common)
+        waits = by_kind.get(_Kind.QUOTA, []) + by_kind.get(_Kind.WAIT, [])
+        if waits:
+            reason = reasons(_Kind.QUOTA) or "claimed by another consumer"
+            until = max(r.wait_until for r in waits)
+            return RecordOutcome(
+                Action.WAIT, reason=reason, wait_until=until, state=state, **common
+            )
+        if _Kind.PERMANENT in by_kind:
+            return RecordOutcome(
+                Action.DEAD_LETTER, reason=reasons(_Kind.PERMANENT), state=state, **common
+            )
+        return RecordOutcome(Action.DELETE, state=state, **common)
+
+    # --- journal helpers -------------------------------------------------------------------------
 
     def _claim(
         self, request: EmailRequest, email: str, key: str, composed: Composed | None
@@ -169,65 +442,11 @@ class EmailPipeline:
             template_key=composed.template_key if composed else "",
         )
 
-    def _deliver(
-        self,
-        request: EmailRequest,
-        recipient: Recipient,
-        key: str,
-        composed: Composed,
-        tally: _Tally,
-        log: EventLog,
-    ) -> None:
+    def _release(self, key: str, attempt: int, log: EventLog) -> None:
         try:
-            claimed = self.journal.claim(self._claim(request, recipient.email, key, composed))
-        except EmailOpsError as exc:
-            log.warning("claim.failed", error=exc.describe())
-            (tally.permanent if exc.permanent else tally.transient).append(exc.describe())
-            return
-        if claimed.state is ClaimState.ALREADY_SENT:
-            log.info("recipient.skipped", reason="already SENT (duplicate delivery)")
-            tally.skipped += 1
-            return
-        if claimed.state is ClaimState.IN_PROGRESS:
-            log.info("recipient.in_progress", leaseEndsAt=claimed.lease_ends_at)
-            tally.wait_until = max(tally.wait_until, claimed.lease_ends_at)
-            return
-
-        attempt = claimed.attempt
-        email = OutgoingEmail(
-            from_address=self.settings.from_address,
-            to=formataddr((recipient.name, recipient.email), charset="utf-8"),
-            subject=composed.subject,
-            html=composed.html,
-            text=composed.text,
-            reply_to=self.settings.reply_to,
-        )
-        try:
-            provider_id = self.sender.send(email)
-        except EmailOpsError as exc:
-            log.warning(
-                "send.failed", attempt=attempt, error=exc.describe(), permanent=exc.permanent
-            )
-            (tally.permanent if exc.permanent else tally.transient).append(exc.describe())
-            self._mark_failed(key, attempt, exc.describe(), log)
-            return
-
-        tally.sent += 1
-        try:
-            still_ours = self.journal.mark_sent(
-                key, attempt=attempt, provider_id=provider_id, sent_at=int(self.clock())
-            )
-        except EmailOpsError as exc:
-            # The email is out; retrying the record would send it again. Count it as sent and
-            # leave the row QUEUED (its lease will show it as stuck) rather than risk a duplicate.
-            log.error("mark_sent.failed", sesMessageId=provider_id, error=exc.describe())
-            return
-        if still_ours:
-            log.info("recipient.sent", attempt=attempt, sesMessageId=provider_id)
-        else:
-            log.warning(
-                "recipient.sent_after_lease_lost", attempt=attempt, sesMessageId=provider_id
-            )
+            self.journal.release_claim(key, attempt=attempt)
+        except EmailOpsError as exc:  # the lease ends by itself
+            log.warning("release_claim.failed", error=exc.describe())
 
     def _mark_failed(self, key: str, attempt: int, error: str, log: EventLog) -> None:
         try:
@@ -236,14 +455,33 @@ class EmailPipeline:
         except EmailOpsError as exc:
             log.error("mark_failed.failed", error=exc.describe())
 
-    def _record_failures(self, request: EmailRequest, error: str, log: EventLog) -> None:
-        """A request that can never be sent still leaves a FAILED row for each recipient."""
-        for recipient in request.recipients:
-            key = dedupe_key(request, recipient.email)
-            rlog = log.bind(recipient=recipient.email, key=key)
+    def _refuse(self, request: EmailRequest, address: str, reason: str, log: EventLog) -> _Result:
+        """One recipient's bad input: a FAILED row for it; the others are still sent."""
+        key = dedupe_key(request, address)
+        self._record_failures(request, reason, log, addresses=[address])
+        return _Result(_Kind.REFUSED, key, reason)
+
+    def _record_failures(
+        self,
+        request: EmailRequest,
+        error: str,
+        log: EventLog,
+        *,
+        only: set[str] | None = None,
+        addresses: Iterable[str] | None = None,
+    ) -> None:
+        """A request (or recipient) that can never be sent still leaves a FAILED row."""
+        if addresses is None:
+            addresses = [r.email for r in request.recipients]
+            addresses += [r.address for r in request.rejected]
+        for address in addresses:
+            key = dedupe_key(request, address)
+            if only is not None and key not in only:
+                continue
+            rlog = log.bind(recipient=address, key=key)
             try:
                 written = self.journal.record_failure(
-                    self._claim(request, recipient.email, key, None), error=error
+                    self._claim(request, address, key, None), error=error
                 )
             except EmailOpsError as exc:
                 rlog.error("record_failure.failed", error=exc.describe())

@@ -78,7 +78,7 @@ class Claim:
 
 class ClaimState(Enum):
     CLAIMED = "claimed"  # ours to send; `attempt` identifies our claim
-    ALREADY_SENT = "already-sent"  # a duplicate delivery: skip
+    ALREADY_SENT = "already-sent"  # a duplicate delivery (or a SUPPRESSED row): skip
     IN_PROGRESS = "in-progress"  # another consumer holds a live lease until `lease_ends_at`
 
 
@@ -123,6 +123,19 @@ class Journal(Protocol):
 
     def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
         """Record a failed send if claim ``attempt`` is still ours; False when it is not."""
+        ...
+
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+        """Mark SENT a send an earlier attempt made but could not mark, whoever holds the row
+        now (SES accepted it: it is sent). A row already SENT is left alone."""
+        ...
+
+    def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
+        """Push claim ``attempt``'s lease to ``until`` while it is still ours."""
+        ...
+
+    def release_claim(self, key: str, *, attempt: int) -> bool:
+        """End claim ``attempt``'s lease now, leaving the row QUEUED (claimable, not FAILED)."""
         ...
 
     def record_failure(self, claim: Claim, *, error: str) -> bool:

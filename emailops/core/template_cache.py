@@ -1,8 +1,10 @@
-"""A short-lived, thread-safe cache in front of a TemplateStore.
+"""Short-lived, thread-safe caches in front of the MappingStore and the TemplateStore.
 
-The consumer asks for the same few templates over and over, and for most organizations the branded
-lookup misses; caching both hits and misses for a minute takes S3 off the hot path, at the price of a
-template edit taking up to that long to reach the consumer.
+The consumer asks for the same few mappings and templates over and over, and for most organizations
+the branded lookup misses; caching hits and misses for ``seconds`` takes DynamoDB and S3 off the hot
+path, at the price of an edit taking up to that long to reach the consumer. When a template's time
+is up and the store can revalidate (an S3 conditional GET by ETag), an unchanged template is kept
+without downloading it again. Errors are never cached.
 """
 
 from __future__ import annotations
@@ -10,10 +12,61 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, Protocol, TypeVar
 
-from emailops.core.ports import TemplateStore
+from emailops.core.ports import MappingStore, TemplateMapping, TemplateStore
 
-__all__ = ["CachedTemplateStore"]
+__all__ = [
+    "CachedMappingStore",
+    "CachedTemplateStore",
+    "RevalidatingTemplateStore",
+    "TemplateFetch",
+]
+
+V = TypeVar("V")
+
+
+@dataclass(frozen=True)
+class TemplateFetch:
+    """A template read that may be conditional: ``not_modified`` means "what you hold is current"."""
+
+    source: str | None
+    etag: str | None = None
+    not_modified: bool = False
+
+
+class RevalidatingTemplateStore(TemplateStore, Protocol):
+    def fetch_template(self, key: str, *, if_none_match: str | None = None) -> TemplateFetch:
+        """Read ``key``; with ``if_none_match``, answer not_modified if its ETag still matches."""
+        ...
+
+
+@dataclass(frozen=True)
+class _Entry(Generic[V]):
+    expires: float
+    value: V
+    etag: str | None = None
+
+
+class _Entries(Generic[V]):
+    """A dict of expiring entries under a lock; lookups go to the store outside the lock, so one
+    slow fetch never serializes the others."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
+        self.seconds, self.clock = seconds, clock
+        self._entries: dict[str, _Entry[V]] = {}
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> tuple[float, _Entry[V] | None]:
+        now = self.clock()
+        with self._lock:
+            return now, self._entries.get(key)
+
+    def put(self, key: str, now: float, value: V, etag: str | None = None) -> V:
+        with self._lock:
+            self._entries[key] = _Entry(now + self.seconds, value, etag)
+        return value
 
 
 class CachedTemplateStore:
@@ -22,17 +75,32 @@ class CachedTemplateStore:
     ) -> None:
         self.store = store
         self.seconds = seconds
-        self.clock = clock
-        self._entries: dict[str, tuple[float, str | None]] = {}
-        self._lock = threading.Lock()
+        self._entries: _Entries[str | None] = _Entries(seconds, clock)
 
     def read_template(self, key: str) -> str | None:
-        now = self.clock()
-        with self._lock:
-            entry = self._entries.get(key)
-        if entry is not None and entry[0] > now:
-            return entry[1]
-        source = self.store.read_template(key)  # outside the lock: S3 latency must not serialize
-        with self._lock:
-            self._entries[key] = (now + self.seconds, source)
-        return source
+        now, entry = self._entries.get(key)
+        if entry is not None and entry.expires > now:
+            return entry.value
+        fetch = getattr(self.store, "fetch_template", None)
+        if fetch is None:
+            return self._entries.put(key, now, self.store.read_template(key))
+        held = entry.etag if entry is not None else None
+        result: TemplateFetch = fetch(key, if_none_match=held)
+        if result.not_modified and entry is not None:
+            return self._entries.put(key, now, entry.value, entry.etag)
+        return self._entries.put(key, now, result.source, result.etag)
+
+
+class CachedMappingStore:
+    def __init__(
+        self, store: MappingStore, *, seconds: float, clock: Callable[[], float] = time.monotonic
+    ) -> None:
+        self.store = store
+        self.seconds = seconds
+        self._entries: _Entries[TemplateMapping | None] = _Entries(seconds, clock)
+
+    def get_mapping(self, message_id: str) -> TemplateMapping | None:
+        now, entry = self._entries.get(message_id)
+        if entry is not None and entry.expires > now:
+            return entry.value
+        return self._entries.put(message_id, now, self.store.get_mapping(message_id))

@@ -9,7 +9,9 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
+from emailops.aws.journal_search import NO_DELIVERY_REPORT
 from emailops.core.ports import Status
+from templates_admin.journal.delivery import DELIVERY_STATUSES
 
 _RESEND_TOKEN = re.compile(r"^resend-[0-9a-f]{32}$")
 
@@ -30,6 +32,12 @@ class JournalSearchForm(forms.Form):
     message_id = forms.CharField(label="messageId", required=False, max_length=200)
     status = forms.ChoiceField(
         required=False, choices=[("", "any")] + [(s.value, s.value) for s in Status]
+    )
+    delivery = forms.ChoiceField(
+        required=False,
+        choices=[("", "any")]
+        + [(d, d.lower()) for d in DELIVERY_STATUSES]
+        + [(NO_DELIVERY_REPORT, "no report yet")],
     )
     since = forms.DateField(
         label="From", required=False, widget=forms.DateInput(attrs={"type": "date"})
@@ -55,6 +63,7 @@ class JournalSearchForm(forms.Form):
             "query": data["q"],
             "message_id": data.get("message_id") or None,
             "status": data.get("status") or None,
+            "delivery": data.get("delivery") or None,
             "since": datetime.combine(since, time.min, zone) if since else None,
             "until": datetime.combine(until, time.max, zone) if until else None,
             "cursor": data.get("cursor") or None,

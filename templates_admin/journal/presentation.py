@@ -13,6 +13,7 @@ from django.utils import timezone
 
 from emailops.aws.journal_search import failure_is_permanent
 from emailops.core.ports import Status
+from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
 
 MASK = "••••••"
 EXCERPT_LENGTH = 140
@@ -28,6 +29,11 @@ ATTRIBUTE_ORDER = (
     "MessageSent",
     "SesMessageId",
     "Error",
+    "DeliveryStatus",
+    "DeliveryStatusAt",
+    "BounceType",
+    "BounceSubType",
+    "DiagnosticCode",
     "Subject",
     "TemplateKey",
     "RecipientKey",
@@ -35,6 +41,7 @@ ATTRIBUTE_ORDER = (
     "Attempts",
     "ExpiresAt",
     "Context",
+    "DeliveryEvents",
 )
 EPOCH_ATTRIBUTES = ("Timestamp", "ClaimExpiresAt", "ExpiresAt")
 
@@ -126,6 +133,7 @@ class RowSummary:
     local_time: str
     utc_time: str
     stuck: bool  # QUEUED and its claim's lease has ended
+    delivery: DeliveryOutcome | None = None  # what SES reported after accepting it
 
     @property
     def status_label(self) -> str:
@@ -147,6 +155,7 @@ def summarize(row: dict[str, Any], *, now: int) -> RowSummary:
         local_time=local_text(timestamp),
         utc_time=utc_text(timestamp),
         stuck=row.get("Status") == Status.QUEUED and isinstance(lease, int) and lease < now,
+        delivery=delivery_outcome(row),
     )
 
 
@@ -163,16 +172,19 @@ def explain_status(
     """What the row's status means for the person asking "did they get the email?"."""
     status = row.get("Status")
     claimed = local_text(row.get("Timestamp"))
-    if status == Status.SENT:
+    if status == Status.SENT or row.get("DeliveryStatus"):
         accepted = _rfc3339_local(row.get("MessageSent")) or claimed
+        return _explain_delivery(row, accepted)
+    if status == Status.SUPPRESSED:
         return StatusExplanation(
-            "ok",
-            f"Sent: accepted by SES at {accepted}.",
+            "warning",
+            f"Not sent: {row.get('Recipient', 'the address')} is on the suppression list.",
             [
-                f"SES message id: {row.get('SesMessageId') or 'not recorded'}.",
-                "Accepted is not delivered: SES reports bounces and complaints separately, "
-                "so if the person says it never arrived, check their spam folder and SES's "
-                "suppression list.",
+                f"Why: {row.get('Error') or 'no reason recorded'} (checked at {claimed}).",
+                "An address is suppressed after a hard bounce or a complaint, so that SES keeps "
+                "trusting our sending. If the person has fixed their mailbox or asked to receive "
+                "email again, a Support lead can remove the address from the suppression list, "
+                "then resend.",
             ],
         )
     if status == Status.QUEUED:
@@ -180,6 +192,60 @@ def explain_status(
     if status == Status.FAILED:
         return _explain_failed(str(row.get("Error") or "no error recorded"))
     return StatusExplanation("warning", f"Unknown status {status!r}.")
+
+
+def _explain_delivery(row: dict[str, Any], accepted: str) -> StatusExplanation:
+    """A SENT row: what SES reported after accepting it (delivery events)."""
+    outcome = delivery_outcome(row) or DeliveryOutcome("no-report", "pending", "")
+    ses_id = f"SES message id: {row.get('SesMessageId') or 'not recorded'}."
+    at = f" at {outcome.at}" if outcome.at else ""
+    if outcome.state == "no-report":
+        return StatusExplanation(
+            "pending",
+            f"Accepted by SES at {accepted}; no delivery report yet.",
+            [
+                ses_id,
+                "SES reports delivery, bounces and complaints usually within minutes of accepting "
+                "an email; this page shows them when they arrive. Emails sent before delivery "
+                "events were switched on never get a report.",
+            ],
+        )
+    if outcome.state == "delivered":
+        return StatusExplanation(
+            "ok",
+            f"Delivered{at}: the recipient's mail server accepted it.",
+            [
+                f"Accepted by SES at {accepted}. {ses_id}",
+                "Delivered to their server is all SES can tell; if the person cannot find it, "
+                "check their spam or junk folder and any mail filters.",
+            ],
+        )
+    reported = f"Reported by SES at {outcome.at}; accepted" if outcome.at else "Accepted"
+    details = [f"{reported} by SES at {accepted}. {ses_id}"]
+    if outcome.state == "bounced":
+        details.append(f"Bounce type: {outcome.bounce or 'not recorded'}.")
+        if outcome.diagnostic:
+            details.append(f"Their mail server said: {outcome.diagnostic}")
+        if row.get("BounceType") == "Permanent":
+            details.append(
+                "A permanent bounce puts the address on the suppression list: later emails to it "
+                "are not sent until it is removed."
+            )
+        else:
+            details.append("A temporary bounce: a later email may well arrive.")
+    elif outcome.state == "complained":
+        details.append(
+            "The recipient's mail provider reported it as spam. The address is on the "
+            "suppression list: later emails to it are not sent unless the person asks for them."
+        )
+    elif outcome.state == "delayed":
+        details.append(
+            "The recipient's server has not accepted it yet; SES keeps retrying for some hours "
+            "and reports delivery or a bounce when it knows."
+        )
+    return StatusExplanation(
+        outcome.tone, outcome.text[:1].upper() + outcome.text[1:] + ".", details
+    )
 
 
 def _explain_queued(claimed: str, *, now: int, lease_ends_at: int | None) -> StatusExplanation:

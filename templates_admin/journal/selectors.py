@@ -11,6 +11,7 @@ import hashlib
 import json
 import re
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -21,15 +22,23 @@ from django.core import signing
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops import wiring
-from emailops.aws.journal_search import JournalCriteria, JournalPage, QueryRun, SearchPosition
+from emailops.aws.journal_search import (
+    NO_DELIVERY_REPORT,
+    JournalCriteria,
+    JournalPage,
+    QueryRun,
+    SearchPosition,
+)
 from emailops.core.compose import Composed
 from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import Status
+from templates_admin.journal.delivery import DELIVERY_STATUSES
 from templates_admin.journal.presentation import branding, mask_context
 from templates_admin.models import EmailAction
 
 __all__ = [
+    "EXPORT_MAX_ROWS",
     "MAX_LIMIT",
     "PAGE_SIZE",
     "EmailPreview",
@@ -41,12 +50,15 @@ __all__ = [
     "journal_email_preview",
     "journal_entry",
     "journal_search",
+    "journal_search_pages",
     "looks_like_email",
+    "parse_delivery_status",
     "parse_status",
 ]
 
 PAGE_SIZE = 50
 MAX_LIMIT = 500
+EXPORT_MAX_ROWS = 100_000  # a CSV export stops here and says so
 _CURSOR_SALT = "templates_admin.journal.cursor"
 _EMAIL = re.compile(r"^[^@\s]+@[^@\s]+$")
 
@@ -69,6 +81,17 @@ class SearchKind(StrEnum):
 def looks_like_email(text: str) -> bool:
     """Loose on purpose: rows the Go consumer wrote hold whatever address producers sent."""
     return bool(_EMAIL.match(text))
+
+
+def parse_delivery_status(delivery: str | None) -> str | None:
+    """DELIVERED, BOUNCED... or NONE (accepted by SES, no delivery report yet), any case."""
+    if not delivery:
+        return None
+    value = delivery.strip().upper()
+    known = (*DELIVERY_STATUSES, NO_DELIVERY_REPORT)
+    if value not in known:
+        raise JournalSearchError(f"delivery must be one of {', '.join(known)}, not {delivery!r}")
+    return value
 
 
 def parse_status(status: str | None) -> str | None:
@@ -103,6 +126,7 @@ def journal_search(
     query: str,
     message_id: str | None = None,
     status: str | None = None,
+    delivery: str | None = None,
     since: datetime | None = None,
     until: datetime | None = None,
     cursor: str | None = None,
@@ -119,11 +143,16 @@ def journal_search(
         raise JournalSearchError("type an email address, a journal Id or an SES message id")
     if not 1 <= limit <= MAX_LIMIT:
         raise JournalSearchError(f"limit must be between 1 and {MAX_LIMIT}")
+    delivery_status = parse_delivery_status(delivery)
+    status = parse_status(status)
+    if delivery_status == NO_DELIVERY_REPORT and status is None:
+        status = Status.SENT.value  # "no report yet" is about emails SES accepted
     criteria = JournalCriteria(
         message_id=(message_id or "").strip() or None,
-        status=parse_status(status),
+        status=status,
         since=_epoch(since),
         until=_epoch(until),
+        delivery_status=delivery_status,
     )
     if (
         criteria.since is not None
@@ -149,6 +178,34 @@ def journal_search(
         partial=page.partial,
         problems=page.problems,
     )
+
+
+def journal_search_pages(
+    *,
+    query: str,
+    max_rows: int | None = None,
+    page_size: int = MAX_LIMIT,
+    **criteria: Any,
+) -> Iterator[JournalSearchResult]:
+    """Every page of a search, following its cursors, until the rows run out or ``max_rows``
+    (None: no limit). ``criteria``: journal_search's filters (message_id, status, delivery, since,
+    until, oldest_first).
+
+    Lazy: each page is one journal_search call, read when iterated and bounded by the same read
+    budget as a console page. The last page is trimmed to ``max_rows``; when it still has a
+    ``next_cursor``, more rows match than were read.
+    """
+    if max_rows is not None and max_rows < 1:
+        raise JournalSearchError("the row limit must be at least 1")
+    cursor, seen = None, 0
+    while True:
+        wanted = page_size if max_rows is None else min(page_size, max_rows - seen)
+        page = journal_search(query=query, cursor=cursor, limit=wanted, **criteria)
+        seen += len(page.rows)
+        yield page
+        cursor = page.next_cursor
+        if not cursor or (max_rows is not None and seen >= max_rows):
+            return
 
 
 def _lookup(query: str) -> JournalSearchResult:

@@ -15,6 +15,7 @@ def admin_urls(admin_site) -> list[URLPattern]:
         return admin_site.admin_view(partial(view, admin_site=admin_site))
 
     return [
+        path("export.csv", page(views.export), name="templates_admin_journal_export"),
         path("entry/<path:key>/email/", page(views.email), name="templates_admin_journal_email"),
         path("entry/<path:key>/resend/", page(views.resend), name="templates_admin_journal_resend"),
         path("entry/<path:key>/", page(views.detail), name="templates_admin_journal_detail"),

@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import time
 from typing import Any
@@ -12,19 +13,22 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import ValidationError
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.template.response import TemplateResponse
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
+from django.utils import timezone
 from django.utils.http import urlencode
 
+from api.services import journal_read_by_console as _audit
 from emailops.core.errors import EmailOpsError
 from templates_admin import roles
 from templates_admin.console import console_view
-from templates_admin.journal import presentation, selectors
+from templates_admin.journal import csv_export, delivery, presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import email_resend, new_resend_dedupe_id
 from templates_admin.models import EmailJournalPage
+from templates_admin.suppression import selectors as suppression_selectors
 
 TEMPLATES = "templates_admin/journal"
 
@@ -50,6 +54,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
     form = JournalSearchForm(request.GET or None)
     result, error, status = None, "", 200
     if form.is_valid() and form.cleaned_data["q"].strip():
+        _audit(request, "search", form.cleaned_data["q"], form.search_arguments())
         try:
             result = selectors.journal_search(**form.search_arguments())
         except selectors.JournalSearchError as exc:
@@ -74,9 +79,39 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             "ttl_days": settings.JOURNAL_TTL_DAYS,
             "older_url": _page_url(request, result.next_cursor) if result else "",
             "newer_url": _page_url(request, result.previous_cursor) if result else "",
+            "export_url": _export_url(admin_site, request) if rows else "",
+            "export_max_rows": selectors.EXPORT_MAX_ROWS,
         },
         status=status,
     )
+
+
+def _export_url(admin_site, request: HttpRequest) -> str:
+    params = {k: v for k, v in request.GET.items() if k != "cursor" and v}
+    return reverse(f"{admin_site.name}:templates_admin_journal_export") + "?" + urlencode(params)
+
+
+@console_view(roles.SEARCH_JOURNAL)
+def export(request: HttpRequest, admin_site) -> HttpResponse:
+    """The search's rows as CSV, every page of it up to EXPORT_MAX_ROWS, streamed as read."""
+    form = JournalSearchForm(request.GET or None)
+    search_page = reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist")
+    if not form.is_valid() or not form.cleaned_data["q"].strip():
+        return redirect(f"{search_page}?{request.GET.urlencode()}")  # which says what is wrong
+    arguments = form.search_arguments()
+    del arguments["cursor"]
+    pages = selectors.journal_search_pages(max_rows=selectors.EXPORT_MAX_ROWS, **arguments)
+    try:
+        first = next(pages)  # errors in the search itself still get a page, not half a file
+    except selectors.JournalSearchError:
+        return redirect(f"{search_page}?{request.GET.urlencode()}")
+    response = StreamingHttpResponse(
+        csv_export.csv_lines(itertools.chain([first], pages), max_rows=selectors.EXPORT_MAX_ROWS),
+        content_type="text/csv; charset=utf-8",
+    )
+    name = csv_export.filename(arguments["query"], now=timezone.now())
+    response["Content-Disposition"] = f'attachment; filename="{name}"'
+    return response
 
 
 def _page_url(request: HttpRequest, cursor: str | None) -> str:
@@ -88,6 +123,7 @@ def _page_url(request: HttpRequest, cursor: str | None) -> str:
 
 @console_view(roles.SEARCH_JOURNAL)
 def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _audit(request, "detail", key)
     entry = selectors.journal_entry(key=key)
     context: dict[str, Any] = {
         "title": "Journal row",
@@ -110,6 +146,9 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
             row, now=int(time.time()), lease_ends_at=entry.lease_ends_at
         ),
         "attributes": _attributes(row),
+        "delivery": delivery.delivery_outcome(row),
+        "timeline": delivery.timeline(row),
+        "suppression_url": _suppression_url(request, admin_site, row),
         "recipient_url": reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist")
         + "?"
         + urlencode({"q": row.get("Recipient", "")}),
@@ -117,6 +156,29 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "resend_url": _entry_url(admin_site, "resend", key),
     }
     return _render(request, admin_site, "detail.html", context)
+
+
+def _suppression_url(
+    request: HttpRequest, admin_site, row: dict[str, Any], *, always: bool = False
+) -> str:
+    """Where the recipient's suppression entry is, for rows that suppressed or were suppressed."""
+    outcome = delivery.delivery_outcome(row)
+    relevant = always or (
+        outcome
+        and (
+            outcome.state in ("suppressed", "complained")
+            or (outcome.state == "bounced" and row.get("BounceType") == "Permanent")
+        )
+    )
+    if not relevant or not request.user.has_perm(roles.VIEW_SUPPRESSIONS):
+        return ""
+    try:
+        return reverse(
+            f"{admin_site.name}:templates_admin_suppression_detail",
+            args=[str(row.get("Recipient", "")).lower()],
+        )
+    except NoReverseMatch:  # an address no URL can carry (empty)
+        return ""
 
 
 def _attributes(row: dict[str, Any]) -> list[dict[str, str]]:
@@ -130,6 +192,8 @@ def _attributes(row: dict[str, Any]) -> list[dict[str, str]]:
                 note = f"DynamoDB deletes the row after {note} (TTL)"
         elif name == "TemplateKey":
             note = f"branding: {presentation.branding(value)}"
+        elif name == "DeliveryStatusAt":
+            note = delivery.iso_local_text(value)
         text = (
             json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
             if isinstance(value, dict | list)
@@ -145,6 +209,7 @@ def _utc_title(name: str, value: Any) -> str:
 
 @console_view(roles.SEARCH_JOURNAL)
 def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _audit(request, "email", key)
     entry = selectors.journal_entry(key=key)
     if entry.row is None:
         return redirect(_entry_url(admin_site, "detail", key))  # which explains
@@ -211,6 +276,16 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
             "form": form,
             "error": error,
             "detail_url": detail_url,
+            "suppression": _recipient_suppression(entry.row),
+            "suppression_url": _suppression_url(request, admin_site, entry.row, always=True),
         },
         status=400 if error else 200,
     )
+
+
+def _recipient_suppression(row: dict[str, Any]):
+    """A resend to a suppressed address is not sent (the row says SUPPRESSED): warn first."""
+    try:
+        return suppression_selectors.address_suppression(address=str(row.get("Recipient", "")))
+    except EmailOpsError:
+        return None  # the warning is a courtesy; the consumer checks the list anyway

@@ -10,6 +10,7 @@ import json
 from typing import Any
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import AdminSite
 from django.core.exceptions import ValidationError
@@ -63,6 +64,16 @@ def _mapping_or_404(message_id: str) -> TemplateMapping:
     return mapping
 
 
+def _pickup_note(*, deleted: bool = False) -> str:
+    """How long running consumers may keep the old mapping: they cache lookups, hits and misses."""
+    seconds = settings.TEMPLATE_CACHE_SECONDS
+    if seconds <= 0:
+        return " Consumers use the change from their next email."
+    if deleted:
+        return f" Consumers may still use it for up to {seconds} s (TEMPLATE_CACHE_SECONDS)."
+    return f" Consumers pick this up within {seconds} s (TEMPLATE_CACHE_SECONDS)."
+
+
 def _permissions(request: HttpRequest) -> dict[str, bool]:
     return {
         "can_manage": request.user.has_perm(roles.MANAGE_MAPPINGS),
@@ -100,7 +111,7 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
             conflict = exc
             form.add_error("message_id", "A mapping with this message id already exists.")
         else:
-            messages.success(request, f"Created the mapping {mapping.message_id}.")
+            messages.success(request, f"Created the mapping {mapping.message_id}." + _pickup_note())
             return HttpResponseRedirect(_url("detail", message_id=mapping.message_id))
     context = {
         "title": "Add template mapping",
@@ -134,7 +145,9 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
             except ConcurrentUpdate as exc:
                 conflict, form = _conflicting_edit(request, exc)
             else:
-                messages.success(request, f"Saved {message_id} (version {saved.version}).")
+                messages.success(
+                    request, f"Saved {message_id} (version {saved.version}).{_pickup_note()}"
+                )
                 return HttpResponseRedirect(_url("detail", message_id=message_id))
     else:
         form = MappingEditForm(initial=_form_values(mapping))
@@ -193,7 +206,9 @@ def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: s
                 if exc.current is not None:
                     form = MappingDeleteForm(initial={"version": exc.current.version})
             else:
-                messages.success(request, f"Deleted the mapping {message_id}.")
+                messages.success(
+                    request, f"Deleted the mapping {message_id}." + _pickup_note(deleted=True)
+                )
                 changelist = reverse("admin:templates_admin_templatemappingpage_changelist")
                 return HttpResponseRedirect(changelist)
     else:

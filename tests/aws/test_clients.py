@@ -13,7 +13,12 @@ from botocore.exceptions import (
 )
 
 from emailops.aws.clients import aws_client, error_code, reset_clients, translate_error
-from emailops.core.errors import PermanentError, SendRejected, TransientError
+from emailops.core.errors import (
+    ConfigurationFault,
+    PermanentError,
+    SendRejected,
+    TransientError,
+)
 
 
 def client_error(code: str, message: str = "", status: int = 400) -> ClientError:
@@ -38,8 +43,6 @@ def client_error(code: str, message: str = "", status: int = 400) -> ClientError
         ("InternalFailure", 500),
         ("ServiceUnavailable", 503),
         ("TransactionConflictException", 400),
-        ("AccessDeniedException", 400),  # an operator can fix it: keep the record
-        ("ResourceNotFoundException", 400),
         ("", 502),
     ],
 )
@@ -59,8 +62,6 @@ def test_transient_codes(code, status):
         "InvalidParameterValue",
         "InvalidParameterCombination",
         "MessageRejected",
-        "MailFromDomainNotVerified",
-        "MailFromDomainNotVerifiedException",
         "ItemCollectionSizeLimitExceededException",
     ],
 )
@@ -92,13 +93,44 @@ def test_permanent_class_and_extra_codes():
         EndpointConnectionError(endpoint_url="https://sqs.us-east-1.amazonaws.com"),
         ConnectTimeoutError(endpoint_url="https://sqs.us-east-1.amazonaws.com"),
         ReadTimeoutError(endpoint_url="https://sqs.us-east-1.amazonaws.com"),
-        NoCredentialsError(),
     ],
 )
 def test_botocore_errors_are_transient(exc):
     error = translate_error(exc, "receive messages", key="q")
     assert type(error) is TransientError
     assert type(exc).__name__ in error.reason
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "fix_words"),
+    [
+        ("AccessDeniedException", "not authorized to perform dynamodb:UpdateItem", "IAM"),
+        ("ResourceNotFoundException", "Requested resource not found", "bootstrap_aws"),
+        ("NoSuchBucket", "The specified bucket does not exist", "S3_BUCKET"),
+        ("AWS.SimpleQueueService.NonExistentQueue", "", "EMAIL_SERVICE_QUEUE_URL"),
+        ("MessageRejected", "Email address is not verified. The following identities", "sender"),
+        ("MailFromDomainNotVerifiedException", "", "MAIL FROM"),
+        ("AccountSendingPausedException", "", "paused"),
+    ],
+)
+def test_configuration_faults_wait_for_an_operator(code, message, fix_words):
+    """An operator's mistake must not dead-letter good requests: transient, with the fix."""
+    error = translate_error(client_error(code, message), "send email", permanent_class=SendRejected)
+    assert type(error) is ConfigurationFault and not error.permanent
+    assert fix_words in error.fix
+    assert code in error.reason
+
+
+def test_missing_credentials_are_a_configuration_fault():
+    error = translate_error(NoCredentialsError(), "receive messages")
+    assert type(error) is ConfigurationFault and "credentials" in error.fix
+
+
+def test_a_message_rejected_for_its_content_stays_permanent():
+    error = translate_error(
+        client_error("MessageRejected", "Illegal address"), "send", permanent_class=SendRejected
+    )
+    assert type(error) is SendRejected
 
 
 def test_other_exceptions_are_not_translated():

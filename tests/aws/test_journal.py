@@ -385,3 +385,38 @@ def test_a_context_stored_as_json_text_reads_back_as_a_map(aws, settings):
     )
     assert wiring.journal().get("k1")["Context"] == {"a": 1, "b": [True]}
     assert wiring.journal().get("k2")["Context"] == "not json"
+
+
+# --- what the consumer needs for slow sends, waits and the send→mark window ----------------------
+
+
+def test_extend_claim_pushes_our_lease_and_refuses_anyone_elses(aws, journal):
+    first = journal.claim(claim())
+    assert journal.extend_claim("k1", attempt=first.attempt, until=NOW + 500)
+    assert raw(aws, "k1")["ClaimExpiresAt"] == {"N": str(NOW + 500)}
+    assert journal.claim(claim(now=NOW + LEASE + 5)).state is ClaimState.IN_PROGRESS
+    assert not journal.extend_claim("k1", attempt=first.attempt + 1, until=NOW + 900)
+    assert raw(aws, "k1")["ClaimExpiresAt"] == {"N": str(NOW + 500)}
+
+
+def test_release_claim_leaves_the_row_queued_and_claimable_at_once(aws, journal):
+    first = journal.claim(claim())
+    assert journal.release_claim("k1", attempt=first.attempt)
+    assert raw(aws, "k1")["Status"] == {"S": "QUEUED"}
+    assert journal.claim(claim(now=NOW + 1)).state is ClaimState.CLAIMED
+
+
+def test_mark_accepted_marks_sent_whoever_holds_the_row_but_never_rewrites_sent(aws, journal):
+    journal.claim(claim())
+    journal.claim(claim(now=NOW + LEASE + 1))  # someone took it over after our lease
+    journal.mark_accepted("k1", provider_id="ses-early", sent_at=NOW + 2)
+    item = raw(aws, "k1")
+    assert (item["Status"], item["SesMessageId"]) == ({"S": "SENT"}, {"S": "ses-early"})
+    journal.mark_accepted("k1", provider_id="ses-other", sent_at=NOW + 3)
+    assert raw(aws, "k1")["SesMessageId"] == {"S": "ses-early"}
+
+
+def test_a_suppressed_row_is_never_claimed(aws, journal):
+    assert journal.record_suppressed(claim(), reason="hard bounce")
+    assert journal.claim(claim(now=NOW + 10_000)).state is ClaimState.ALREADY_SENT
+    assert raw(aws, "k1")["Status"] == {"S": "SUPPRESSED"}

@@ -93,12 +93,15 @@ def test_unknown_message_id_leaves_failed_rows(aws, pipeline):
     assert aws.sent_emails() == []
 
 
-def test_unverified_sender_dead_letters_with_a_failed_row(aws, pipeline):
+def test_unverified_sender_waits_for_the_fix_without_failed_rows(aws, pipeline):
     pipeline.settings = PipelineSettings(from_address="nobody@elsewhere.test", lease_seconds=30)
     body = fixture_body("minimal.json")
     outcome = pipeline.process(body)
-    assert outcome.action is Action.DEAD_LETTER
-    assert "MessageRejected" in outcome.reason
+    assert outcome.action is Action.WAIT
+    assert "MessageRejected" in outcome.reason and "verify the sender" in outcome.fault
     row = wiring.journal().get(dedupe_key(parse_request(body), "alice@example.com"))
-    assert (row["Status"], row["Attempts"]) == ("FAILED", 1)
-    assert "MessageRejected" in row["Error"]
+    assert (row["Status"], row["ClaimExpiresAt"]) == ("QUEUED", 0)  # released, never FAILED
+    # Fixed: the same record goes out.
+    wiring.sender().verify_sender("nobody@elsewhere.test")
+    assert pipeline.process(body).action is Action.DELETE
+    assert wiring.journal().get(row["Id"])["Status"] == "SENT"

@@ -102,3 +102,58 @@ def test_create_bucket_is_idempotent(aws, s3):
     assert "fresh-bucket" in [b["Name"] for b in s3.list_buckets()["Buckets"]]
     store.write_template("default/x.html", "x")
     assert store.read_template("default/x.html") == "x"
+
+
+# --- Conditional reads: how the consumer's cache revalidates a template ------------------------
+
+
+def test_fetch_returns_the_source_and_its_etag(store, s3):
+    store.write_template("default/welcome.html", "v1")
+    fetched = store.fetch_template("default/welcome.html")
+    assert fetched.source == "v1" and not fetched.not_modified
+    assert fetched.etag == s3.head_object(Bucket=BUCKET, Key="default/welcome.html")["ETag"]
+
+
+def test_an_unchanged_template_answers_not_modified(store):
+    store.write_template("default/welcome.html", "v1")
+    etag = store.fetch_template("default/welcome.html").etag
+    again = store.fetch_template("default/welcome.html", if_none_match=etag)
+    assert again.not_modified and again.source is None and again.etag == etag
+
+
+def test_a_changed_template_is_sent_again_with_its_new_etag(store):
+    store.write_template("default/welcome.html", "v1")
+    etag = store.fetch_template("default/welcome.html").etag
+    store.write_template("default/welcome.html", "v2")
+    again = store.fetch_template("default/welcome.html", if_none_match=etag)
+    assert not again.not_modified and again.source == "v2" and again.etag != etag
+
+
+def test_a_conditional_fetch_of_a_deleted_template_is_a_miss(store, s3):
+    store.write_template("default/welcome.html", "v1")
+    etag = store.fetch_template("default/welcome.html").etag
+    s3.delete_object(Bucket=BUCKET, Key="default/welcome.html")
+    gone = store.fetch_template("default/welcome.html", if_none_match=etag)
+    assert gone.source is None and not gone.not_modified
+
+
+def test_the_cache_revalidates_s3_templates_with_a_conditional_get(store, s3):
+    from emailops.core.template_cache import CachedTemplateStore
+
+    now = [0.0]
+    cached = CachedTemplateStore(store, seconds=60, clock=lambda: now[0])
+    calls: list[dict] = []
+    client = store.storage.connection.meta.client
+    record = lambda params, **_: calls.append(params)  # noqa: E731
+    client.meta.events.register("provide-client-params.s3.GetObject", record)
+    try:
+        store.write_template("default/welcome.html", "v1")
+        assert cached.read_template("default/welcome.html") == "v1"
+        now[0] = 60
+        assert cached.read_template("default/welcome.html") == "v1"
+        store.write_template("default/welcome.html", "v2")
+        now[0] = 120
+        assert cached.read_template("default/welcome.html") == "v2"
+    finally:
+        client.meta.events.unregister("provide-client-params.s3.GetObject", record)
+    assert [c.get("IfNoneMatch") is not None for c in calls] == [False, True, True]

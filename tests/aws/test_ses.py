@@ -1,12 +1,21 @@
-"""SesSender against moto: what SES receives, and refusals as permanent SendRejected errors."""
+"""SesSender against moto: what SES receives, and refusals as permanent SendRejected errors; SES's
+throttling answers (botocore's Stubber: moto never throttles) as the core's transient errors."""
 
 from __future__ import annotations
 
+import boto3
 import pytest
+from botocore.stub import Stubber
 
 from emailops import wiring
-from emailops.aws.ses import SesSender
-from emailops.core.errors import PermanentError, SendRejected
+from emailops.aws.ses import SendQuota, SesSender
+from emailops.core.errors import (
+    ConfigurationFault,
+    DailyQuotaExceeded,
+    SendRejected,
+    SendThrottled,
+    TransientError,
+)
 from emailops.core.ports import OutgoingEmail
 
 EMAIL = OutgoingEmail(
@@ -72,11 +81,11 @@ def test_each_send_gets_its_own_id(aws, sender):
     assert len(aws.sent_emails()) == 3
 
 
-def test_unverified_sender_is_rejected_for_good(aws, sender):
+def test_unverified_sender_is_a_configuration_fault_not_the_emails(aws, sender):
     email = OutgoingEmail(from_address="nobody@unverified.test", to=EMAIL.to, subject="S", html="x")
-    with pytest.raises(SendRejected) as info:
+    with pytest.raises(ConfigurationFault) as info:
         sender.send(email)
-    assert isinstance(info.value, PermanentError)
+    assert not info.value.permanent and "verify the sender" in info.value.fix
     assert "MessageRejected" in info.value.reason
     assert info.value.key == EMAIL.to
     assert aws.sent_emails() == []
@@ -98,3 +107,47 @@ def test_verify_sender(aws, sender):
         OutgoingEmail(from_address="new@pennsieve.test", to=EMAIL.to, subject="S", html="x")
     )
     assert len(aws.sent_emails()) == 1
+
+
+# --- The send quota and SES's two kinds of "Throttling" -------------------------------------------
+
+
+def test_send_quota_reads_the_account_limits(aws, sender):
+    quota = sender.send_quota()
+    assert quota == SendQuota(max_send_rate=1.0, max_24_hour_send=200.0, sent_last_24_hours=0.0)
+
+
+def stubbed_refusal(code: str, message: str) -> SesSender:
+    client = boto3.client(
+        "ses", region_name="us-east-1", aws_access_key_id="x", aws_secret_access_key="x"
+    )
+    stubber = Stubber(client)
+    stubber.add_client_error("send_email", service_error_code=code, service_message=message)
+    stubber.activate()
+    return SesSender(client)
+
+
+@pytest.mark.parametrize(
+    ("message", "error_class"),
+    [
+        ("Maximum sending rate exceeded.", SendThrottled),
+        ("Daily message quota exceeded.", DailyQuotaExceeded),
+    ],
+)
+def test_ses_throttling_is_told_apart_by_its_message(message, error_class):
+    with pytest.raises(error_class) as info:
+        stubbed_refusal("Throttling", message).send(EMAIL)
+    assert not info.value.permanent  # the record waits on the queue
+    assert info.value.reason == f"Throttling: {message}"
+    assert info.value.key == EMAIL.to
+
+
+def test_other_throttling_stays_a_plain_transient_error():
+    with pytest.raises(TransientError) as info:
+        stubbed_refusal("Throttling", "Rate exceeded").send(EMAIL)
+    assert type(info.value) is TransientError
+
+
+def test_a_rejection_is_still_permanent():
+    with pytest.raises(SendRejected):
+        stubbed_refusal("MessageRejected", "Illegal address").send(EMAIL)

@@ -9,6 +9,7 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from templates_admin.journal import selectors
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = pytest.mark.django_db
@@ -45,7 +46,7 @@ def test_recipient_prints_a_table_newest_first(rows):
     out, _ = email_log("recipient", "fay@example.com")
 
     lines = out.splitlines()
-    assert lines[0].split()[:3] == ["TIME", "STATUS", "MESSAGE"]
+    assert lines[0].split()[:4] == ["TIME", "STATUS", "DELIVERY", "MESSAGE"]
     assert [line.split()[-1] for line in lines[1:8]] == [r["Id"] for r in reversed(rows)]
     assert "MessageRejected" in out and "default" in out
     assert lines[-1].startswith("7 rows")
@@ -78,6 +79,75 @@ def test_recipient_filters_and_limit_across_pages(rows):
     assert "2 rows (more: raise --limit)" in limited
 
 
+def test_recipient_without_limit_prints_every_row_across_pages(aws):
+    # More rows than one selector page (MAX_LIMIT): the command must follow the cursor.
+    count = selectors.MAX_LIMIT + 20
+    put_rows(
+        aws.dynamodb,
+        "email-journal",
+        [journal_row("many@example.com", at=BASE_TIME + i) for i in range(count)],
+    )
+
+    as_json, err = email_log("recipient", "many@example.com", "--json")
+    table, _ = email_log("recipient", "many@example.com")
+    limited, _ = email_log("recipient", "many@example.com", "--json", "--limit", "7")
+    _, limited_err = email_log("recipient", "many@example.com", "--json", "--limit", "7")
+
+    ids = [json.loads(line)["Id"] for line in as_json.splitlines()]
+    assert len(ids) == count == len(set(ids)) and err == ""
+    assert table.splitlines()[-1].startswith(f"{count} rows;")
+    assert "more" not in table.splitlines()[-1]
+    assert len(limited.splitlines()) == 7
+    assert "7 rows shown; more match" in limited_err
+
+
+def test_delivery_outcome_in_the_table_the_json_and_the_explanation(aws):
+    bounced = journal_row(
+        "gus@example.com",
+        at=BASE_TIME,
+        DeliveryStatus="BOUNCED",
+        DeliveryStatusAt="2026-05-28T20:30:00.000Z",
+        BounceType="Permanent",
+        BounceSubType="General",
+        DiagnosticCode="smtp; 550 5.1.1 <gus@example.com>: Recipient address rejected: user unknown",
+        DeliveryEvents=[
+            {"Type": "Send", "At": "2026-05-28T20:26:41.000Z", "Id": "e1", "Summary": "sent"},
+            {"Type": "Bounce", "At": "2026-05-28T20:30:00.000Z", "Id": "e2",
+             "Summary": "permanent bounce: user unknown"},
+        ],
+    )  # fmt: skip
+    delivered = journal_row(
+        "gus@example.com",
+        at=BASE_TIME + 1,
+        DeliveryStatus="DELIVERED",
+        DeliveryStatusAt="2026-05-28T20:27:00.000Z",
+    )
+    pending = journal_row("gus@example.com", at=BASE_TIME + 2)
+    put_rows(aws.dynamodb, "email-journal", [bounced, delivered, pending])
+
+    table, _ = email_log("recipient", "gus@example.com")
+    as_json, _ = email_log("recipient", "gus@example.com", "--json")
+    only_bounced, _ = email_log("recipient", "gus@example.com", "--json", "--delivery", "bounced")
+    no_report, _ = email_log("recipient", "gus@example.com", "--json", "--delivery", "none")
+    explained, _ = email_log("id", bounced["Id"])
+
+    lines = table.splitlines()
+    assert "accepted by SES, no delivery report" in lines[1]
+    assert "delivered" in lines[2]
+    assert "bounced: mailbox does not exist" in lines[3]
+    outcomes = [json.loads(line)["DeliveryOutcome"] for line in as_json.splitlines()]
+    assert outcomes == [
+        "accepted by SES, no delivery report yet",
+        "delivered",
+        "bounced: mailbox does not exist",
+    ]
+    assert [json.loads(line)["Id"] for line in only_bounced.splitlines()] == [bounced["Id"]]
+    assert [json.loads(line)["Id"] for line in no_report.splitlines()] == [pending["Id"]]
+    assert explained.startswith("Bounced: mailbox does not exist.")
+    assert "Bounce: permanent bounce: user unknown" in explained
+    assert "550 5.1.1" in explained
+
+
 def test_recipient_date_range(rows):
     out, _ = email_log(
         "recipient", "fay@example.com", "--json",
@@ -93,7 +163,7 @@ def test_recipient_date_range(rows):
 def test_latest_explains_the_newest_row(rows):
     out, _ = email_log("latest", "fay@example.com")
 
-    assert out.startswith("Sent: accepted by SES at")
+    assert out.startswith("Accepted by SES at")
     assert rows[-1]["Id"] in out and "hunter2" not in out
 
 
@@ -120,6 +190,7 @@ def test_no_rows_is_said_plainly_and_exits_zero(aws):
     "args, message",
     [
         (["recipient", "fay@example.com", "--status", "bounced"], "status must be one of"),
+        (["recipient", "fay@example.com", "--delivery", "lost"], "delivery must be one of"),
         (["recipient", "not-an-address"], "is not an email address"),
         (["latest", "a:b@example.com"], "is not an email address"),
         (["recipient", "fay@example.com", "--limit", "0"], "--limit must be at least 1"),

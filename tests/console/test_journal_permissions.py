@@ -12,7 +12,13 @@ pytestmark = pytest.mark.django_db
 BASE = "/admin/templates_admin/emailjournalpage/"
 ROW = journal_row("pat@example.com", at=BASE_TIME)
 ENTRY = f"{BASE}entry/{ROW['Id']}/"
-READ_PAGES = [BASE, f"{BASE}?q=pat@example.com", ENTRY, f"{ENTRY}email/"]
+READ_PAGES = [
+    BASE,
+    f"{BASE}?q=pat@example.com",
+    f"{BASE}export.csv?q=pat@example.com",
+    ENTRY,
+    f"{ENTRY}email/",
+]
 RESEND = f"{ENTRY}resend/"
 RESEND_FORM = {"reason": "they asked again", "dedupe_id": "resend-" + "a" * 32}
 

@@ -175,7 +175,7 @@ def test_detail_shows_every_attribute_masks_secrets_and_says_sent(sent, support)
 
     for name in ("Id", "MessageId", "Recipient", "Status", "SesMessageId", "ExpiresAt", "Context"):
         assert f'<th scope="row">{name}</th>' in page
-    assert "Sent: accepted by SES at" in page and "not delivered" in page
+    assert "Accepted by SES at" in page and "no delivery report yet" in page
     assert "tok-123-secret-value" not in page and "••••••" in page
     assert "Curators" in page  # context values that are not sensitive
     assert "DynamoDB deletes the row after" in page
@@ -262,7 +262,7 @@ def test_resend_confirms_then_enqueues_with_a_fresh_dedupe_id_and_audits(sent, l
     send_through_pipeline(sent)
     resent = text(lead.get(entry_url(action.journal_key)))
     assert "Resent from" in resent and entry_url(row["Id"]) in resent
-    assert "Sent: accepted by SES" in resent
+    assert "Accepted by SES at" in resent
     assert len(sent.sent_emails()) == 2
 
 

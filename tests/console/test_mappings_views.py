@@ -231,6 +231,25 @@ def test_edit_saves_and_shows_the_change_in_the_history(owner_client, samples):
     assert "Accepted: {{.datasetName}}" in history and "template-owners" in history
 
 
+@pytest.mark.parametrize(
+    ("seconds", "note"),
+    [
+        (300, "Consumers pick this up within 300 s (TEMPLATE_CACHE_SECONDS)."),
+        (0, "Consumers use the change from their next email."),
+    ],
+)
+def test_a_save_says_when_consumers_see_it(owner_client, samples, settings, seconds, note):
+    settings.TEMPLATE_CACHE_SECONDS = seconds  # the console reads the consumers' setting
+    owner_client.post(PAGE, {"template_file": ACCEPTED_FILE, "subject": "Hi", "version": "1"})
+    assert note in text(owner_client.get(PAGE))
+
+
+def test_a_delete_says_how_long_consumers_may_still_use_it(owner_client, samples, settings):
+    settings.TEMPLATE_CACHE_SECONDS = 60
+    response = owner_client.post(f"{PAGE}delete/", {"version": "1"}, follow=True)
+    assert "Consumers may still use it for up to 60 s (TEMPLATE_CACHE_SECONDS)." in text(response)
+
+
 def test_the_second_editor_is_told_and_shown_the_current_values(client, samples, make_user):
     first, second = make_user("Template owners"), make_user(superuser=True)
     client.force_login(first)

@@ -1,4 +1,4 @@
-"""The core is Django-free and AWS-free: importing every emailops.core module loads neither."""
+"""The core is Django-, AWS- and Redis-free: importing every emailops.core module loads none."""
 
 from __future__ import annotations
 
@@ -43,3 +43,7 @@ def test_core_loads_no_aws_library(loaded_by_core):
 
 def test_core_loads_no_django(loaded_by_core):
     assert not loaded_by_core & {"django", "celery", "kombu"}
+
+
+def test_core_loads_no_redis(loaded_by_core):
+    assert "redis" not in loaded_by_core  # the send-rate bucket's Redis half is emailops.redis_rate

@@ -1,14 +1,27 @@
-"""CachedTemplateStore: hits and misses are both cached for `seconds`, errors never are."""
+"""CachedTemplateStore and CachedMappingStore: hits and misses are both cached for `seconds`, errors
+never are; after that, a store that can revalidates templates by ETag instead of downloading them."""
 
 from __future__ import annotations
 
 import threading
+from dataclasses import replace
 
 import pytest
 
 from emailops.core.errors import TransientError
-from emailops.core.template_cache import CachedTemplateStore
-from tests.fakes import DictTemplates
+from emailops.core.ports import TemplateMapping
+from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
+from tests.fakes import DictMappings, DictTemplates, EtagTemplates
+
+
+class CountingMappings(DictMappings):
+    def __init__(self, *mappings: TemplateMapping) -> None:
+        super().__init__(*mappings)
+        self.lookups: list[str] = []
+
+    def get_mapping(self, message_id: str) -> TemplateMapping | None:
+        self.lookups.append(message_id)
+        return super().get_mapping(message_id)
 
 
 class Clock:
@@ -95,3 +108,111 @@ def test_concurrent_readers_all_get_the_template(cached, store):
         thread.join()
     assert results == ["A"] * 400
     assert 1 <= len(store.reads) <= 8  # at most one fetch per thread before the entry exists
+
+
+# --- Revalidation by ETag (stores that offer conditional reads, as S3TemplateStore does) --------
+
+
+@pytest.fixture
+def s3_like() -> EtagTemplates:
+    return EtagTemplates({"default/a.html": "A"})
+
+
+@pytest.fixture
+def revalidating(s3_like, clock) -> CachedTemplateStore:
+    return CachedTemplateStore(s3_like, seconds=60, clock=clock)
+
+
+def test_an_unchanged_template_is_revalidated_not_downloaded(revalidating, s3_like, clock):
+    assert revalidating.read_template("default/a.html") == "A"
+    clock.now += 60
+    assert revalidating.read_template("default/a.html") == "A"
+    etag = EtagTemplates.etag("A")
+    assert s3_like.fetches == [("default/a.html", None), ("default/a.html", etag)]
+    clock.now += 59  # the revalidation started a new period
+    assert revalidating.read_template("default/a.html") == "A"
+    assert len(s3_like.fetches) == 2
+    assert s3_like.reads == []  # never an unconditional read_template
+
+
+def test_a_changed_template_is_fetched_on_revalidation(revalidating, s3_like, clock):
+    revalidating.read_template("default/a.html")
+    s3_like.templates["default/a.html"] = "A2"
+    clock.now += 60
+    assert revalidating.read_template("default/a.html") == "A2"
+    clock.now += 60
+    assert revalidating.read_template("default/a.html") == "A2"
+    assert s3_like.fetches[-1] == ("default/a.html", EtagTemplates.etag("A2"))
+
+
+def test_a_branded_miss_stays_cached_and_is_asked_again_without_an_etag(
+    revalidating, s3_like, clock
+):
+    assert revalidating.read_template("custom/O1/a.html") is None
+    assert revalidating.read_template("custom/O1/a.html") is None
+    assert s3_like.fetches == [("custom/O1/a.html", None)]
+    clock.now += 60
+    s3_like.templates["custom/O1/a.html"] = "branded"
+    assert revalidating.read_template("custom/O1/a.html") == "branded"
+    assert s3_like.fetches[-1] == ("custom/O1/a.html", None)
+
+
+def test_a_template_deleted_since_is_a_miss_after_revalidation(revalidating, s3_like, clock):
+    revalidating.read_template("default/a.html")
+    del s3_like.templates["default/a.html"]
+    clock.now += 60
+    assert revalidating.read_template("default/a.html") is None
+
+
+def test_a_failed_revalidation_is_not_cached(revalidating, s3_like, clock):
+    revalidating.read_template("default/a.html")
+    clock.now += 60
+    s3_like.error = TransientError("fetch template", reason="503")
+    with pytest.raises(TransientError):
+        revalidating.read_template("default/a.html")
+    s3_like.error = None
+    assert revalidating.read_template("default/a.html") == "A"
+    assert s3_like.fetches[-1] == ("default/a.html", EtagTemplates.etag("A"))
+
+
+# --- Mappings ------------------------------------------------------------------------------------
+
+MAPPING = TemplateMapping(message_id="welcome", template_file="welcome.html", subject="Hi")
+
+
+@pytest.fixture
+def mappings() -> CountingMappings:
+    return CountingMappings(MAPPING)
+
+
+@pytest.fixture
+def cached_mappings(mappings, clock) -> CachedMappingStore:
+    return CachedMappingStore(mappings, seconds=60, clock=clock)
+
+
+def test_a_mapping_is_cached_until_it_expires(cached_mappings, mappings, clock):
+    assert cached_mappings.get_mapping("welcome") == MAPPING
+    mappings.rows["welcome"] = replace(MAPPING, subject="Hello")
+    clock.now += 59.9
+    assert cached_mappings.get_mapping("welcome").subject == "Hi"
+    assert mappings.lookups == ["welcome"]
+    clock.now += 0.1
+    assert cached_mappings.get_mapping("welcome").subject == "Hello"
+    assert mappings.lookups == ["welcome"] * 2
+
+
+def test_an_unknown_message_id_is_cached_too(cached_mappings, mappings, clock):
+    assert cached_mappings.get_mapping("nope") is None
+    mappings.rows["nope"] = replace(MAPPING, message_id="nope")
+    assert cached_mappings.get_mapping("nope") is None
+    assert mappings.lookups == ["nope"]
+    clock.now += 60
+    assert cached_mappings.get_mapping("nope").message_id == "nope"
+
+
+def test_mapping_errors_are_not_cached(cached_mappings, mappings):
+    mappings.error = TransientError("look up template mapping", reason="503")
+    with pytest.raises(TransientError):
+        cached_mappings.get_mapping("welcome")
+    mappings.error = None
+    assert cached_mappings.get_mapping("welcome") == MAPPING

@@ -11,6 +11,10 @@ import pytest
 
 from tests.conftest import skip_or_fail
 
+# Consumers started by end-to-end tests: moto's GetSendQuota says 1 email/s (SES's sandbox), which
+# would make every run crawl; a unique Redis key keeps parallel runs from sharing one bucket.
+E2E_SEND_RATE = {"SES_MAX_SEND_RATE": "50", "SES_RATE_REDIS_KEY": f"emailops-e2e:{os.getpid()}"}
+
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
     "--headless",

@@ -40,7 +40,7 @@ def test_support_lead_finds_the_email_views_it_and_resends_it(login, make_user, 
     assert "UTC" in row.locator("time").get_attribute("title")
 
     row.locator("a").first.click()
-    assert "Sent: accepted by SES" in page.locator("#journal-status").inner_text()
+    assert "Accepted by SES at" in page.locator("#journal-status").inner_text()
     assert "s3cr3t" not in page.content()
 
     page.click("#journal-email-link")
@@ -65,7 +65,7 @@ def test_support_lead_finds_the_email_views_it_and_resends_it(login, make_user, 
     send_through_pipeline(sent)
     page.click("#journal-resends a")
     assert "Resent from" in page.locator("#journal-resent-from").inner_text()
-    assert "Sent: accepted by SES" in page.locator("#journal-status").inner_text()
+    assert "Accepted by SES at" in page.locator("#journal-status").inner_text()
 
 
 def test_support_pages_through_results_and_cannot_resend(login, make_user, live_server, aws):

@@ -25,6 +25,7 @@ from moto.ses.models import ses_backends
 from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from tests.conftest import CONTRACT, SAMPLES, fixture_body
+from tests.e2e.conftest import E2E_SEND_RATE
 
 pytestmark = pytest.mark.e2e
 
@@ -57,6 +58,7 @@ def stack():
         "EMAIL_REPLY_TO": "help@pennsieve.test",
         "EMAIL_SERVICE_QUEUE_URL": f"{endpoint}/{DEFAULT_ACCOUNT_ID}/{QUEUE}",
         "RETRY_BACKOFF_BASE_SECONDS": "30",
+        **E2E_SEND_RATE,
     }
     env.pop("AWS_PROFILE", None)
     client = lambda name: boto3.client(  # noqa: E731
@@ -358,5 +360,5 @@ def test_sigterm_stops_the_consumer_cleanly(stack):
     finally:
         process.kill()
     assert process.returncode == 0, err
-    assert "finishing the current batch" in err
+    assert "finishing in-flight records" in err
     assert out.startswith("received=")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import threading
 
 import pytest
@@ -10,93 +9,71 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
 from emailops import wiring
-from emailops.aws.sqs import SqsQueue
-from emailops.core.compose import Composer
 from emailops.core.errors import TransientError
-from emailops.core.pipeline import EmailPipeline, PipelineSettings
-from emailops.core.ports import TemplateMapping
-from emailops.core.rendering import Renderer
-from tests.fakes import DictMappings, DictTemplates, InMemoryJournal, RecordingSender
-from worker.consumer import Consumer
+from emailops.core.pipeline import Action
+from emailops.core.retry import STATE_ATTRIBUTE, RetryState
+from tests.worker.conftest import make_consumer, request
+from worker.inflight import Held
 from worker.wiring import build_consumer
 
 
-class RecordingQueue(SqsQueue):
-    """The real SQS adapter, noting the visibility changes the consumer asks for."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.visibility: list[int] = []
-
-    def change_visibility(self, message, seconds):
-        self.visibility.append(seconds)
-        super().change_visibility(message, seconds)
+def run_until_empty(consumer, **kwargs):
+    return consumer.run(stop=threading.Event(), until_empty=True, wait_time=0, **kwargs)
 
 
-def request(email: str, message_id: str = "welcome") -> str:
-    return json.dumps({"messageId": message_id, "recipients": [{"email": email}]})
-
-
-@pytest.fixture
-def parts(aws):
-    sender = RecordingSender()
-    pipeline = EmailPipeline(
-        composer=Composer(
-            mappings=DictMappings(TemplateMapping("welcome", "w.html", "Hi")),
-            templates=DictTemplates({"default/w.html": "<p>hi</p>"}),
-            renderer=Renderer(),
-        ),
-        journal=InMemoryJournal(),
-        sender=sender,
-        settings=PipelineSettings(from_address="A <a@example.com>", lease_seconds=30),
-    )
-    queue = RecordingQueue(aws.sqs, aws.queue_url)
-    return pipeline, sender, queue
-
-
-def make_consumer(queue, pipeline, dead_letter_url):
-    return Consumer(
-        queue=queue,
-        pipeline=pipeline,
-        dead_letter_url=dead_letter_url,
-        backoff_base=10,
-        backoff_cap=100,
-    )
-
-
-def test_transient_failure_backs_off_and_keeps_the_message(aws, parts):
+def test_transient_failure_is_re_enqueued_with_its_attempts_and_a_delay(aws, parts):
     pipeline, sender, queue = parts
     sender.errors.append(TransientError("send email", reason="Throttling"))
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
-    stats = make_consumer(queue, pipeline, aws.dlq_url).run(
-        stop=threading.Event(), until_empty=True, wait_time=0
-    )
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, backoff_base=600, backoff_cap=900)
+    stats = run_until_empty(consumer)
     assert stats.retried == 1 and stats.deleted == 0
-    assert (
-        len(queue.visibility) == 1 and 5 <= queue.visibility[0] <= 10
-    )  # receive 1: base 10, jittered
-    assert aws.queue_messages(aws.queue_url) == []  # invisible, not gone
-    attrs = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=["All"])[
-        "Attributes"
-    ]
-    assert attrs["ApproximateNumberOfMessagesNotVisible"] == "1"
+    assert aws.queue_messages(aws.queue_url) == []  # the copy is delayed, not visible yet
+    attrs = aws.sqs.get_queue_attributes(QueueUrl=aws.queue_url, AttributeNames=["All"])
+    assert attrs["Attributes"]["ApproximateNumberOfMessagesDelayed"] == "1"
+    assert attrs["Attributes"]["ApproximateNumberOfMessagesNotVisible"] == "0"  # original gone
 
 
-def test_a_crashing_record_does_not_touch_the_rest_of_its_batch(aws, parts, monkeypatch):
+def test_a_re_enqueued_copy_carries_its_state_and_starts_at_receive_one(aws, parts):
+    pipeline, sender, queue = parts
+    sender.errors.append(TransientError("send email", reason="Throttling"))
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, backoff_base=0, backoff_cap=0)
+    (message,) = queue.receive(wait_seconds=0)
+    outcome = consumer.handle(Held(message))
+    assert outcome.action is Action.RETRY
+    (copy,) = queue.receive(wait_seconds=5)  # its delay is one second
+    state = RetryState.from_json(copy.string_attribute(STATE_ATTRIBUTE))
+    assert state.attempts == 1 and "Throttling" in state.errors[0]
+    assert copy.receive_count == 1 and copy.body == message.body
+
+
+def test_a_record_near_max_receive_count_is_refreshed_not_processed(aws, parts):
+    pipeline, sender, queue = parts
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, max_receive_count=3)
+    (first,) = queue.receive(wait_seconds=0)
+    queue.change_visibility(first, 0)
+    (again,) = queue.receive(wait_seconds=0)
+    assert again.receive_count == 2
+    assert consumer.handle(Held(again)) is None and sender.sent == []
+    (fresh,) = queue.receive(wait_seconds=0)
+    assert fresh.receive_count == 1 and consumer.stats.refreshed == 1
+
+
+def test_a_crashing_record_does_not_touch_the_others(aws, parts, monkeypatch):
     pipeline, sender, queue = parts
     real = pipeline.process
 
-    def buggy(body, *, record_id=""):
+    def buggy(body, **kwargs):
         if "crash" in body:
             raise RuntimeError("boom")
-        return real(body, record_id=record_id)
+        return real(body, **kwargs)
 
     monkeypatch.setattr(pipeline, "process", buggy)
     for email in ("one@example.com", "crash@example.com", "two@example.com"):
         aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request(email))
-    stats = make_consumer(queue, pipeline, aws.dlq_url).run(
-        stop=threading.Event(), until_empty=True, wait_time=0
-    )
+    stats = run_until_empty(make_consumer(queue, pipeline, aws.dlq_url, concurrency=3))
     assert stats.deleted == 2 and stats.retried == 1
     assert sorted(e.to for e in sender.sent) == ["one@example.com", "two@example.com"]
 
@@ -104,10 +81,8 @@ def test_a_crashing_record_does_not_touch_the_rest_of_its_batch(aws, parts, monk
 def test_permanent_failure_without_a_dead_letter_queue_stays_on_the_queue(aws, parts):
     pipeline, _, queue = parts
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody="not json")
-    stats = make_consumer(queue, pipeline, None).run(
-        stop=threading.Event(), until_empty=True, wait_time=0
-    )
-    assert stats.dead_lettered == 0 and stats.retried == 1 and queue.visibility
+    stats = run_until_empty(make_consumer(queue, pipeline, None))
+    assert stats.dead_lettered == 0 and queue.visibility == [100]
     assert aws.queue_messages(aws.dlq_url) == []
 
 
@@ -118,14 +93,22 @@ def test_permanent_failure_is_dead_lettered_at_once_with_its_reason(aws, parts):
         MessageBody=request("x@example.com", "nope"),
         MessageAttributes={"producer": {"DataType": "String", "StringValue": "api"}},
     )
-    stats = make_consumer(queue, pipeline, aws.dlq_url).run(
-        stop=threading.Event(), until_empty=True, wait_time=0
-    )
+    stats = run_until_empty(make_consumer(queue, pipeline, aws.dlq_url))
     assert stats.dead_lettered == 1
     (dead,) = aws.queue_messages(aws.dlq_url)
     assert "no such messageId" in dead["MessageAttributes"]["FailureReason"]["StringValue"]
     assert dead["MessageAttributes"]["producer"]["StringValue"] == "api"
+    assert STATE_ATTRIBUTE in dead["MessageAttributes"]
     assert aws.queue_messages(aws.queue_url) == []
+
+
+def test_many_records_on_many_threads_are_each_sent_once(aws, parts):
+    pipeline, sender, queue = parts
+    for i in range(30):
+        aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request(f"u{i}@example.com"))
+    stats = run_until_empty(make_consumer(queue, pipeline, aws.dlq_url, concurrency=8))
+    assert sorted(e.to for e in sender.sent) == sorted(f"u{i}@example.com" for i in range(30))
+    assert stats.deleted == 30 and aws.queue_messages(aws.queue_url) == []
 
 
 def test_max_messages_and_stop(aws, parts):
@@ -141,10 +124,50 @@ def test_max_messages_and_stop(aws, parts):
     assert make_consumer(queue, pipeline, aws.dlq_url).run(stop=stopped, wait_time=0).received == 0
 
 
+def test_graceful_stop_finishes_in_flight_work_and_hands_back_the_rest(aws, parts):
+    pipeline, sender, queue = parts
+    sending, release = threading.Event(), threading.Event()
+    real_send = sender.send
+
+    def slow_send(email):
+        sending.set()
+        assert release.wait(10)
+        return real_send(email)
+
+    sender.send = slow_send
+    for i in range(3):
+        aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request(f"u{i}@example.com"))
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, concurrency=1, stop_timeout=10)
+    stop = threading.Event()
+    result: list = []
+    runner = threading.Thread(target=lambda: result.append(consumer.run(stop=stop, wait_time=0)))
+    runner.start()
+    assert sending.wait(10)  # one record is in flight, the others wait in the work queue
+    stop.set()
+    release.set()
+    runner.join(15)
+    assert not runner.is_alive()
+    assert len(sender.sent) == 1 and result[0].deleted == 1
+    # The two never started are visible again at once, not after their visibility timeout.
+    assert len(aws.queue_messages(aws.queue_url)) == 2
+
+
 def test_build_consumer_reads_the_lease_and_dead_letter_queue_from_the_queue(aws):
-    consumer = build_consumer()
+    consumer = build_consumer(concurrency=4)
     assert consumer.pipeline.settings.lease_seconds == 30
-    assert consumer.dead_letter_url == aws.dlq_url
+    assert consumer.settings.dead_letter_url == aws.dlq_url
+    assert consumer.settings.max_receive_count == 3
+
+
+def test_a_queue_without_a_dead_letter_queue_is_refused_unless_allowed(aws, settings):
+    settings.EMAIL_SERVICE_QUEUE_URL = aws.sqs.create_queue(QueueName="bare")["QueueUrl"]
+    wiring.reset()
+    with pytest.raises(ImproperlyConfigured, match="--allow-no-dead-letter-queue"):
+        build_consumer(concurrency=1)
+    assert (
+        build_consumer(concurrency=1, allow_no_dead_letter_queue=True).settings.dead_letter_url
+        is None
+    )
 
 
 @pytest.mark.parametrize("name", ["EMAIL_SERVICE_QUEUE_URL", "JOURNAL_TABLE", "S3_BUCKET"])

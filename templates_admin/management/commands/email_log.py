@@ -1,11 +1,14 @@
 """python manage.py email_log — the console's "did they get the email?" from the command line.
 
-    email_log recipient EMAIL [--message-id ID] [--status S] [--since D] [--until D]
-                              [--limit N] [--oldest-first] [--json]
+    email_log recipient EMAIL [--message-id ID] [--status S] [--delivery D] [--since D]
+                              [--until D] [--limit N] [--oldest-first] [--json]
     email_log latest EMAIL [--message-id ID] [--json]
     email_log id ID [--json]        (a journal Id or an SES message id)
 
-The same selectors as the console; context values under sensitive keys are masked here too.
+``recipient`` prints every row unless ``--limit`` says otherwise (as the Go service's email-log.sh
+does), page by page as it reads them. The same selectors as the console; context values under
+sensitive keys are masked here too. With ``--json`` each row also carries ``DeliveryOutcome``: the
+delivery outcome in words, as the console shows it.
 """
 
 from __future__ import annotations
@@ -18,16 +21,21 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from api.models import JournalReadAudit
+from api.services import journal_read_record
 from emailops.core.errors import EmailOpsError
-from templates_admin.journal import presentation, selectors
+from templates_admin.journal import delivery, presentation, selectors
 
 _TABLE = (
     ("TIME", 23),
     ("STATUS", 14),
+    ("DELIVERY", 40),
     ("MESSAGE ID", 30),
     ("SUBJECT / ERROR", 48),
     ("BRANDING", 9),
 )
+
+_FILTERS = ("message_id", "status", "delivery", "since", "until", "limit", "oldest_first")
 
 
 def _moment(text: str, *, end_of_day: bool = False) -> datetime:
@@ -59,7 +67,7 @@ class Command(BaseCommand):
         )
         narrow = argparse.ArgumentParser(add_help=False)
         narrow.add_argument("--message-id", help="only this messageId")
-        narrow.add_argument("--status", help="only QUEUED, SENT or FAILED")
+        narrow.add_argument("--status", help="only QUEUED, SENT, FAILED or SUPPRESSED")
 
         commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
         recipient = commands.add_parser(
@@ -68,7 +76,11 @@ class Command(BaseCommand):
         recipient.add_argument("email")
         recipient.add_argument("--since", type=_moment, help="from this day or time")
         recipient.add_argument("--until", type=_until, help="up to this day or time")
-        recipient.add_argument("--limit", type=int, default=selectors.PAGE_SIZE)
+        recipient.add_argument(
+            "--delivery",
+            help="only DELIVERED, BOUNCED, COMPLAINED, DELAYED, REJECTED, or NONE (no report yet)",
+        )
+        recipient.add_argument("--limit", type=int, help="at most N rows (default: every row)")
         recipient.add_argument("--oldest-first", action="store_true")
         latest = commands.add_parser(
             "latest", parents=[common, narrow], help="the latest email to an address, explained"
@@ -80,6 +92,13 @@ class Command(BaseCommand):
         row.add_argument("id")
 
     def handle(self, *args, command: str, **options: Any) -> None:
+        # Journal reads are audited; the command line's "who" is the OS user running it.
+        journal_read_record(
+            channel=JournalReadAudit.Channel.CLI,
+            action=command,
+            query=options.get("id") or options.get("email") or "",
+            filters={k: options.get(k) for k in _FILTERS},
+        )
         try:
             if command == "id":
                 self._one(options["id"], options)
@@ -95,40 +114,53 @@ class Command(BaseCommand):
         if ":" in email or not selectors.looks_like_email(email):
             raise CommandError(f"{email!r} is not an email address")
         limit = 1 if command == "latest" else options["limit"]
-        if limit < 1:
+        if limit is not None and limit < 1:
             raise CommandError("--limit must be at least 1")
-        rows: list[dict[str, Any]] = []
-        calls, cursor = 0, None
-        while len(rows) < limit:
-            last = selectors.journal_search(
-                query=email,
-                message_id=options["message_id"],
-                status=options["status"],
-                since=options.get("since"),
-                until=options.get("until"),
-                cursor=cursor,
-                limit=min(selectors.MAX_LIMIT, limit - len(rows)),
-                oldest_first=options.get("oldest_first", False),
-            )
-            rows += last.rows
-            calls += last.calls
-            cursor = last.next_cursor
-            if not cursor:
-                break
-        for problem in last.problems:
-            self.stderr.write(f"warning: {problem}")
-        if not rows:
+        pages = selectors.journal_search_pages(
+            query=email,
+            max_rows=limit,
+            message_id=options["message_id"],
+            status=options["status"],
+            delivery=options.get("delivery"),
+            since=options.get("since"),
+            until=options.get("until"),
+            oldest_first=options.get("oldest_first", False),
+        )
+        if command == "latest":
+            last = None
+            for last in pages:  # a filtered page may end its read budget before finding a row
+                self._warn(last)
+                if last.rows:
+                    self._explain(last.rows[0], options["json"])
+                    return
             self._no_rows(f"no rows for {email}", last, options["json"])
-        elif command == "latest":
-            self._explain(rows[0], options["json"])
-        elif options["json"]:
-            self._json(rows)
-        else:
-            self._table(rows)
-            more = " (more: raise --limit)" if cursor else ""
-            self.stdout.write(
-                f"{len(rows)} row{'s' * (len(rows) != 1)}{more}; {calls} DynamoDB calls"
-            )
+            return
+        # Written page by page: every row of a busy address need not fit in memory.
+        count, calls, page = 0, 0, None
+        for page in pages:
+            self._warn(page)
+            if options["json"]:
+                self._json(page.rows)
+            else:
+                if page.rows and not count:
+                    self._header()
+                self._lines(page.rows)
+            count += len(page.rows)
+            calls += page.calls
+        if not count:
+            self._no_rows(f"no rows for {email}", page, options["json"])
+            return
+        more = bool(page and page.next_cursor)
+        if options["json"]:
+            if more:  # stdout stays JSON lines; say on stderr that there is more
+                self.stderr.write(f"{count} rows shown; more match: raise --limit")
+            return
+        tail = " (more: raise --limit)" if more else ""
+        self.stdout.write(f"{count} row{'s' * (count != 1)}{tail}; {calls} DynamoDB calls")
+
+    def _warn(self, result: selectors.JournalSearchResult) -> None:
+        for problem in result.problems:
+            self.stderr.write(f"warning: {problem}")
 
     def _one(self, key: str, options: dict[str, Any]) -> None:
         key = key.strip()
@@ -137,8 +169,7 @@ class Command(BaseCommand):
         if ":" not in key and selectors.looks_like_email(key):
             raise CommandError(f"{key!r} is an address: use `email_log recipient {key}`")
         result = selectors.journal_search(query=key)
-        for problem in result.problems:
-            self.stderr.write(f"warning: {problem}")
+        self._warn(result)
         if not result.rows:
             self._no_rows(f"no row has Id or SES message id {key}", result, options["json"])
         for row in result.rows:
@@ -156,17 +187,23 @@ class Command(BaseCommand):
 
     def _json(self, rows: list[dict[str, Any]]) -> None:
         for row in rows:
-            self.stdout.write(json.dumps(presentation.masked_row(row), ensure_ascii=False))
+            outcome = delivery.delivery_outcome(row)
+            shown = presentation.masked_row(row) | {
+                "DeliveryOutcome": outcome.text if outcome else ""
+            }
+            self.stdout.write(json.dumps(shown, ensure_ascii=False))
 
-    def _table(self, rows: list[dict[str, Any]]) -> None:
+    def _header(self) -> None:
+        self.stdout.write("  ".join(name.ljust(width) for name, width in _TABLE) + "  ID")
+
+    def _lines(self, rows: list[dict[str, Any]]) -> None:
         now = int(timezone.now().timestamp())
-        header = "  ".join(name.ljust(width) for name, width in _TABLE) + "  ID"
-        self.stdout.write(header)
         for row in rows:
             line = presentation.summarize(row, now=now)
             cells = (
                 line.local_time,
                 line.status_label,
+                line.delivery.text if line.delivery else "-",
                 line.message_id,
                 line.error or line.subject,
                 line.branding or "-",
@@ -190,6 +227,8 @@ class Command(BaseCommand):
         self.stdout.write(explanation.headline)
         for detail in explanation.details:
             self.stdout.write(f"  {detail}")
+        for event in delivery.timeline(row):
+            self.stdout.write(f"  {event.at}  {event.type}: {event.summary}")
         if entry.resent_from:
             action = entry.resent_from
             self.stdout.write(
@@ -203,6 +242,8 @@ class Command(BaseCommand):
             )
         self.stdout.write("")
         for name, value in presentation.masked_row(row).items():
+            if name == "DeliveryEvents":
+                continue  # shown above as the timeline
             if isinstance(value, dict | list):
                 value = json.dumps(value, ensure_ascii=False, sort_keys=True)
             when = presentation.local_text(value) if name in presentation.EPOCH_ATTRIBUTES else ""

@@ -15,8 +15,8 @@ from emailops.core.errors import EmailOpsError
 
 class Command(BaseCommand):
     help = (
-        "Idempotently create the templates and journal tables (GSIs, TTL), the queue and its "
-        "dead-letter queue, the template bucket, and verify the sender identity."
+        "Idempotently create the templates, journal and suppression tables (GSIs, TTL), the queue "
+        "and its dead-letter queue, the template bucket, and verify the sender identity."
     )
 
     def add_arguments(self, parser):
@@ -41,6 +41,9 @@ class Command(BaseCommand):
             dynamodb = aws_client("dynamodb", region=settings.AWS_REGION)
             provision.ensure_templates_table(dynamodb, wiring.require("TEMPLATES_TABLE"), report)
             provision.ensure_journal_table(dynamodb, wiring.require("JOURNAL_TABLE"), report)
+            provision.ensure_suppression_table(
+                dynamodb, wiring.require("SUPPRESSION_TABLE"), report
+            )
             provision.ensure_queue(
                 aws_client("sqs", region=settings.AWS_REGION),
                 queue_name,

@@ -5,9 +5,13 @@ from __future__ import annotations
 import signal
 import threading
 
-from django.core.management.base import BaseCommand
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError
 
+from worker.stats import serve_metrics
 from worker.wiring import build_consumer
+
+EXIT_UNHEALTHY = 3  # stopped while a configuration fault kept records from going out
 
 
 class Command(BaseCommand):
@@ -17,7 +21,7 @@ class Command(BaseCommand):
         parser.add_argument(
             "--until-empty",
             action="store_true",
-            help="exit 0 once a receive returns nothing (tests, cron)",
+            help="exit once a receive returns nothing and nothing is in flight (tests, cron)",
         )
         parser.add_argument(
             "--max-messages", type=int, default=None, help="stop after receiving this many messages"
@@ -38,15 +42,47 @@ class Command(BaseCommand):
             metavar="N",
             help="messages per receive, 1-10 (default 10)",
         )
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=None,
+            metavar="N",
+            help="records worked on at once (default CONSUMER_CONCURRENCY, 16)",
+        )
+        parser.add_argument(
+            "--stop-timeout",
+            type=float,
+            default=25.0,
+            metavar="S",
+            help="on SIGTERM, how long in-flight records may take to finish (default 25)",
+        )
+        parser.add_argument(
+            "--metrics-port",
+            type=int,
+            default=None,
+            metavar="P",
+            help="serve Prometheus metrics on this port (default CONSUMER_METRICS_PORT; 0 = off)",
+        )
+        parser.add_argument(
+            "--allow-no-dead-letter-queue",
+            action="store_true",
+            help="run on a queue without a RedrivePolicy (unsendable requests stay on it)",
+        )
 
-    def handle(self, *args, until_empty, max_messages, wait_time, batch_size, **options):
-        stop = threading.Event()
+    def handle(self, *args, **options):
+        concurrency = options["concurrency"] or settings.CONSUMER_CONCURRENCY
+        if concurrency < 1:
+            raise CommandError("--concurrency must be at least 1")
+        stop, force = threading.Event(), threading.Event()
 
         def request_stop(signum, _frame):
             if stop.is_set():
-                raise KeyboardInterrupt  # a second signal: give up on the current batch
+                force.set()
+                self.stderr.write(f"signal {signum}: stopping now")
+                return
             self.stderr.write(
-                f"signal {signum}: finishing the current batch, then stopping (again to force)"
+                f"signal {signum}: finishing in-flight records (up to "
+                f"{options['stop_timeout']:g} s), then stopping (again to force)"
             )
             stop.set()
 
@@ -54,18 +90,31 @@ class Command(BaseCommand):
             sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)
         }
         try:
-            consumer = build_consumer()
+            consumer = build_consumer(
+                concurrency=concurrency,
+                stop_timeout=options["stop_timeout"],
+                allow_no_dead_letter_queue=options["allow_no_dead_letter_queue"],
+            )
+            port = options["metrics_port"]
+            port = settings.CONSUMER_METRICS_PORT if port is None else port
+            if port:
+                serve_metrics(port, consumer.stats, consumer.health, lambda: len(consumer.inflight))
             stats = consumer.run(
                 stop=stop,
-                until_empty=until_empty,
-                max_messages=max_messages,
-                wait_time=wait_time,
-                batch_size=batch_size,
+                force=force,
+                until_empty=options["until_empty"],
+                max_messages=options["max_messages"],
+                wait_time=options["wait_time"],
+                batch_size=options["batch_size"],
             )
         finally:
             for sig, handler in previous.items():
                 signal.signal(sig, handler)
         self.stdout.write(
-            f"received={stats.received} deleted={stats.deleted} retried={stats.retried} "
-            f"waiting={stats.waiting} dead_lettered={stats.dead_lettered}"
+            f"received={stats.received} deleted={stats.deleted} sent={stats.sent} "
+            f"retried={stats.retried} waiting={stats.waiting} "
+            f"dead_lettered={stats.dead_lettered} healthy={consumer.health.healthy}"
         )
+        if not consumer.health.healthy:
+            self.stderr.write(f"unhealthy: {consumer.health.fault}")
+            raise SystemExit(EXIT_UNHEALTHY)

@@ -2,7 +2,9 @@
 
 Starts moto's server on loopback (AWS for everything: DynamoDB, S3, SQS, SES), bootstraps it, loads
 the sample templates and mappings, migrates the console's database, creates a dev admin, then runs
-the console and the consumer until Ctrl-C, which stops them all.
+the console, the consumer, a Celery worker (the console's jobs) and Celery beat (the periodic
+checks) until Ctrl-C, which stops them all. The worker reads a Redis queue named after the console
+port, so two stacks on one machine do not take each other's jobs.
 """
 
 from __future__ import annotations
@@ -10,9 +12,11 @@ from __future__ import annotations
 import logging
 import os
 import secrets
+import shlex
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -35,10 +39,44 @@ def local_aws_environment(endpoint: str) -> dict[str, str]:
         "EMAIL_REPLY_TO": "support@pennsieve.local",
         "EMAIL_SERVICE_QUEUE_URL": f"{endpoint}/123456789012/email-service-queue",
         "DJANGO_DEBUG": "true",
+        # moto's GetSendQuota answers with SES's sandbox rate (1/s): too slow for a dev stack.
+        "SES_MAX_SEND_RATE": "50",
     }
     env = {**defaults, **{k: v for k, v in os.environ.items() if k in defaults}}
     env["AWS_ENDPOINT_URL"] = endpoint  # never real AWS from the dev stack
     return env
+
+
+def shell_path(path: Path, cwd: Path) -> str:
+    """A path as short as it can be and still work when pasted in a shell opened in ``cwd``."""
+    try:
+        relative = path.relative_to(cwd)
+    except ValueError:
+        return shlex.quote(str(path))
+    # "./" so that `source` reads this file instead of searching PATH for it
+    return shlex.quote(f"./{relative}" if len(relative.parts) == 1 else str(relative))
+
+
+def write_env_file(path: Path, endpoint: str) -> None:
+    """The stack's variables as a file to `source` (DJANGO_DEBUG included: the dev key works)."""
+    path.write_text(
+        "".join(
+            f"export {k}={shlex.quote(v)}\n" for k, v in local_aws_environment(endpoint).items()
+        )
+    )
+
+
+def try_it(env_file: Path, cwd: Path) -> str:
+    """Lines a new user pastes into another shell as they are: this interpreter by its path (the
+    project's .venv, so no activation needed) and the stack's variables from ``env_file``."""
+    python = shell_path(Path(sys.executable), cwd)
+    manage = shell_path(Path(settings.BASE_DIR) / "manage.py", cwd)
+    return (
+        f"    cd {shlex.quote(str(cwd))}\n"
+        f"    source {shell_path(env_file, cwd)}\n"
+        f"    {python} {manage} enqueue_email --message-id added-to-team --to you@example.com "
+        f'--context \'{{"teamName": "Imaging", "administrator": "Dave"}}\'\n'
+    )
 
 
 class Command(BaseCommand):
@@ -54,7 +92,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, port, moto_port, admin_password, **options):
-        from moto.server import ThreadedMotoServer  # dev-only dependency path
+        try:
+            from moto.server import ThreadedMotoServer  # the `local` extra, not in production
+        except ModuleNotFoundError as exc:
+            raise CommandError("moto is not installed: pip install -e '.[local]'") from exc
 
         # SIGTERM stops the stack like Ctrl-C: children first, then moto.
         signal.signal(signal.SIGTERM, signal.default_int_handler)
@@ -63,6 +104,7 @@ class Command(BaseCommand):
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
         moto.start()
         env = {**os.environ, **local_aws_environment(endpoint)}
+        env.setdefault("CELERY_TASK_DEFAULT_QUEUE", f"emailops-devstack-{port}")
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         password = admin_password or secrets.token_urlsafe(9)
 
@@ -92,19 +134,17 @@ class Command(BaseCommand):
             processes.append(
                 subprocess.Popen([*manage, "consume_emails", "--wait-time", "5"], env=env)
             )
+            processes += self._celery(env)
             env_file = Path(settings.BASE_DIR) / ".devstack.env"
-            env_file.write_text(
-                "".join(f"export {k}='{v}'\n" for k, v in local_aws_environment(endpoint).items())
-            )
+            write_env_file(env_file, endpoint)
             self.stdout.write(
                 self.style.SUCCESS(
                     f"\nemailops is running (Ctrl-C stops everything).\n"
                     f"  console:  http://127.0.0.1:{port}/admin/  (user admin, password {password})\n"
                     f"  AWS:      moto at {endpoint}\n"
-                    f"  try, in another shell:\n"
-                    f"    source {env_file}\n"
-                    f"    python manage.py enqueue_email --message-id added-to-team --to you@example.com "
-                    f'--context \'{{"teamName": "Imaging", "administrator": "Dave"}}\'\n'
+                    f"  Celery:   worker and beat on {settings.CELERY_BROKER_URL}, queue "
+                    f"{env['CELERY_TASK_DEFAULT_QUEUE']}\n"
+                    f"  try, in another shell:\n{try_it(env_file, Path.cwd())}"
                 )
             )
             while all(p.poll() is None for p in processes):
@@ -122,3 +162,20 @@ class Command(BaseCommand):
                 except subprocess.TimeoutExpired:
                     process.kill()
             moto.stop()
+
+    def _celery(self, env: dict[str, str]) -> list[subprocess.Popen]:
+        """A worker for the console's jobs and beat for the periodic checks (its schedule state
+        in a temporary directory: nothing to clean up in the checkout)."""
+        celery = [sys.executable, "-m", "celery", "-A", "emailops"]
+        schedule = Path(tempfile.mkdtemp(prefix="emailops-beat-")) / "schedule"
+        cwd = settings.BASE_DIR
+        return [
+            subprocess.Popen(
+                [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"], env=env, cwd=cwd
+            ),
+            subprocess.Popen(
+                [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)],
+                env=env,
+                cwd=cwd,
+            ),
+        ]

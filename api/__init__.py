@@ -1,0 +1,7 @@
+"""The synchronous send API (``/api/v1/``), its producer tokens, and the journal-read audit.
+
+- ``endpoints``: the django-ninja API: thin, it calls ``sending`` and the services.
+- ``sending``: one request through the consumer's own pipeline, inline.
+- ``services``: tokens (create, revoke, authenticate) and the journal-read audit trail.
+- ``ratelimit``: each token's requests-per-minute, a fixed window in Redis.
+"""

@@ -1,0 +1,116 @@
+"""Bounded Scans of the journal, for operations that have no index to query: stuck claims (the
+table has no status index) and a bulk resend of one messageId across every recipient.
+
+A Scan reads the whole table, so each call here reads at most ``max_read`` items (DynamoDB's
+``Limit`` counts items read before the filter) and returns where it stopped; callers run them
+rarely (Celery beat, hourly) or on a person's request, and report when the bound cut a pass short.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emailops.aws.clients import translate_error
+from emailops.aws.journal import item_from_dynamo, sent_at_key
+
+__all__ = ["JournalScan", "ScanPage"]
+
+_PAGE = 1000  # items read per Scan call
+
+
+@dataclass(frozen=True)
+class ScanPage:
+    rows: list[dict[str, Any]]
+    next_key: dict[str, Any] | None  # None: the pass reached the end of the table
+    read: int  # items DynamoDB read (what the Scan cost)
+    calls: int
+
+
+class JournalScan:
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def _scan(
+        self,
+        *,
+        filter_expression: str,
+        names: dict[str, str],
+        values: dict[str, Any],
+        start_key: dict[str, Any] | None,
+        max_read: int,
+    ) -> ScanPage:
+        rows: list[dict[str, Any]] = []
+        read = calls = 0
+        key = start_key
+        while read < max_read:
+            params: dict[str, Any] = {
+                "TableName": self.table,
+                "FilterExpression": filter_expression,
+                "ExpressionAttributeNames": names,
+                "ExpressionAttributeValues": values,
+                "Limit": min(_PAGE, max_read - read),
+            }
+            if key:
+                params["ExclusiveStartKey"] = key
+            try:
+                response = self.client.scan(**params)
+            except (ClientError, BotoCoreError) as exc:
+                raise translate_error(exc, "scan journal", key=self.table) from exc
+            calls += 1
+            read += int(response.get("ScannedCount", 0))
+            rows += [item_from_dynamo(item) for item in response.get("Items", [])]
+            key = response.get("LastEvaluatedKey")
+            if not key:
+                break
+        return ScanPage(rows=rows, next_key=key, read=read, calls=calls)
+
+    def stuck_claims(
+        self,
+        *,
+        now: int,
+        go_lease_seconds: int,
+        start_key: dict[str, Any] | None = None,
+        max_read: int = 20_000,
+    ) -> ScanPage:
+        """QUEUED rows whose claim lease has ended: ``ClaimExpiresAt < now``, or, for a row the Go
+        consumer wrote (no ClaimExpiresAt), ``Timestamp + go_lease_seconds < now``."""
+        return self._scan(
+            filter_expression=(
+                "#status = :queued AND (#lease < :now OR "
+                "(attribute_not_exists(#lease) AND #ts < :stale))"
+            ),
+            names={"#status": "Status", "#lease": "ClaimExpiresAt", "#ts": "Timestamp"},
+            values={
+                ":queued": {"S": "QUEUED"},
+                ":now": {"N": str(now)},
+                ":stale": {"N": str(now - go_lease_seconds)},
+            },
+            start_key=start_key,
+            max_read=max_read,
+        )
+
+    def rows_of_message(
+        self,
+        *,
+        message_id: str,
+        since: int,
+        until: int,
+        start_key: dict[str, Any] | None = None,
+        max_read: int = 100_000,
+    ) -> ScanPage:
+        """Rows of ``message_id`` written between ``since`` and ``until`` (epoch seconds, inclusive)."""
+        return self._scan(
+            filter_expression="#m = :m AND #sk BETWEEN :from AND :to",
+            names={"#m": "MessageId", "#sk": "SentAtKey"},
+            values={
+                ":m": {"S": message_id},
+                ":from": {"S": sent_at_key(max(0, since))},
+                ":to": {"S": sent_at_key(until)},
+            },
+            start_key=start_key,
+            max_read=max_read,
+        )

@@ -1,0 +1,364 @@
+"""One SES send rate shared by every consumer: pacing, AIMD on throttling, the daily-quota pause.
+
+The limiter is written against a small *bucket store* that keeps the shared state: the next free
+send slot, the AIMD factor and the pause. ``LocalBucketStore`` (here) keeps it per process;
+``emailops.redis_rate.RedisBucketStore`` keeps it in Redis, where one Lua script updates it
+atomically for every process on every machine. When Redis cannot be reached the limiter says so
+loudly, uses the local store, and goes back to Redis as soon as a probe succeeds.
+
+Why slots (GCRA with zero burst, reserving) rather than a sliding-window log: each grant is spaced
+``1/rate`` after the previous one, so no window of one second can hold more than the rate, whatever
+the number of callers; the state is O(1) (not a sorted set of every send), fractional rates such as
+0.5/s after an AIMD cut work as they are, and a caller is told *its* slot, so it sleeps once and
+makes one store call per email instead of many callers waking together to race for the next token.
+We pace at ``PACING`` (95 %) of the rate: a send leaves some milliseconds after its slot, and that
+jitter must not push 21 sends into one second at SES (the 5 % buys ~50 ms of slack per second).
+
+No threads are started and no I/O is done here: clock, sleep and the stores are injected.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from emailops.core.errors import DailyQuotaExceeded, EmailOpsError
+from emailops.core.events import EventLog
+
+__all__ = [
+    "PACING",
+    "Aimd",
+    "BucketStore",
+    "BucketUnavailable",
+    "Grant",
+    "LimiterStats",
+    "LocalBucketStore",
+    "QuotaRate",
+    "SharedRateLimiter",
+    "aimd_factor",
+    "local_rate_limiter",
+]
+
+PACING = 0.95
+
+
+class BucketUnavailable(Exception):
+    """The shared store cannot be reached (the limiter falls back to the local one)."""
+
+
+@dataclass(frozen=True)
+class Aimd:
+    """Multiplicative decrease on throttling, additive recovery, as fractions of the max rate."""
+
+    decrease: float = 0.5  # a throttle multiplies the rate by this
+    floor: float = 0.1  # never below this fraction of the max (nor below 1/s, see floor_for)
+    step: float = 0.05  # recovery: + this fraction of the max ...
+    every: float = 5.0  # ... every this many seconds without throttling
+    cooldown: float = 1.0  # throttles within this long of a cut are the same overload: one cut
+
+    def floor_for(self, max_rate: float) -> float:
+        """The floor as a factor: 10 % of the max, or 1/s when that is more (capped at the max)."""
+        return min(1.0, max(self.floor, 1.0 / max_rate))
+
+
+def aimd_factor(aimd: Aimd, factor: float | None, since: float, now: float) -> float:
+    """The factor in force at ``now``, after a cut to ``factor`` at ``since`` (None: never cut).
+
+    Recovery is computed, not stored: nobody has to remember to raise the rate again.
+    """
+    if factor is None:
+        return 1.0
+    steps = math.floor(max(0.0, now - since) / aimd.every)
+    return min(1.0, factor + aimd.step * steps)
+
+
+@dataclass(frozen=True)
+class Grant:
+    """A store's answer to "reserve one send".
+
+    ``granted``: a slot is ours, ``wait`` seconds from now. Otherwise nothing was reserved and the
+    caller asks again after ``wait`` seconds. ``paused`` > 0: sending is paused that much longer.
+    """
+
+    granted: bool
+    wait: float
+    factor: float
+    paused: float = 0.0
+
+
+class BucketStore(Protocol):
+    backend: str  # "redis" | "local", for the stats line
+
+    def reserve(self, *, rate: float, aimd: Aimd, horizon: float) -> Grant:
+        """Reserve the next slot at ``rate`` times the AIMD factor, unless it is more than
+        ``horizon`` seconds away. Raises BucketUnavailable."""
+        ...
+
+    def throttled(self, *, aimd: Aimd, floor: float) -> float:
+        """Cut the shared factor (once per cooldown); return the factor now in force."""
+        ...
+
+    def pause(self, seconds: float) -> None:
+        """Pause every sender for ``seconds`` (extends, never shortens, a pause)."""
+        ...
+
+
+class LocalBucketStore:
+    """The shared state of one process, under a lock (the fallback, and tests)."""
+
+    backend = "local"
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+        self.clock = clock
+        self._lock = threading.Lock()
+        self._next_slot = -math.inf
+        self._factor: float | None = None
+        self._since = 0.0
+        self._paused_until = -math.inf
+
+    def reserve(self, *, rate: float, aimd: Aimd, horizon: float) -> Grant:
+        with self._lock:
+            now = self.clock()
+            factor = aimd_factor(aimd, self._factor, self._since, now)
+            if self._paused_until > now:
+                return Grant(False, 0.0, factor, paused=self._paused_until - now)
+            slot = max(self._next_slot, now)
+            if slot - now > horizon:
+                return Grant(False, slot - now - horizon, factor)
+            self._next_slot = slot + 1.0 / (rate * factor)
+            return Grant(True, slot - now, factor)
+
+    def throttled(self, *, aimd: Aimd, floor: float) -> float:
+        with self._lock:
+            now = self.clock()
+            factor = aimd_factor(aimd, self._factor, self._since, now)
+            if self._factor is None or now - self._since >= aimd.cooldown:
+                factor = max(floor, factor * aimd.decrease)
+                self._factor, self._since = factor, now
+            return factor
+
+    def pause(self, seconds: float) -> None:
+        with self._lock:
+            self._paused_until = max(self._paused_until, self.clock() + seconds)
+
+
+class QuotaRate:
+    """SES's MaxSendRate, fetched now and then (GetSendQuota), as a callable for the limiter.
+
+    A failed refresh keeps the last rate (or ``fallback`` before the first success) and tries
+    again after ``retry_after``; only one caller refreshes at a time, the others use the old rate.
+    """
+
+    def __init__(
+        self,
+        fetch: Callable[[], float],
+        *,
+        log: EventLog,
+        every: float = 300.0,
+        retry_after: float = 30.0,
+        fallback: float = 1.0,  # SES's sandbox rate: the safe guess
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.fetch, self.log, self.clock = fetch, log, clock
+        self.every, self.retry_after = every, retry_after
+        self._rate = fallback
+        self._next = -math.inf
+        self._lock = threading.Lock()
+
+    def __call__(self) -> float:
+        now = self.clock()
+        with self._lock:
+            if now < self._next:
+                return self._rate
+            self._next = now + self.retry_after  # claimed: others keep the current rate
+        try:
+            rate = float(self.fetch())
+        except EmailOpsError as exc:
+            self.log.error("ses.send_quota_unavailable", rate=self._rate, reason=exc.describe())
+            return self._rate
+        with self._lock:
+            if rate != self._rate:
+                self.log.info("ses.send_rate", max_rate=rate, source="GetSendQuota")
+            self._rate, self._next = rate, now + self.every
+        return rate
+
+
+@dataclass(frozen=True)
+class LimiterStats:
+    waited_seconds: float  # total time callers spent in acquire()
+    effective_rate: float  # emails/s in force now (max times the AIMD factor); 0 = no limit
+    backend: str  # "redis" | "local"
+
+
+class SharedRateLimiter:
+    """The pipeline's SendRateLimiter: ``acquire()`` before each SES send.
+
+    ``max_rate`` is a callable (a constant, or QuotaRate); 0 or less means no limit. ``store`` is
+    the shared store (Redis), ``fallback`` the per-process one used while ``store`` is down.
+    """
+
+    def __init__(
+        self,
+        *,
+        max_rate: Callable[[], float],
+        store: BucketStore,
+        fallback: BucketStore,
+        log: EventLog,
+        sleep: Callable[[float], None] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        aimd: Aimd = Aimd(),
+        pause_seconds: float = 600.0,
+        horizon: float = 5.0,  # reserve at most this far ahead (bounds a stale reservation)
+        probe_every: float = 5.0,  # while down, try the shared store again this often
+        alarm_every: float = 60.0,  # while down, log the ERROR at most this often
+    ) -> None:
+        self.max_rate, self.store, self.fallback = max_rate, store, fallback
+        self.log, self.sleep, self.clock = log, sleep, clock
+        self.aimd, self.pause_seconds, self.horizon = aimd, pause_seconds, horizon
+        self.probe_every, self.alarm_every = probe_every, alarm_every
+        self._lock = threading.Lock()
+        self._down = False  # the shared store failed; using the fallback
+        self._probing = False
+        self._next_probe = -math.inf
+        self._next_alarm = -math.inf
+        self._paused_until = -math.inf  # known locally: the no-limit path checks only this
+        self._waited = 0.0
+        self._factor = 1.0
+        self._rate = 0.0
+
+    # --- SendRateLimiter ----------------------------------------------------------------------
+
+    def acquire(self) -> float:
+        rate = self.max_rate()
+        start = self.clock()
+        # A pause known here holds even if the store that recorded it has since gone away.
+        self._raise_if_paused(self._paused_until - start)
+        if rate <= 0:
+            self._rate = 0.0
+            return 0.0
+        while True:
+            grant = self._call(
+                lambda s: s.reserve(rate=rate * PACING, aimd=self.aimd, horizon=self.horizon)
+            )
+            self._rate, self._factor = rate, grant.factor
+            if grant.paused > 0:  # another consumer met the quota: remember it, skip the store
+                with self._lock:
+                    self._paused_until = max(self._paused_until, self.clock() + grant.paused)
+                self._raise_if_paused(grant.paused)
+            if grant.wait > 0:
+                self.sleep(grant.wait)
+            if grant.granted:
+                break
+        waited = self.clock() - start
+        with self._lock:
+            self._waited += waited
+        return waited
+
+    def on_throttled(self) -> None:
+        rate = self.max_rate()
+        if rate <= 0:
+            return  # no limit was asked for: nothing to lower
+        floor = self.aimd.floor_for(rate)
+        factor = self._call(lambda s: s.throttled(aimd=self.aimd, floor=floor))
+        self._rate, self._factor = rate, factor
+        self.log.warning(
+            "ses.throttled", max_rate=rate, effective_rate=round(rate * self._factor, 3)
+        )
+
+    def on_daily_quota_exceeded(self) -> None:
+        with self._lock:
+            self._paused_until = max(self._paused_until, self.clock() + self.pause_seconds)
+        self._call(lambda s: s.pause(self.pause_seconds))
+        self.log.error("ses.daily_quota_exceeded", paused_seconds=self.pause_seconds)
+
+    # --- figures for the stats line ------------------------------------------------------------
+
+    @property
+    def waited_seconds(self) -> float:
+        return self._waited
+
+    @property
+    def effective_rate(self) -> float:
+        return self._rate * self._factor
+
+    @property
+    def backend(self) -> str:
+        return self.fallback.backend if self._down else self.store.backend
+
+    def stats(self) -> LimiterStats:
+        return LimiterStats(self._waited, self.effective_rate, self.backend)
+
+    # --- internals -------------------------------------------------------------------------------
+
+    def _raise_if_paused(self, remaining: float) -> None:
+        if remaining > 0:
+            raise DailyQuotaExceeded(
+                "send email",
+                reason=f"SES daily quota reached; sending paused for {math.ceil(remaining)} s more",
+            )
+
+    def _call(self, operation):
+        """Run ``operation`` on the shared store, or on the fallback while it is down."""
+        now = self.clock()
+        with self._lock:
+            probe = self._down and not self._probing and now >= self._next_probe
+            if probe:
+                self._probing = True
+            use_store = not self._down or probe
+        if not use_store:
+            return operation(self.fallback)
+        try:
+            result = operation(self.store)
+        except BucketUnavailable as exc:
+            self._went_down(now, str(exc))
+            return operation(self.fallback)
+        finally:
+            if probe:  # whatever happened, the next probe is allowed
+                with self._lock:
+                    self._probing = False
+        if probe:
+            with self._lock:
+                self._down = False
+            self.log.warning("rate_limit.backend_restored", backend=self.store.backend)
+        return result
+
+    def _went_down(self, now: float, reason: str) -> None:
+        with self._lock:
+            self._down = True
+            self._next_probe = now + self.probe_every
+            alarm = now >= self._next_alarm
+            if alarm:
+                self._next_alarm = now + self.alarm_every
+        if alarm:
+            self.log.error(
+                "rate_limit.backend_unreachable",
+                backend=self.store.backend,
+                fallback=self.fallback.backend,
+                reason=reason,
+                note="each process now limits itself to the full rate",
+            )
+
+
+def local_rate_limiter(
+    rate: float,
+    *,
+    log: EventLog | None = None,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    **kwargs,
+) -> SharedRateLimiter:
+    """A limiter for one process only (tests, benchmarks with fakes); 0 = no limit."""
+    return SharedRateLimiter(
+        max_rate=lambda: rate,
+        store=LocalBucketStore(clock=clock),
+        fallback=LocalBucketStore(clock=clock),
+        log=log or EventLog(logging.getLogger("emailops.ratelimit")),
+        sleep=sleep,
+        clock=clock,
+        **kwargs,
+    )

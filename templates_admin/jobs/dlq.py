@@ -1,0 +1,256 @@
+"""The request queue's dead-letter queue: look at it without consuming it, and redrive it.
+
+Looking: messages are received with a short visibility, held while the listing collects more (so
+SQS hands out the next ones), then released at once (visibility 0). A look adds one to each
+message's receive count; nothing else changes.
+
+Redrive (a job): each message is copied to the source queue with its message attributes, except
+the stale ``FailureReason`` (``EmailOpsState``, the consumer's retry history, survives), and
+deleted from the dead-letter queue only after the copy was accepted. The copy is recorded as a
+``JobStep`` before the delete, so a retried job deletes what it already copied instead of copying
+it again. A crash between the copy and that record can leave one duplicate on the source queue;
+the consumer's journal makes it harmless (recipients already SENT are skipped).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from emailops import wiring
+from emailops.aws.sqs import (
+    FAILURE_REASON_ATTRIBUTE,
+    QueueDepth,
+    QueueMessage,
+    SqsQueue,
+    forwardable_attributes,
+)
+from emailops.core.contract import parse_request
+from emailops.core.errors import ConfigurationError, EmailOpsError
+from emailops.core.pacing import Pacer
+from templates_admin.journal.presentation import mask_context
+from templates_admin.models import Job, JobStep
+
+__all__ = [
+    "DeadLetter",
+    "DeadLetterListing",
+    "dead_letter_list",
+    "dead_letter_queues",
+    "redrive_inputs",
+    "redrive_run",
+]
+
+MAX_LIST = 500
+PEEK_HIDE_SECONDS = 20  # long enough to list a few hundred messages, short if we crash meanwhile
+EMAILOPS_STATE_ATTRIBUTE = "EmailOpsState"
+
+
+def dead_letter_queues() -> tuple[SqsQueue, SqsQueue]:
+    """(source, dead-letter) for EMAIL_SERVICE_QUEUE_URL, from its RedrivePolicy."""
+    source = wiring.queue()
+    dead_letter_url = source.describe().dead_letter_url
+    if not dead_letter_url:
+        raise ConfigurationError(
+            "find dead-letter queue",
+            key=source.url,
+            reason="the queue has no RedrivePolicy (`manage.py bootstrap_aws` adds one)",
+        )
+    return source, SqsQueue(source.client, dead_letter_url)
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    message_id: str
+    failure_reason: str  # "" when SQS moved it after maxReceiveCount (no reason given)
+    receive_count: int
+    sent_at: int
+    body: str
+    request: dict[str, Any] | None  # the parsed EmailRequest, context masked
+    request_error: str = ""
+    attribute_names: tuple[str, ...] = ()
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "id": self.message_id,
+            "failureReason": self.failure_reason,
+            "receiveCount": self.receive_count,
+            "sentAt": self.sent_at,
+            "request": self.request,
+            "requestError": self.request_error,
+            "attributes": list(self.attribute_names),
+            "body": self.body if self.request is None else None,
+        }
+
+
+@dataclass(frozen=True)
+class DeadLetterListing:
+    queue_url: str
+    source_url: str
+    depth: QueueDepth
+    messages: list[DeadLetter] = field(default_factory=list)
+    truncated: bool = False  # the listing stopped at its bound; more may exist
+
+
+def _string_attribute(message: QueueMessage, name: str) -> str:
+    return str(message.attributes.get(name, {}).get("StringValue", ""))
+
+
+def dead_letter_of(message: QueueMessage) -> DeadLetter:
+    request, error = None, ""
+    try:
+        parsed = parse_request(message.body)
+    except EmailOpsError as exc:
+        error = exc.describe()
+    else:
+        request = {
+            "messageId": parsed.message_id,
+            "recipients": [r.email for r in parsed.recipients],
+            "context": mask_context(parsed.context),
+            "dedupeId": parsed.dedupe_id,
+        }
+    return DeadLetter(
+        message_id=message.message_id,
+        failure_reason=_string_attribute(message, FAILURE_REASON_ATTRIBUTE),
+        receive_count=message.receive_count,
+        sent_at=message.sent_at,
+        body=message.body[:4000],
+        request=request,
+        request_error=error,
+        attribute_names=tuple(sorted(message.attributes)),
+    )
+
+
+def _collect(queue: SqsQueue, limit: int, hide_seconds: int) -> tuple[list[QueueMessage], bool]:
+    """Receive up to ``limit`` distinct messages, holding them hidden; bounded in calls."""
+    found: dict[str, QueueMessage] = {}
+    empty = 0
+    for _ in range(math.ceil(limit / 10) + 5):
+        batch = queue.receive_hidden(max_messages=10, hide_seconds=hide_seconds)
+        if not batch:
+            empty += 1  # SQS samples servers: one empty answer need not mean an empty queue
+            if empty >= 2:
+                return list(found.values()), False
+            continue
+        for message in batch:
+            found.setdefault(message.message_id, message)
+        if len(found) >= limit:
+            return list(found.values())[:limit], True
+    return list(found.values()), True
+
+
+def dead_letter_list(*, limit: int = 100) -> DeadLetterListing:
+    """The messages on the dead-letter queue (up to ``limit``), without consuming any."""
+    source, dlq = dead_letter_queues()
+    limit = max(1, min(MAX_LIST, limit))
+    messages, truncated = _collect(dlq, limit, PEEK_HIDE_SECONDS)
+    try:
+        return DeadLetterListing(
+            queue_url=dlq.url,
+            source_url=source.url,
+            depth=dlq.depth(),
+            messages=sorted(
+                (dead_letter_of(m) for m in messages), key=lambda d: (d.sent_at, d.message_id)
+            ),
+            truncated=truncated,
+        )
+    finally:
+        dlq.release(messages)
+
+
+def redrive_inputs(*, ids: list[str] | None, redrive_all: bool, rate: float) -> dict[str, Any]:
+    """The job's inputs, validated: either every message or the given ids, at ``rate`` per s."""
+    ids = sorted({i.strip() for i in ids or [] if i.strip()})
+    if redrive_all == bool(ids):
+        raise ValueError("choose the messages to redrive, or all of them (not both)")
+    if not 0 < rate <= 100:
+        raise ValueError("the rate must be between 0 and 100 messages per second")
+    return {"all": redrive_all, "ids": ids, "rate": rate}
+
+
+def redrive_run(job: Job, progress) -> dict[str, Any]:
+    source, dlq = dead_letter_queues()
+    inputs = job.inputs
+    rate = float(inputs.get("rate") or 1)
+    wanted = set(inputs.get("ids") or [])
+    redrive_all = bool(inputs.get("all"))
+    copied = set(
+        JobStep.objects.filter(job=job, outcome=JobStep.Outcome.DONE).values_list("key", flat=True)
+    )
+    if job.total is None:
+        # "All" means what is there now: a message dead-lettered again during a slow redrive
+        # comes back under a new id and is left for the next redrive, so the job ends.
+        progress.set_total(dlq.depth().total if redrive_all else len(wanted))
+    total = job.total or 0
+    progress.set_done(len(copied))
+    pacer = Pacer(rate)
+    # Receive no more than can be sent while they are hidden.
+    batch_size = max(1, min(10, int(rate * 20)))
+    hide_seconds = max(30, math.ceil(batch_size / rate) * 2 + 10)
+    held: dict[str, QueueMessage] = {}  # received but not ours to redrive: released at the end
+    deleted_late = 0
+    empty = 0
+    # Bounded: a useful call moves at least one message; choosing ids may need a pass over the rest.
+    calls = 3 * total + 20 + (0 if redrive_all else math.ceil(dlq.depth().total / batch_size))
+    try:
+        for call in range(calls):
+            # A resumed run looks once even when all is copied: a copy may await its delete.
+            finished = len(copied) >= total if redrive_all else wanted <= copied
+            if finished and call:
+                break
+            batch = dlq.receive_hidden(max_messages=batch_size, hide_seconds=hide_seconds)
+            if not batch:
+                empty += 1
+                if empty >= 3:
+                    break
+                continue
+            empty = 0
+            progress.beat()  # passing over others' messages is progress too: we are alive
+            for message in batch:
+                if message.message_id in copied:
+                    dlq.delete(message)  # copied by an earlier run that stopped before the delete
+                    deleted_late += 1
+                    continue
+                mine = redrive_all or message.message_id in wanted
+                if not mine or (redrive_all and len(copied) >= total):
+                    held[message.message_id] = message
+                    continue
+                pacer.wait()
+                new_id = source.send_with_attributes(
+                    message.body, forwardable_attributes(message.attributes)
+                )
+                letter = dead_letter_of(message)
+                progress.step(
+                    message.message_id,
+                    JobStep.Outcome.DONE,
+                    sqsMessageId=new_id,
+                    failureReason=letter.failure_reason,
+                    messageId=(letter.request or {}).get("messageId", ""),
+                    keptState=EMAILOPS_STATE_ATTRIBUTE in message.attributes,
+                )
+                copied.add(message.message_id)
+                dlq.delete(message)
+                progress.advance()
+    finally:
+        dlq.release([m for i, m in held.items() if i not in copied])
+    missing = sorted(wanted - copied)
+    return {
+        "redriven": len(copied),
+        "notFound": missing,
+        "deletedAfterEarlierCopy": deleted_late,
+        "source": source.url,
+        "deadLetterQueue": dlq.url,
+        "rate": rate,
+    }
+
+
+def redrive_result_text(result: dict[str, Any]) -> str:
+    text = f"{result.get('redriven', 0)} message(s) redriven to {result.get('source', '')}"
+    if result.get("notFound"):
+        text += f"; not found on the dead-letter queue: {', '.join(result['notFound'])}"
+    return text
+
+
+def as_json_lines(listing: DeadLetterListing) -> str:
+    return json.dumps([m.as_json() for m in listing.messages], indent=2, ensure_ascii=False)

@@ -1,0 +1,105 @@
+"""The forms that start jobs: a redrive (from the dead-letter page) and a bulk resend."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from django import forms
+from django.utils import timezone
+
+from templates_admin.jobs import bulk_resend, dlq
+
+
+class RedriveForm(forms.Form):
+    ids = forms.MultipleChoiceField(required=False)  # choices: the ids the page listed
+    rate = forms.FloatField(
+        label="Rate (messages per second)", min_value=0.1, max_value=100, initial=5
+    )
+    redrive_all = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args: Any, ids: list[str] | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if ids is not None:
+            self.fields["ids"].choices = [(i, i) for i in ids]
+        else:  # a POST: any id the page offered; the job reports ids no longer there
+            self.fields["ids"].choices = [(i, i) for i in self.data.getlist("ids")]
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if "rate" in data:
+            try:
+                data["inputs"] = dlq.redrive_inputs(
+                    ids=data.get("ids"),
+                    redrive_all=bool(data.get("redrive_all")),
+                    rate=data["rate"],
+                )
+            except ValueError as exc:
+                raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+def _default_since():
+    return (timezone.localtime() - timedelta(days=1)).replace(second=0, microsecond=0)
+
+
+def _default_until():
+    return timezone.localtime().replace(second=0, microsecond=0)
+
+
+class BulkResendForm(forms.Form):
+    message_id = forms.CharField(label="messageId", max_length=200)
+    since = forms.DateTimeField(
+        label="From",
+        initial=_default_since,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+    until = forms.DateTimeField(
+        label="To",
+        initial=_default_until,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+    selections = forms.MultipleChoiceField(
+        label="Rows",
+        choices=list(bulk_resend.SELECTIONS.items()),
+        initial=[bulk_resend.FAILED],
+        widget=forms.CheckboxSelectMultiple,
+    )
+    recipients = forms.CharField(
+        label="Only these recipients",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Optional, one per line. Without recipients the journal is scanned "
+        "(it has no messageId index), within a bounded read.",
+    )
+    reason = forms.CharField(
+        label="Why resend?",
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Required. Kept with every resend in the audit trail, with your name.",
+    )
+    rate = forms.FloatField(
+        label="Rate (emails per second)",
+        min_value=0.1,
+        max_value=100,
+        initial=bulk_resend.default_rate,
+        help_text="Enqueues are paced at this rate; the consumers still apply the shared send rate.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["inputs"] = bulk_resend.bulk_resend_inputs(
+                message_id=data["message_id"],
+                since=data["since"],
+                until=data["until"],
+                selections=data["selections"],
+                reason=data["reason"],
+                rate=data["rate"],
+                recipients=data.get("recipients", "").split(),
+            )
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data

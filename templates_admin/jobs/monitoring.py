@@ -1,0 +1,128 @@
+"""Periodic checks (Celery beat): dead-letter depth, stuck claims, the daily template check.
+
+Each stores its last reading in ``OpsReading`` (the console's index banner reads it; the cache is
+per process, the database is shared) and logs an ERROR line when something needs a person.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+from emailops import wiring
+from emailops.core.events import EventLog
+from templates_admin.jobs import dlq, services
+from templates_admin.models import Job, OpsReading
+
+__all__ = [
+    "DLQ_DEPTH",
+    "STUCK_CLAIMS",
+    "dead_letter_depth_check",
+    "reading",
+    "stuck_claims_check",
+    "template_check_daily",
+]
+
+log = EventLog(logging.getLogger("templates_admin.jobs"))
+DLQ_DEPTH = "dlq_depth"
+STUCK_CLAIMS = "stuck_claims"
+_LOGGED_ROWS = 20  # per run; the reading keeps the first 50
+
+
+def _store(name: str, value: dict[str, Any]) -> OpsReading:
+    reading, _ = OpsReading.objects.update_or_create(
+        name=name, defaults={"value": value, "at": timezone.now()}
+    )
+    return reading
+
+
+def reading(name: str) -> OpsReading | None:
+    return OpsReading.objects.filter(name=name).first()
+
+
+def dead_letter_depth_check() -> dict[str, Any]:
+    """Read the dead-letter queue's depth; log an error when it holds anything."""
+    _, queue = dlq.dead_letter_queues()
+    depth = queue.depth()
+    value = {
+        "depth": depth.total,
+        "visible": depth.visible,
+        "in_flight": depth.in_flight,
+        "queue": queue.url,
+    }
+    _store(DLQ_DEPTH, value)
+    if depth.total:
+        log.error(
+            "dlq.not_empty",
+            depth=depth.total,
+            queue=queue.url,
+            fix="look at the console's dead-letter page (or `manage.py dlq list`) and redrive",
+        )
+    return value
+
+
+def _lease_for_go_rows() -> int:
+    """Rows the Go consumer wrote carry no ClaimExpiresAt: their lease was the visibility timeout."""
+    if settings.CLAIM_LEASE_SECONDS:
+        return settings.CLAIM_LEASE_SECONDS
+    return wiring.queue().describe().visibility_timeout
+
+
+def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
+    """QUEUED rows past their lease, found by a bounded Scan (``OPS_SCAN_MAX_ITEMS`` items a run)
+    that resumes where the previous run stopped, so a large table is covered over several runs."""
+    now = int(time.time()) if now is None else now
+    previous = reading(STUCK_CLAIMS)
+    start_key = (previous.value or {}).get("next_key") if previous else None
+    page = wiring.journal_scan().stuck_claims(
+        now=now,
+        go_lease_seconds=_lease_for_go_rows(),
+        start_key=start_key,
+        max_read=settings.OPS_SCAN_MAX_ITEMS,
+    )
+    rows = [
+        {
+            "key": str(row.get("Id", "")),
+            "messageId": row.get("MessageId", ""),
+            "recipient": row.get("Recipient", ""),
+            "timestamp": row.get("Timestamp"),
+            "leaseEndedAt": row.get("ClaimExpiresAt"),
+        }
+        for row in page.rows
+    ]
+    value = {
+        "count": len(rows),
+        "rows": rows[:50],
+        "read": page.read,
+        "resumed": start_key is not None,
+        "next_key": page.next_key,  # None: this run reached the end of the table
+    }
+    _store(STUCK_CLAIMS, value)
+    for row in rows[:_LOGGED_ROWS]:
+        log.error(
+            "journal.stuck_claim",
+            key=row["key"],
+            messageId=row["messageId"],
+            recipient=row["recipient"],
+            leaseEndedAt=row["leaseEndedAt"],
+        )
+    log.info(
+        "journal.stuck_claims_scanned", count=len(rows), read=page.read, complete=not page.next_key
+    )
+    return value
+
+
+def template_check_daily() -> Job:
+    """A template check in the system's name, run inline (beat already runs in a worker)."""
+    job = services.job_create(
+        kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, origin="beat", dispatch=False
+    )
+    job = services.job_run(job_id=job.pk)
+    errors = (job.result or {}).get("errors", 0)
+    if job.state == Job.State.FAILED or errors:
+        log.error("templates.check_failed", job=job.pk, errors=errors, error=job.error)
+    return job

@@ -1,0 +1,169 @@
+"""Operations pages: the job list, the dead-letter queue, bulk resend, template check, and each
+job's page with its progress bar. Thin: check the permission, call a selector or service, render.
+
+Job pages poll ``progress/`` with a small static script, so they get the strict policy plus
+``connect-src 'self'`` (``POLLING_POLICY``); every other page keeps the plain strict one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.admin import AdminSite
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import get_object_or_404, redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from emailops.core.errors import EmailOpsError
+from templates_admin import roles
+from templates_admin.console import console_view
+from templates_admin.csp import POLLING_POLICY
+from templates_admin.jobs import dlq, selectors, services
+from templates_admin.jobs.forms import BulkResendForm, RedriveForm
+from templates_admin.models import Job, OperationsPage
+
+TEMPLATES = "templates_admin/jobs/"
+
+
+def _page(
+    request: HttpRequest,
+    admin_site: AdminSite,
+    template: str,
+    context: dict[str, Any],
+    *,
+    status: int = 200,
+) -> TemplateResponse:
+    user = request.user
+    context = {
+        **admin_site.each_context(request),
+        "opts": OperationsPage._meta,
+        "index_url": url(admin_site, "index"),
+        "can_redrive": user.has_perm(roles.REDRIVE_DEAD_LETTERS),
+        "can_bulk_resend": user.has_perm(roles.BULK_RESEND),
+        "can_check_templates": user.has_perm(roles.CHECK_TEMPLATES),
+        **context,
+    }
+    return TemplateResponse(request, TEMPLATES + template, context, status=status)
+
+
+def url(admin_site: AdminSite, name: str, *args: Any) -> str:
+    if name == "index":
+        return reverse(f"{admin_site.name}:templates_admin_operationspage_changelist")
+    return reverse(f"{admin_site.name}:templates_admin_jobs_{name}", args=args)
+
+
+def _start(request: HttpRequest, admin_site: AdminSite, kind: str, inputs: dict[str, Any]):
+    job = services.job_create(kind=kind, inputs=inputs, user=request.user)
+    messages.success(request, f"{job.get_kind_display()} started as job #{job.pk}.")
+    return redirect(url(admin_site, "job", job.pk))
+
+
+@console_view(roles.VIEW_JOBS)
+def index(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    return _page(
+        request,
+        admin_site,
+        "index.html",
+        {
+            "title": "Operations",
+            "jobs": [(job, url(admin_site, "job", job.pk)) for job in selectors.job_list()],
+            "readings": selectors.ops_readings(),
+        },
+    )
+
+
+@console_view(roles.VIEW_JOBS)
+def dead_letters(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    if request.method == "POST":
+        if not request.user.has_perm(roles.REDRIVE_DEAD_LETTERS):
+            return _page(request, admin_site, "denied.html", {"title": "Not allowed"}, status=403)
+        form = RedriveForm(request.POST)
+        if form.is_valid():
+            return _start(request, admin_site, Job.Kind.DLQ_REDRIVE, form.cleaned_data["inputs"])
+    else:
+        form = None
+    listing, error = None, ""
+    try:
+        listing = dlq.dead_letter_list(limit=int(request.GET.get("limit", 100) or 100))
+    except (EmailOpsError, ValueError) as exc:
+        error = exc.describe() if isinstance(exc, EmailOpsError) else str(exc)
+    if form is None:
+        form = RedriveForm(ids=[m.message_id for m in listing.messages] if listing else [])
+    return _page(
+        request,
+        admin_site,
+        "dlq.html",
+        {"title": "Dead-letter queue", "listing": listing, "error": error, "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+@console_view(roles.VIEW_JOBS, roles.BULK_RESEND)
+def bulk_resend(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    form = BulkResendForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        return _start(request, admin_site, Job.Kind.BULK_RESEND, form.cleaned_data["inputs"])
+    return _page(
+        request,
+        admin_site,
+        "bulk_resend.html",
+        {"title": "Bulk resend", "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+@console_view(roles.VIEW_JOBS, roles.CHECK_TEMPLATES)
+def template_check(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    if request.method == "POST":
+        return _start(request, admin_site, Job.Kind.TEMPLATE_CHECK, {})
+    last = Job.objects.filter(kind=Job.Kind.TEMPLATE_CHECK).first()
+    return _page(
+        request,
+        admin_site,
+        "template_check.html",
+        {
+            "title": "Template check",
+            "last": last,
+            "last_url": url(admin_site, "job", last.pk) if last else "",
+        },
+    )
+
+
+@console_view(roles.VIEW_JOBS, policy=POLLING_POLICY)
+def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
+    found = get_object_or_404(Job.objects.select_related("created_by"), pk=pk)
+    return _page(
+        request,
+        admin_site,
+        "job.html",
+        {
+            "title": f"{found.get_kind_display()} #{found.pk}",
+            "job": found,
+            "progress": selectors.job_progress(found),
+            "steps": selectors.job_steps(found),
+            "progress_url": url(admin_site, "job_progress", found.pk),
+            "retry_url": url(admin_site, "job_retry", found.pk),
+            "can_retry": (found.state == Job.State.FAILED or services.job_is_orphaned(found))
+            and request.user.has_perm(services.JOB_PERMISSIONS[found.kind]),
+        },
+    )
+
+
+@console_view(roles.VIEW_JOBS)
+def job_progress(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
+    found = get_object_or_404(Job, pk=pk)
+    response = JsonResponse(selectors.job_progress(found))
+    response["Cache-Control"] = "no-store"
+    return response
+
+
+@require_POST
+@console_view(roles.VIEW_JOBS)
+def job_retry(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
+    found = get_object_or_404(Job, pk=pk)
+    services.job_retry(job_id=found.pk, user=request.user)
+    messages.info(request, f"Job #{found.pk} resumes where it stopped.")
+    return redirect(url(admin_site, "job", found.pk))

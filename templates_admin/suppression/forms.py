@@ -1,0 +1,46 @@
+"""The suppression list's search box and the removal confirmation."""
+
+from __future__ import annotations
+
+from django import forms
+
+
+class SuppressionSearchForm(forms.Form):
+    q = forms.CharField(
+        label="Address starts with",
+        required=False,
+        max_length=320,
+        widget=forms.TextInput(
+            attrs={"placeholder": "an address, or its beginning", "size": 40, "autofocus": True}
+        ),
+    )
+    cursor = forms.CharField(required=False, widget=forms.HiddenInput)
+
+
+class SuppressionRemoveForm(forms.Form):
+    reason = forms.CharField(
+        label="Why remove it?",
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Required. Kept in the audit trail with your name.",
+        error_messages={"required": "Say why you are removing this address."},
+    )
+    recipient_asked = forms.BooleanField(
+        label="The recipient asked to receive our email again",
+        required=False,
+        help_text="Required for a complaint: they marked our email as spam.",
+    )
+
+    def __init__(self, *args, complaint: bool = False, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.complaint = complaint
+        if not complaint:
+            del self.fields["recipient_asked"]
+
+    def clean_recipient_asked(self) -> bool:
+        asked = self.cleaned_data.get("recipient_asked", False)
+        if self.complaint and not asked:
+            raise forms.ValidationError(
+                "This address complained: confirm that the recipient asked for email again."
+            )
+        return asked

@@ -1,0 +1,80 @@
+"""Reads of the suppression list (``SUPPRESSION_TABLE``) and of its removal audit trail."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from emailops import wiring
+from emailops.aws.suppression import Suppression
+from templates_admin.models import SuppressionRemoval
+
+__all__ = [
+    "PAGE_SIZE",
+    "InvalidCursor",
+    "SuppressionEntry",
+    "SuppressionPage",
+    "address_suppression",
+    "suppression_entry",
+    "suppression_search",
+]
+
+PAGE_SIZE = 50
+RECENT_REMOVALS = 20
+
+
+class InvalidCursor(ValueError):
+    """A page link that was altered or truncated."""
+
+
+@dataclass(frozen=True)
+class SuppressionPage:
+    prefix: str
+    entries: list[Suppression]
+    next_cursor: str | None
+    recent_removals: list[SuppressionRemoval] = field(default_factory=list)
+
+
+def suppression_search(
+    *, prefix: str = "", cursor: str | None = None, limit: int = PAGE_SIZE
+) -> SuppressionPage:
+    """One page of entries whose address starts with ``prefix`` (any case), and the latest
+    removals. Raises InvalidCursor for a damaged page link; EmailOpsError when AWS fails."""
+    prefix = prefix.strip().lower()
+    try:
+        entries, next_cursor = wiring.suppression_list().search(
+            prefix=prefix, cursor=cursor, limit=limit
+        )
+    except ValueError as exc:  # the store's cursor did not decode
+        raise InvalidCursor("this page link is damaged; start the search again") from exc
+    removals = SuppressionRemoval.objects.select_related("user")
+    if prefix:
+        removals = removals.filter(address__startswith=prefix)
+    return SuppressionPage(
+        prefix=prefix,
+        entries=entries,
+        next_cursor=next_cursor,
+        recent_removals=list(removals[:RECENT_REMOVALS]),
+    )
+
+
+@dataclass(frozen=True)
+class SuppressionEntry:
+    """One address: its suppression (None when it is not suppressed) and past removals."""
+
+    address: str
+    suppression: Suppression | None
+    removals: list[SuppressionRemoval] = field(default_factory=list)
+
+
+def suppression_entry(*, address: str) -> SuppressionEntry:
+    address = address.strip().lower()
+    return SuppressionEntry(
+        address=address,
+        suppression=wiring.suppression_list().get(address),
+        removals=list(SuppressionRemoval.objects.filter(address=address).select_related("user")),
+    )
+
+
+def address_suppression(*, address: str) -> Suppression | None:
+    """The address's suppression, or None: for pages that warn before sending to it."""
+    return wiring.suppression_list().get(address)

@@ -1,0 +1,67 @@
+"""Writes from the suppression pages: taking an address off the list, audited."""
+
+from __future__ import annotations
+
+import logging
+from datetime import UTC, datetime
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+
+from emailops import wiring
+from emailops.core.events import EventLog
+from templates_admin import roles
+from templates_admin.models import SuppressionRemoval
+
+__all__ = ["suppression_remove"]
+
+logger = logging.getLogger("templates_admin.suppression")
+
+
+def suppression_remove(
+    *, address: str, reason: str, user: AbstractBaseUser, recipient_asked: bool = False
+) -> SuppressionRemoval:
+    """Remove ``address`` from the suppression list, so the consumer sends to it again.
+
+    A complaint means the person told their mail provider our email was spam: lifting it needs
+    ``recipient_asked`` (they asked to receive email again). The audit row keeps the entry as it
+    was. Raises PermissionDenied, ValidationError (no reason, not suppressed, an unconfirmed
+    complaint) or EmailOpsError (the table could not be changed; nothing is recorded then).
+    """
+    if not user.has_perm(roles.REMOVE_SUPPRESSION):
+        raise PermissionDenied("removing a suppression needs the remove_suppression permission")
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError("say why you are removing it: the reason is kept in the audit trail")
+    address = address.strip().lower()
+    store = wiring.suppression_list()
+    current = store.get(address)
+    if current is None:
+        raise ValidationError(f"{address} is not on the suppression list")
+    if current.reason == "COMPLAINT" and not recipient_asked:
+        raise ValidationError(
+            f"{address} complained (marked our email as spam): confirm that they asked to "
+            "receive email again"
+        )
+    with transaction.atomic():  # no audit row for a removal the table refused
+        removal = SuppressionRemoval.objects.create(
+            address=address,
+            user=user,
+            reason=reason,
+            suppression_reason=current.reason,
+            suppression_detail=current.detail,
+            suppression_source=current.source,
+            suppressed_at=datetime.fromtimestamp(current.created_at, UTC),
+            recipient_asked=recipient_asked,
+        )
+        if store.remove(address) is None:
+            raise ValidationError(f"{address} was removed meanwhile, by someone else")
+    EventLog(logger).info(
+        "suppression.removed",
+        user=user.get_username(),
+        address=address,
+        suppressionReason=current.reason,
+        recipientAsked=recipient_asked,
+    )
+    return removal

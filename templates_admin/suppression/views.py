@@ -1,0 +1,162 @@
+"""The suppression list pages. Thin: check the permission, call a selector or service, render.
+
+``admin_site.admin_view`` only checks ``is_staff``; every view here checks its own permission.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.contrib import messages
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils.http import urlencode
+
+from emailops.aws.suppression import Suppression
+from emailops.core.errors import EmailOpsError
+from templates_admin import roles
+from templates_admin.console import console_view
+from templates_admin.journal.presentation import local_text, utc_text
+from templates_admin.models import SuppressionListPage
+from templates_admin.suppression import selectors
+from templates_admin.suppression.forms import SuppressionRemoveForm, SuppressionSearchForm
+from templates_admin.suppression.services import suppression_remove
+
+TEMPLATES = "templates_admin/suppression"
+REASON_WORDS = {
+    "BOUNCE": "hard bounce",
+    "COMPLAINT": "complaint (marked as spam)",
+    "MANUAL": "added by hand",
+}
+
+
+def _render(
+    request: HttpRequest, admin_site, template: str, context: dict[str, Any], *, status: int = 200
+) -> TemplateResponse:
+    context = {
+        **admin_site.each_context(request),
+        "opts": SuppressionListPage._meta,
+        "list_url": reverse(f"{admin_site.name}:templates_admin_suppressionlistpage_changelist"),
+        **context,
+    }
+    return TemplateResponse(request, f"{TEMPLATES}/{template}", context, status=status)
+
+
+def _url(admin_site, name: str, address: str) -> str:
+    return reverse(f"{admin_site.name}:templates_admin_suppression_{name}", args=[address])
+
+
+def _journal_url(admin_site, query: str) -> str:
+    search = reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist")
+    return f"{search}?{urlencode({'q': query})}"
+
+
+def _shown(entry: Suppression, admin_site) -> dict[str, Any]:
+    """An entry with its words, times and links, for the templates."""
+    return {
+        "entry": entry,
+        "reason": REASON_WORDS.get(entry.reason, entry.reason),
+        "since": local_text(entry.created_at),
+        "since_utc": utc_text(entry.created_at),
+        "url": _url(admin_site, "detail", entry.address),
+    }
+
+
+@console_view(roles.VIEW_SUPPRESSIONS)
+def search(request: HttpRequest, admin_site) -> HttpResponse:
+    form = SuppressionSearchForm(request.GET or None)
+    prefix, cursor = "", None
+    if form.is_valid():
+        prefix, cursor = form.cleaned_data["q"], form.cleaned_data["cursor"] or None
+    error, status, page = "", 200, None
+    try:
+        page = selectors.suppression_search(prefix=prefix, cursor=cursor)
+    except selectors.InvalidCursor as exc:
+        error, status = str(exc), 400
+    next_url = ""
+    if page and page.next_cursor:
+        next_url = "?" + urlencode({"q": page.prefix, "cursor": page.next_cursor})
+    return _render(
+        request,
+        admin_site,
+        "list.html",
+        {
+            "title": "Suppression list",
+            "form": form,
+            "page": page,
+            "entries": [_shown(e, admin_site) for e in page.entries] if page else [],
+            "error": error,
+            "next_url": next_url,
+            "first_url": "?" + urlencode({"q": page.prefix}) if page and cursor else "",
+        },
+        status=status,
+    )
+
+
+@console_view(roles.VIEW_SUPPRESSIONS)
+def detail(request: HttpRequest, admin_site, address: str) -> HttpResponse:
+    found = selectors.suppression_entry(address=address)
+    context: dict[str, Any] = {
+        "title": "Suppressed address" if found.suppression else "Not suppressed",
+        "address": found.address,
+        "found": found,
+        "shown": _shown(found.suppression, admin_site) if found.suppression else None,
+        "can_remove": request.user.has_perm(roles.REMOVE_SUPPRESSION),
+        "remove_url": _url(admin_site, "remove", found.address),
+        "journal_url": _journal_url(admin_site, found.address),
+    }
+    if found.suppression and found.suppression.source:
+        context["source_url"] = _journal_url(admin_site, found.suppression.source)
+    return _render(request, admin_site, "detail.html", context)
+
+
+@console_view(roles.VIEW_SUPPRESSIONS, roles.REMOVE_SUPPRESSION)
+def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
+    found = selectors.suppression_entry(address=address)
+    detail_url = _url(admin_site, "detail", found.address)
+    if found.suppression is None:
+        messages.info(request, f"{found.address} is not on the suppression list.")
+        return redirect(detail_url)
+    complaint = found.suppression.reason == "COMPLAINT"
+    error = ""
+    if request.method == "POST":
+        form = SuppressionRemoveForm(request.POST, complaint=complaint)
+        if form.is_valid():
+            try:
+                suppression_remove(
+                    address=found.address,
+                    reason=form.cleaned_data["reason"],
+                    user=request.user,
+                    recipient_asked=form.cleaned_data.get("recipient_asked", False),
+                )
+            except ValidationError as exc:
+                error = " ".join(exc.messages)
+            except EmailOpsError as exc:
+                error = f"The suppression list could not be changed: {exc.describe()}"
+            else:
+                messages.success(
+                    request,
+                    f"Removed {found.address} from the suppression list: emails to it will be "
+                    "sent again.",
+                )
+                return redirect(detail_url)
+    else:
+        form = SuppressionRemoveForm(complaint=complaint)
+    return _render(
+        request,
+        admin_site,
+        "remove.html",
+        {
+            "title": "Remove from the suppression list?",
+            "address": found.address,
+            "shown": _shown(found.suppression, admin_site),
+            "complaint": complaint,
+            "form": form,
+            "error": error,
+            "detail_url": detail_url,
+        },
+        status=400 if error or form.errors else 200,
+    )

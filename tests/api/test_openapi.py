@@ -1,0 +1,83 @@
+"""Schema-driven tests: schemathesis generates requests from /api/v1/openapi.json and runs them
+in-process (WSGI) against moto, with a valid token: no 5xx, and every answer is one the document
+declares, in the declared shape; and without the token, refused."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import schemathesis
+from django.core.wsgi import get_wsgi_application
+from hypothesis import HealthCheck, settings
+from schemathesis import checks
+
+from api.services import api_token_create
+
+pytestmark = pytest.mark.django_db
+
+CHECKS = [
+    checks.not_a_server_error,
+    checks.status_code_conformance,
+    checks.content_type_conformance,
+    checks.response_headers_conformance,
+    checks.response_schema_conformance,
+    checks.ignored_auth,  # the same request without the token must be refused
+]
+
+
+@pytest.fixture
+def stack(aws):
+    aws.load_samples()
+    return aws
+
+
+@pytest.fixture
+def bearer(db) -> dict[str, str]:
+    return {"Authorization": f"Bearer {api_token_create(name='schemathesis', requests_per_minute=0).plaintext}"}  # fmt: skip
+
+
+# Loaded at collection (pytest-django has set Django up by then); the document needs neither the
+# database nor AWS. (schemathesis.pytest.from_fixture does not work with pytest 9.)
+schema = schemathesis.openapi.from_wsgi("/api/v1/openapi.json", get_wsgi_application())
+
+
+def _has_empty_key(value: Any) -> bool:
+    if isinstance(value, dict):
+        return "" in value or any(_has_empty_key(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_empty_key(v) for v in value)
+    return False
+
+
+@schema.hook
+def filter_body(context, body) -> bool:
+    """moto stores a map with an empty key ({"": 1}) but then answers GetItem with a document
+    botocore cannot parse, so the journal read crashes; such contexts are left out here. (The
+    API accepts them, as the consumer does.)"""
+    return not (isinstance(body, dict) and _has_empty_key(body.get("context")))
+
+
+def test_the_document_describes_the_api(client):
+    document = client.get("/api/v1/openapi.json").json()
+
+    assert document["openapi"].startswith("3.")
+    assert document["info"]["title"] == "emailops send API"
+    assert document["components"]["securitySchemes"]["BearerToken"]["scheme"] == "bearer"
+    send = document["paths"]["/api/v1/send"]["post"]
+    assert send["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
+        "/EmailRequest"
+    )
+    assert set(send["responses"]) == {"200", "400", "401", "422", "429", "503"}
+    assert "/api/v1/sends/{id}" in document["paths"]
+
+
+@schema.parametrize()
+@settings(
+    max_examples=25,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_the_api_keeps_its_document(case, stack, bearer):
+    case.call_and_validate(headers=bearer, checks=CHECKS)

@@ -1,0 +1,178 @@
+"""Operations pages through Django's test client: who sees and starts what, the job page with its
+progress endpoint and policy, and the index banner. Jobs are dispatched on commit; here the
+on-commit hook is captured and the job run in-process (tests/worker/test_jobs_worker.py runs
+them on a real worker)."""
+
+from __future__ import annotations
+
+import json
+from html import unescape
+
+import pytest
+
+from templates_admin.csp import POLICY, POLLING_POLICY
+from templates_admin.jobs import monitoring
+from templates_admin.jobs.services import job_run
+from templates_admin.models import Job
+
+pytestmark = pytest.mark.django_db
+
+BASE = "/admin/templates_admin/operationspage/"
+
+
+def text(response) -> str:
+    return unescape(response.content.decode())
+
+
+def dead_letter(aws, reason: str = "render template [added-to-team]: boom") -> str:
+    return aws.sqs.send_message(
+        QueueUrl=aws.dlq_url,
+        MessageBody=json.dumps(
+            {"messageId": "added-to-team", "recipients": [{"email": "kim@example.com"}]}
+        ),
+        MessageAttributes={"FailureReason": {"DataType": "String", "StringValue": reason}},
+    )["MessageId"]
+
+
+def test_who_sees_which_pages(aws, client, make_user):
+    client.force_login(make_user("Support"))
+    index = client.get(BASE)
+    assert index.status_code == 200 and "Dead-letter queue" in text(index)
+    assert "Bulk resend" not in text(index) and "Template check" not in text(index)
+    assert client.get(BASE + "bulk-resend/").status_code == 403
+    assert client.get(BASE + "template-check/").status_code == 403
+    dlq_page = client.get(BASE + "dlq/")
+    assert dlq_page.status_code == 200 and "Redrive selected" not in text(dlq_page)
+    assert client.post(BASE + "dlq/", {"redrive_all": "on", "rate": "5"}).status_code == 403
+    assert not Job.objects.exists()
+    client.force_login(make_user(None))  # staff without a group
+    assert client.get(BASE).status_code == 403
+
+
+def test_a_lead_redrives_from_the_page_and_follows_the_job(
+    aws, client, make_user, django_capture_on_commit_callbacks
+):
+    message_id = dead_letter(aws)
+    client.force_login(make_user("Support leads"))
+    page = client.get(BASE + "dlq/")
+    assert page["Content-Security-Policy"] == POLICY
+    assert "render template [added-to-team]: boom" in text(page) and message_id in text(page)
+    with django_capture_on_commit_callbacks() as callbacks:
+        response = client.post(BASE + "dlq/", {"ids": [message_id], "rate": "10"})
+    job = Job.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"{BASE}job/{job.pk}/"
+    assert len(callbacks) == 1  # the dispatch to a worker, once the job is committed
+    assert (job.kind, job.inputs["ids"], job.created_by.username) == (
+        "dlq_redrive",
+        [message_id],
+        "support-leads",
+    )
+
+    pending = client.get(f"{BASE}job/{job.pk}/")
+    assert pending["Content-Security-Policy"] == POLLING_POLICY
+    assert "connect-src 'self'" in POLLING_POLICY and "script-src 'self'" in POLLING_POLICY
+    assert "templates_admin/ops.js" in text(pending) and 'data-finished="false"' in text(pending)
+    progress = client.get(f"{BASE}job/{job.pk}/progress/").json()
+    assert progress == {
+        "id": job.pk,
+        "state": "PENDING",
+        "done": 0,
+        "total": None,
+        "finished": False,
+        "text": "waiting for a worker",
+    }
+    job_run(job_id=job.pk)
+    progress = client.get(f"{BASE}job/{job.pk}/progress/").json()
+    assert (progress["state"], progress["done"], progress["total"]) == ("SUCCEEDED", 1, 1)
+    done = text(client.get(f"{BASE}job/{job.pk}/"))
+    assert "1</strong> message(s) redriven" in done and 'data-finished="true"' in done
+    assert "support-leads" in text(client.get(BASE))
+
+
+def test_redrive_form_errors_are_shown(aws, client, make_user):
+    dead_letter(aws)
+    client.force_login(make_user("Support leads"))
+    response = client.post(BASE + "dlq/", {"rate": "5"})
+    assert response.status_code == 400 and "choose the messages" in text(response)
+
+
+def test_bulk_resend_form_starts_a_job(aws, client, make_user):
+    client.force_login(make_user("Support leads"))
+    assert client.get(BASE + "bulk-resend/").status_code == 200
+    response = client.post(
+        BASE + "bulk-resend/",
+        {
+            "message_id": "added-to-team",
+            "since": "2026-11-01T00:00",
+            "until": "2026-11-02T00:00",
+            "selections": ["FAILED"],
+            "recipients": "a@example.com\nb@example.com",
+            "reason": "the outage",
+            "rate": "5",
+        },
+    )
+    job = Job.objects.get()
+    assert response.status_code == 302 and job.kind == "bulk_resend"
+    assert job.inputs["recipients"] == ["a@example.com", "b@example.com"]
+    missing_reason = client.post(
+        BASE + "bulk-resend/",
+        {
+            "message_id": "m",
+            "since": "2026-11-01T00:00",
+            "until": "2026-11-02T00:00",
+            "selections": ["FAILED"],
+            "rate": "5",
+        },
+    )
+    assert missing_reason.status_code == 400 and Job.objects.count() == 1
+
+
+def test_template_owner_starts_a_check_and_sees_the_report(aws, client, make_user):
+    aws.load_samples()
+    client.force_login(make_user("Template owners"))
+    response = client.post(BASE + "template-check/")
+    job = Job.objects.get()
+    job_run(job_id=job.pk)
+    page = text(client.get(response["Location"]))
+    assert (
+        "7</strong> render(s)" in page and "custom/O367/dataset-publication-accepted.html" in page
+    )
+
+
+def test_index_banner_after_beat_found_dead_letters(aws, client, make_user):
+    client.force_login(make_user("Support"))
+    assert "ops-banner" not in text(client.get("/admin/"))
+    dead_letter(aws)
+    monitoring.dead_letter_depth_check()
+    index = text(client.get("/admin/"))
+    assert "1 request on the dead-letter queue" in index and f"{BASE}dlq/" in index
+    client.force_login(make_user(None))
+    assert "ops-banner" not in text(client.get("/admin/"))
+
+
+def test_a_bulk_resend_result_links_each_new_row(client, make_user):
+    from templates_admin.models import JobStep
+
+    lead = make_user("Support leads")
+    job = Job.objects.create(
+        kind=Job.Kind.BULK_RESEND,
+        state=Job.State.SUCCEEDED,
+        inputs={"message_id": "added-to-team"},
+        created_by=lead,
+        total=1,
+        done=1,
+        result={
+            "selection": {"matched": 1, "partial": True},
+            "resent": 1,
+            "skipped": 0,
+            "failed": 0,
+        },
+    )
+    JobStep.objects.create(
+        job=job, key="old/key", outcome="done", detail={"journal_key": "new:key", "action": 7}
+    )
+    client.force_login(lead)
+    page = text(client.get(f"{BASE}job/{job.pk}/"))
+    assert "1</strong> resent" in page and "stopped at its read bound" in page
+    assert "/admin/templates_admin/emailjournalpage/entry/new%3Akey/" in page
+    assert "Resume this job" not in page

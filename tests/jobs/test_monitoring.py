@@ -1,0 +1,70 @@
+"""Celery beat's checks: dead-letter depth, stuck claims (bounded Scan), the daily template check."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from templates_admin.jobs import monitoring
+from templates_admin.models import Job
+from tests.journal_factory import BASE_TIME, journal_row, put_rows
+
+pytestmark = pytest.mark.django_db
+
+
+def test_dead_letter_depth_is_stored_and_logged_as_an_error(aws, caplog):
+    caplog.set_level(logging.INFO, logger="templates_admin")
+    assert monitoring.dead_letter_depth_check()["depth"] == 0
+    assert monitoring.reading(monitoring.DLQ_DEPTH).value["depth"] == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
+    assert monitoring.dead_letter_depth_check()["depth"] == 1
+    assert monitoring.reading(monitoring.DLQ_DEPTH).value["depth"] == 1
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert any("event=dlq.not_empty depth=1" in e for e in errors)
+
+
+def test_stuck_claims_are_found_and_the_scan_resumes_where_it_stopped(aws, settings, caplog):
+    now = BASE_TIME + 1000
+    put_rows(
+        aws.dynamodb,
+        "email-journal",
+        [
+            journal_row("a@example.com", at=BASE_TIME, key="stuck", status="QUEUED"),
+            journal_row(
+                "b@example.com", at=BASE_TIME, key="live", status="QUEUED", ClaimExpiresAt=now + 60
+            ),
+            journal_row(
+                "c@example.com", at=BASE_TIME, key="go-stuck", status="QUEUED", go_row=True
+            ),
+            journal_row("d@example.com", at=now - 5, key="go-live", status="QUEUED", go_row=True),
+            *[journal_row(f"s{i}@example.com", at=BASE_TIME + i) for i in range(20)],
+        ],
+    )
+    settings.CLAIM_LEASE_SECONDS = 30
+    value = monitoring.stuck_claims_check(now=now)
+    assert sorted(r["key"] for r in value["rows"]) == ["go-stuck", "stuck"]
+    assert value["next_key"] is None and value["read"] == 24
+    assert any("event=journal.stuck_claim key=stuck" in r.getMessage() for r in caplog.records)
+
+    settings.OPS_SCAN_MAX_ITEMS = 10  # a bounded run stops, and the next one resumes
+    found, reads = set(), 0
+    for _ in range(3):
+        value = monitoring.stuck_claims_check(now=now)
+        found |= {r["key"] for r in value["rows"]}
+        reads += value["read"]
+        assert value["read"] <= 10
+    assert found == {"go-stuck", "stuck"} and reads == 24 and value["next_key"] is None
+
+
+def test_daily_template_check_records_a_system_job(aws, caplog):
+    aws.load_samples()
+    job = monitoring.template_check_daily()
+    assert job.state == Job.State.SUCCEEDED and job.origin == "beat" and job.created_by is None
+    from emailops import wiring
+
+    wiring.template_store().write_template("default/added-to-team.html", "{% if %}")
+    job = monitoring.template_check_daily()
+    assert job.result["errors"] == 1
+    assert any("event=templates.check_failed" in r.getMessage() for r in caplog.records)

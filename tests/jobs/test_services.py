@@ -1,0 +1,84 @@
+"""The job life cycle: one runner at a time, orphans taken over, errors kept, finished jobs left."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from emailops.core.errors import TransientError
+from templates_admin.jobs import services
+from templates_admin.models import Job
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def runner(monkeypatch):
+    calls: list[int] = []
+
+    def run(job, progress):
+        calls.append(job.pk)
+        progress.set_total(2)
+        progress.advance()
+        if job.inputs.get("fail"):
+            raise TransientError("read queue depth", key="q", reason="ServiceUnavailable")
+        progress.advance()
+        return {"ok": True}
+
+    monkeypatch.setitem(services._runners(), Job.Kind.TEMPLATE_CHECK, run)
+    return calls
+
+
+def new_job(**inputs) -> Job:
+    return services.job_create(
+        kind=Job.Kind.TEMPLATE_CHECK, inputs=inputs, user=None, origin="test", dispatch=False
+    )
+
+
+def test_a_job_runs_once_and_records_its_progress(runner):
+    job = services.job_run(job_id=new_job().pk)
+    assert (job.state, job.done, job.total, job.result, job.runs) == (
+        "SUCCEEDED",
+        2,
+        2,
+        {"ok": True},
+        1,
+    )
+    assert job.started_at and job.finished_at and job.heartbeat_at
+    services.job_run(job_id=job.pk)
+    assert runner == [job.pk]
+
+
+def test_a_live_run_is_not_joined_but_an_orphan_is_taken_over(runner):
+    job = new_job()
+    Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING, heartbeat_at=timezone.now())
+    assert services.job_run(job_id=job.pk).state == Job.State.RUNNING and runner == []
+    assert not services.job_is_orphaned(Job.objects.get(pk=job.pk))
+    stale = timezone.now() - services.HEARTBEAT_TIMEOUT - timedelta(seconds=1)
+    Job.objects.filter(pk=job.pk).update(heartbeat_at=stale)
+    assert services.job_is_orphaned(Job.objects.get(pk=job.pk))
+    assert services.job_run(job_id=job.pk).state == Job.State.SUCCEEDED and runner == [job.pk]
+
+
+def test_an_error_is_kept_and_the_job_can_be_resumed(runner):
+    job = services.job_run(job_id=new_job(fail=True).pk)
+    assert job.state == Job.State.FAILED and job.done == 1
+    assert job.error == "read queue depth [q]: ServiceUnavailable"
+    services.job_retry(job_id=job.pk, user=None, dispatch=False)
+    assert Job.objects.get(pk=job.pk).state == Job.State.PENDING
+    assert services.job_run(job_id=job.pk).runs == 2
+
+
+def test_a_broker_that_refuses_the_job_fails_it_with_the_reason(runner, settings):
+    from emailops.celery import app
+    from tests.celery_worker import using_broker
+
+    job = services.job_create(
+        kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, origin="test", dispatch=False
+    )
+    with using_broker(app, "redis://127.0.0.1:1/0"):  # nothing listens on port 1
+        services.job_dispatch(job_id=job.pk)
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED and "could not hand the job to a worker" in job.error

@@ -1,0 +1,13 @@
+"""Settings for the test suite: emailops.settings on the local profile.
+
+pytest-django imports the settings before any conftest runs, so this is the place to choose the
+profile: DJANGO_DEBUG=true allows the development secret key and plain http (the production
+defaults would redirect the test client to https). pytest-django still runs each test with
+DEBUG off. Subprocesses the tests start (e2e) inherit the variable.
+"""
+
+import os
+
+os.environ["DJANGO_DEBUG"] = "true"
+
+from emailops.settings import *  # noqa: F403
