@@ -92,7 +92,7 @@ def consumer_flags() -> frozenset[str]:
         capture_output=True,
         text=True,
         timeout=60,
-        env={**os.environ, "DJANGO_SETTINGS_MODULE": "emailops.settings"},
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "emailops.settings", "DJANGO_DEBUG": "true"},
         check=True,
     )
     return frozenset(word.strip(",[]") for word in result.stdout.split() if word.startswith("--"))
@@ -180,6 +180,7 @@ class Stack:
         self.env = {
             **{k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "DATABASE_URL")},
             "DJANGO_SETTINGS_MODULE": "emailops.settings",
+            "DJANGO_DEBUG": "true",  # the local profile: the development secret key is fine
             "AWS_ENDPOINT_URL": self.endpoint,
             "AWS_ACCESS_KEY_ID": "testing",
             "AWS_SECRET_ACCESS_KEY": "testing",
