@@ -50,7 +50,16 @@ def run(stack: Stack, proxy: AwsProxy, concurrency: int, requests: int) -> dict:
     sends = [c for c in calls if c.service == "ses" and c.operation == "SendEmail" and c.accepted]
     first = min(c.at for c in calls)
     busy = max(c.at for c in sends) - first
-    return {"sends": len(sends), "rate": len(sends) / busy, "busy": busy, "wall": wall}
+    answered = sorted(c.upstream_seconds * 1000 for c in calls if c.upstream_seconds)
+    return {
+        "sends": len(sends),
+        "rate": len(sends) / busy,
+        "busy": busy,
+        "wall": wall,
+        "calls": len(calls) / max(1, len(sends)),
+        "moto_p50": answered[len(answered) // 2],
+        "moto_p90": answered[int(len(answered) * 0.9)],
+    }
 
 
 def main() -> None:
@@ -90,6 +99,11 @@ def main() -> None:
     print(f"{'SES sends':28}{low['sends']:16d}{high['sends']:18d}")
     print(f"{'first call -> last send, s':28}{low['busy']:16.1f}{high['busy']:18.1f}")
     print(f"{'process wall time, s':28}{low['wall']:16.1f}{high['wall']:18.1f}")
+    print(f"{'AWS calls per email':28}{low['calls']:16.1f}{high['calls']:18.1f}")
+    # If moto's own answer time grows with concurrency, moto (one process) is the bottleneck.
+    for p in ("p50", "p90"):
+        label = f"moto answer time {p}, ms"
+        print(f"{label:28}{low['moto_' + p]:16.1f}{high['moto_' + p]:18.1f}")
 
 
 if __name__ == "__main__":

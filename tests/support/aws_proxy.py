@@ -205,6 +205,8 @@ class Call:
     provider_id: str = ""  # SES sends: the MessageId moto gave
     reply_lost: bool = False  # the call took effect but its reply was dropped on purpose
     client_gone: bool = False  # the reply could not be written: the caller went away
+    arrived: float = 0.0  # when the request reached the proxy (SES counts a send's rate here)
+    upstream_seconds: float = 0.0  # how long moto took to answer (0: not forwarded)
 
     @property
     def accepted(self) -> bool:
@@ -567,10 +569,16 @@ class AwsProxy:
                 self.calls[index] = replace(self.calls[index], **changes)
 
     def _serve(self, handler: _Handler, body: bytes) -> None:
+        arrived = time.time()
         headers = {k.lower(): v for k, v in handler.headers.items()}
         service, operation, parsed = identify(handler.command, handler.path, headers, body)
         app = _APP_ID.search(headers.get("user-agent", ""))
-        base = {"client": app.group(1) if app else "", "service": service, "operation": operation}
+        base = {
+            "client": app.group(1) if app else "",
+            "service": service,
+            "operation": operation,
+            "arrived": arrived,
+        }
         if service == "dynamodb" and parsed:
             base["key"], base["sets_status"] = _dynamodb_details(parsed)
         is_send = service == "ses" and operation in SES_SEND_OPERATIONS
@@ -595,11 +603,13 @@ class AwsProxy:
             return
         try:
             conn = handler.upstream()
+            forwarded = time.perf_counter()
             forward = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
             forward["Content-Length"] = str(len(body))
             conn.request(handler.command, handler.path, body=body, headers=forward)
             response = conn.getresponse()
             payload = response.read()
+            base["upstream_seconds"] = time.perf_counter() - forwarded
             status, reply_headers = response.status, response.getheaders()
             if response.will_close:
                 conn.close()
