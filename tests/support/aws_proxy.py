@@ -679,3 +679,23 @@ class AwsProxy:
         except OSError:
             handler.close_connection = True
             return False
+
+
+def main() -> None:
+    """``python -m tests.support.aws_proxy UPSTREAM``: a plain keep-alive proxy (no faults) in its
+    own process; prints its URL, serves until killed. Benchmarks use it so that the client side
+    keeps its connections, as with AWS (moto closes every connection) without paying for the
+    proxy's CPU in the measured process."""
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    parser.add_argument("upstream")
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    proxy = AwsProxy(args.upstream, port=args.port, max_records=0).start()
+    print(proxy.url, flush=True)
+    threading.Event().wait()
+
+
+if __name__ == "__main__":
+    main()

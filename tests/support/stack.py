@@ -30,6 +30,7 @@ ACCOUNT = "123456789012"  # moto's default account
 __all__ = [
     "ConsumerProcess",
     "MotoServer",
+    "ProxyProcess",
     "Stack",
     "consumer_flags",
     "free_port",
@@ -82,6 +83,27 @@ class MotoServer:
             self.process.kill()
             self.process.wait(timeout=10)
         self.log.close()
+
+
+class ProxyProcess:
+    """The fault proxy, fault-free, in its own process (see ``aws_proxy.main``)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.aws_proxy", upstream],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.url = (self.process.stdout.readline() if self.process.stdout else "").strip()
+        if not self.url.startswith("http://"):
+            self.stop()
+            raise RuntimeError("the proxy process did not start")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
 
 
 @functools.cache
