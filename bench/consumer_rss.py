@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import statistics
+import threading
 import time
 
 import moto_env  # noqa: F401  (the project on sys.path, moto credentials, never real AWS)
@@ -55,17 +56,26 @@ def main() -> None:
             env={"SES_MAX_SEND_RATE": "0"},
         )
         started = time.monotonic()
+        done = threading.Event()
+
+        def sample() -> None:  # its own thread: moto's answers slow the loop below, not this
+            while not done.wait(0.5):
+                if (rss := process.rss_kib()) is not None:
+                    samples.append((time.monotonic() - started, rss))
+
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
         deadline = started + args.max_minutes * 60
         sent = 0
         while sent < args.messages and time.monotonic() < deadline and process.alive():
-            if (rss := process.rss_kib()) is not None:
-                samples.append((time.monotonic() - started, rss))
             if enqueued < args.messages and stack.depth() < WAITING_LOW:
                 count = min(TOP_UP, args.messages - enqueued)
                 enqueued += stack.enqueue(bodies(enqueued, count))
             sent = int(ses.get_send_quota()["SentLast24Hours"] - baseline)
             time.sleep(0.5)
         took = time.monotonic() - started
+        done.set()
+        sampler.join(timeout=5)
         crashed = not process.alive()
         process.terminate(timeout=30)
         if crashed or sent < args.messages:
