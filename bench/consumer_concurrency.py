@@ -9,6 +9,10 @@ over its own single-recipient requests. emails/s is measured at the proxy: SES s
 divided by the time from the process's first AWS call to its last send, so Python's start-up is
 left out. Target: the ratio is at least 10x. A consumer without ``--concurrency`` runs both
 sequentially (the flag is passed only when ``consume_emails --help`` lists it).
+
+moto server is one Python process: on a small machine it saturates before the consumer does. The
+"moto answer time" rows show it (its own time per call, without the injected latency); when it
+grows with concurrency, the ratio measures moto, not the consumer.
 """
 
 from __future__ import annotations
