@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench client
+.PHONY: run test lint bench chaos client
 
 $(PY): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,9 +19,23 @@ test: $(PY)  ## lint, then every test (browser tests need Debian's chromium)
 	$(PY) -m ruff format --check .
 	$(PY) -m pytest
 
-bench: $(PY)  ## benchmarks: figures, not tests
+# Sizes of the long benchmark and of the chaos run; override on the command line.
+BENCH_RSS_MESSAGES ?= 20000
+CHAOS_REQUESTS ?= 3000
+CHAOS_SECONDS ?= 600
+
+bench: $(PY)  ## benchmarks: figures side by side, not pass/fail (several minutes)
 	$(PY) bench/consumer_throughput.py
 	$(PY) bench/journal_search.py
+	$(PY) bench/pipeline_cpu.py
+	$(PY) bench/consumer_concurrency.py
+	$(PY) bench/send_rate_cap.py
+	$(PY) bench/consumer_rss.py --messages $(BENCH_RSS_MESSAGES)
+
+chaos: $(PY)  ## the fault suite, long: consumers SIGKILLed and AWS faults for CHAOS_SECONDS
+	FAULTS_REQUESTS=$(CHAOS_REQUESTS) FAULTS_CHAOS_SECONDS=$(CHAOS_SECONDS) \
+	FAULTS_DRAIN_SECONDS=$${FAULTS_DRAIN_SECONDS:-600} \
+	$(PY) -m pytest -m faults -s -p no:cacheprovider tests/faults
 
 client: $(PY)  ## regenerate emailops/client/messages.py from emailops/data/template-variables.json
 	$(PY) -m emailops.client.generate

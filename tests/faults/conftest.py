@@ -1,0 +1,56 @@
+"""The fault suite's stack: moto server in its own process, the fault proxy in this one, and real
+``consume_emails`` processes. Sizes come from the environment so ``make chaos`` can run it long.
+
+| variable | CI default | meaning |
+| --- | --- | --- |
+| FAULTS_REQUESTS | 300 | requests in the chaos run (every fifth has three recipients) |
+| FAULTS_CONSUMERS | 4 | consumer processes |
+| FAULTS_CONCURRENCY | 8 | --concurrency of each (when the consumer has the flag) |
+| FAULTS_CHAOS_SECONDS | 30 | how long consumers are killed and fault bursts fire |
+| FAULTS_DRAIN_SECONDS | 90 | then, the bound on waiting for the queue to drain |
+| FAULTS_OUTAGE_SECONDS | 60 | the SES outage |
+| FAULTS_SEED | random | the proxy's and the killer's random seed (printed) |
+
+Consumers log at LOG_LEVEL (WARNING unless set); ``KEEP_CONSUMER_LOGS=1`` keeps their logs.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+from collections.abc import Iterator
+
+import pytest
+
+from tests.conftest import skip_or_fail
+from tests.support.aws_proxy import AwsProxy
+from tests.support.stack import MotoServer
+
+
+def knob(name: str, default: int) -> int:
+    return int(os.environ.get(name) or default)
+
+
+@pytest.fixture(scope="session")
+def seed() -> int:
+    value = knob("FAULTS_SEED", random.randrange(1_000_000))
+    print(f"\nfault suite seed: FAULTS_SEED={value}")
+    return value
+
+
+@pytest.fixture(scope="module")
+def moto_server() -> Iterator[MotoServer]:
+    try:
+        server = MotoServer()
+    except RuntimeError as exc:
+        skip_or_fail(f"moto server: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def proxy(moto_server, seed) -> Iterator[AwsProxy]:
+    with AwsProxy(moto_server.url, seed=seed) as running:
+        yield running

@@ -1,0 +1,73 @@
+"""An SES outage longer than the queue's patience: 5xx on every SES call for 60 s, on a queue whose
+RedrivePolicy dead-letters after 3 receives. Transient trouble must not use up those receives:
+afterwards everything is delivered and the dead-letter queue is empty."""
+
+from __future__ import annotations
+
+import json
+import time
+
+import pytest
+
+from tests.faults.conftest import knob
+from tests.faults.ledger import Ledger
+from tests.faults.workload import FAST_RETRIES, VISIBILITY_SECONDS, expected_keys, requests
+from tests.support.aws_proxy import ses_5xx
+from tests.support.stack import Stack
+
+pytestmark = pytest.mark.faults
+
+
+def test_ses_outage_leaves_nothing_dead_lettered(moto_server, proxy):
+    outage_seconds = knob("FAULTS_OUTAGE_SECONDS", 60)
+    stack = Stack(
+        moto_server,
+        endpoint=proxy.url,
+        queue="outage-queue",
+        journal_table="outage-journal",
+        bucket="outage-templates",
+        visibility_timeout=VISIBILITY_SECONDS,
+        extra_env=FAST_RETRIES,
+    )
+    policy = stack.sqs.get_queue_attributes(
+        QueueUrl=stack.direct(stack.queue_url), AttributeNames=["RedrivePolicy"]
+    )["Attributes"]["RedrivePolicy"]
+    assert int(json.loads(policy)["maxReceiveCount"]) == 3
+    bodies = requests("outage", 40, several_every=4, several=2)
+    expected = expected_keys(bodies)
+    args = stack.consumer_args(concurrency=4, wait_time=1)
+    dead_lettered_at = None
+    try:
+        proxy.reset_records()
+        proxy.add(ses_5xx(operations=None).during(outage_seconds))
+        outage_ends = time.monotonic() + outage_seconds
+        stack.enqueue(bodies)
+        for slot in range(2):
+            stack.start_consumer(f"outage{slot}", args)
+        deadline = outage_ends + 60
+        while time.monotonic() < deadline:
+            if stack.depth(stack.dlq_url):  # no need to sit out the outage to know
+                dead_lettered_at = outage_seconds - (outage_ends - time.monotonic())
+                break
+            if time.monotonic() > outage_ends and stack.depth() == 0:
+                break
+            time.sleep(0.5)
+        left_on_queue = stack.depth()
+    finally:
+        stack.close()
+        proxy.clear()
+    ledger = Ledger(expected, proxy.ses_sends(), proxy.records(), kills={})
+    dead_letters = stack.depth(stack.dlq_url)
+    refused = sum(1 for c in proxy.records() if c.fault)
+    print(
+        f"\n--- SES outage of {outage_seconds} s, maxReceiveCount 3: {refused} SES calls refused\n"
+        f"{ledger.report()}\n"
+        f"dead-lettered         {dead_letters}"
+        + (f" (first after {dead_lettered_at:.0f} s of outage)" if dead_lettered_at else "")
+        + (f"\n{stack.describe_dead_letters()}" if dead_letters else "")
+        + f"\nleft on the queue     {left_on_queue}"
+    )
+    assert dead_letters == 0, "transient SES trouble dead-lettered records"
+    assert left_on_queue == 0, "the queue did not drain within 60 s after the outage"
+    assert ledger.lost == []
+    assert ledger.duplicates <= ledger.allowance, ledger.causes

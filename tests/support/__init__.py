@@ -1,0 +1,1 @@
+"""Instruments shared by the fault suite (tests/faults) and the benchmarks (bench/)."""

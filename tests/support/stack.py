@@ -1,0 +1,359 @@
+"""A local AWS stack of real processes: moto server, optionally behind the fault proxy, bootstrapped
+with the sample templates, and ``manage.py consume_emails`` processes the harness starts and kills.
+
+Shared by the fault suite and the benchmarks. Everything is bounded: every wait has a deadline and
+every child process is killed by whoever started it (``Stack.close`` kills the ones it knows).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import boto3
+
+ROOT = Path(__file__).resolve().parents[2]
+SAMPLES = ROOT / "emailops" / "data" / "samples"
+MANAGE = [sys.executable, str(ROOT / "manage.py")]
+ACCOUNT = "123456789012"  # moto's default account
+
+__all__ = [
+    "ConsumerProcess",
+    "MotoServer",
+    "ProxyProcess",
+    "Stack",
+    "consumer_flags",
+    "free_port",
+    "wait_until",
+]
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], bool], *, timeout: float, interval: float = 0.2) -> bool:
+    """Poll ``predicate`` until it holds or ``timeout`` seconds pass; returns whether it held."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if predicate():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(interval)
+
+
+class MotoServer:
+    """``python -m moto.server`` in its own process, so its CPU and GIL are not the harness's."""
+
+    def __init__(self) -> None:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            stdout=self.log,
+            stderr=subprocess.STDOUT,
+        )
+
+        def ready() -> bool:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"moto server exited with {self.process.returncode}")
+            with socket.socket() as sock:
+                return sock.connect_ex(("127.0.0.1", self.port)) == 0
+
+        if not wait_until(ready, timeout=30, interval=0.1):
+            self.stop()
+            raise RuntimeError("moto server did not start within 30 s")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait(timeout=10)
+        self.log.close()
+
+
+class ProxyProcess:
+    """The fault proxy, fault-free, in its own process (see ``aws_proxy.main``)."""
+
+    def __init__(self, upstream: str) -> None:
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "tests.support.aws_proxy", upstream],
+            cwd=ROOT,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        self.url = (self.process.stdout.readline() if self.process.stdout else "").strip()
+        if not self.url.startswith("http://"):
+            self.stop()
+            raise RuntimeError("the proxy process did not start")
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait(timeout=10)
+
+
+@functools.cache
+def consumer_flags() -> frozenset[str]:
+    """The long options ``consume_emails`` accepts on this checkout (``--concurrency`` or not)."""
+    result = subprocess.run(
+        [*MANAGE, "consume_emails", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "DJANGO_SETTINGS_MODULE": "emailops.settings", "DJANGO_DEBUG": "true"},
+        check=True,
+    )
+    return frozenset(word.strip(",[]") for word in result.stdout.split() if word.startswith("--"))
+
+
+class ConsumerProcess:
+    """One ``manage.py consume_emails`` process; its output goes to a file (never a full pipe)."""
+
+    def __init__(self, env: dict[str, str], args: Iterable[str], *, name: str) -> None:
+        self.name = name
+        self.log_path = Path(tempfile.mkstemp(prefix=f"consumer-{name}-", suffix=".log")[1])
+        with self.log_path.open("wb") as log:
+            self.process = subprocess.Popen(
+                [*MANAGE, "consume_emails", *args],
+                env={**env, "AWS_SDK_UA_APP_ID": name},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            )
+        self.started = time.time()
+        self.pid = self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def rss_kib(self) -> int | None:
+        """VmRSS of the process, from /proc (None once it has gone)."""
+        try:
+            status = Path(f"/proc/{self.pid}/status").read_text()
+        except OSError:
+            return None
+        line = next((x for x in status.splitlines() if x.startswith("VmRSS:")), "")
+        return int(line.split()[1]) if line else None
+
+    def kill(self) -> float:
+        """SIGKILL; returns when it was sent."""
+        at = time.time()
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait(timeout=10)
+        return at
+
+    def terminate(self, timeout: float = 30) -> int:
+        """SIGTERM (a graceful stop), then SIGKILL if it is still there after ``timeout``."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGTERM)
+        try:
+            return self.process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            return self.process.wait(timeout=10)
+
+    def wait(self, timeout: float) -> int:
+        return self.process.wait(timeout=timeout)
+
+    def output(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def cleanup(self, *, keep_log: bool = False) -> None:
+        if self.alive():
+            self.kill()
+        if not keep_log:
+            self.log_path.unlink(missing_ok=True)
+
+
+class Stack:
+    """moto server (+ an endpoint in front of it, e.g. the fault proxy) with the service's
+    resources. ``endpoint`` is what the consumers use; the harness's own clients go to moto
+    directly, so they are neither faulted nor recorded."""
+
+    def __init__(
+        self,
+        moto: MotoServer,
+        *,
+        endpoint: str | None = None,
+        queue: str = "email-service-queue",
+        journal_table: str = "email-journal",
+        bucket: str = "emailops-stack",
+        visibility_timeout: int = 30,
+        extra_env: dict[str, str] | None = None,
+    ) -> None:
+        self.moto = moto
+        self.endpoint = endpoint or moto.url
+        self.queue_url = f"{self.endpoint}/{ACCOUNT}/{queue}"
+        self.journal_table = journal_table
+        self.env = {
+            **{k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "DATABASE_URL")},
+            "DJANGO_SETTINGS_MODULE": "emailops.settings",
+            "DJANGO_DEBUG": "true",  # the local profile: the development secret key is fine
+            "AWS_ENDPOINT_URL": self.endpoint,
+            "AWS_ACCESS_KEY_ID": "testing",
+            "AWS_SECRET_ACCESS_KEY": "testing",
+            "AWS_DEFAULT_REGION": "us-east-1",
+            "TEMPLATES_TABLE": "email-message-templates",
+            "JOURNAL_TABLE": journal_table,
+            "S3_BUCKET": bucket,
+            "EMAIL_SENDER": "Pennsieve <support@pennsieve.test>",
+            "EMAIL_REPLY_TO": "help@pennsieve.test",
+            "EMAIL_SERVICE_QUEUE_URL": self.queue_url,
+            "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
+            **(extra_env or {}),
+        }
+        self.consumers: list[ConsumerProcess] = []
+        self.sqs = self.client("sqs")
+        self.dynamodb = self.client("dynamodb")
+        for command in (
+            ["bootstrap_aws", "--visibility-timeout", str(visibility_timeout)],
+            ["load_templates", str(SAMPLES / "templates")],
+            ["load_template_mappings", str(SAMPLES / "mappings.json")],
+        ):
+            self.manage(*command)
+
+    def client(self, service: str):
+        """A boto3 client straight to moto (bypassing any proxy)."""
+        return boto3.client(
+            service,
+            endpoint_url=self.moto.url,
+            region_name="us-east-1",
+            aws_access_key_id="testing",
+            aws_secret_access_key="testing",
+        )
+
+    def manage(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+        result = subprocess.run(
+            [*MANAGE, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
+        return result
+
+    @property
+    def dlq_url(self) -> str:
+        return self.queue_url + "-dlq"
+
+    def direct(self, url: str) -> str:
+        """A queue URL as moto knows it (the consumers' URL names the proxy)."""
+        return url.replace(self.endpoint, self.moto.url, 1)
+
+    def enqueue(self, bodies: Iterable[str | dict]) -> int:
+        batch: list[dict] = []
+        count = 0
+        for body in bodies:
+            text = body if isinstance(body, str) else json.dumps(body)
+            batch.append({"Id": str(len(batch)), "MessageBody": text})
+            if len(batch) == 10:
+                count += self._send_batch(batch)
+                batch = []
+        if batch:
+            count += self._send_batch(batch)
+        return count
+
+    def _send_batch(self, entries: list[dict]) -> int:
+        response = self.sqs.send_message_batch(
+            QueueUrl=self.direct(self.queue_url), Entries=entries
+        )
+        if response.get("Failed"):
+            raise RuntimeError(f"enqueue failed: {response['Failed']}")
+        return len(entries)
+
+    def depth(self, url: str | None = None) -> int:
+        """Messages on the queue: visible, in flight and delayed."""
+        attributes = self.sqs.get_queue_attributes(
+            QueueUrl=self.direct(url or self.queue_url),
+            AttributeNames=[
+                "ApproximateNumberOfMessages",
+                "ApproximateNumberOfMessagesNotVisible",
+                "ApproximateNumberOfMessagesDelayed",
+            ],
+        )["Attributes"]
+        return sum(int(v) for v in attributes.values())
+
+    def journal_statuses(self) -> dict[str, str]:
+        """Journal key → Status, for every row of this stack's journal table."""
+        statuses: dict[str, str] = {}
+        kwargs: dict = {
+            "TableName": self.journal_table,
+            "ProjectionExpression": "Id, #s",
+            "ExpressionAttributeNames": {"#s": "Status"},
+        }
+        for _ in range(10_000):  # bounded: pages of up to 1 MB
+            page = self.dynamodb.scan(**kwargs)
+            statuses.update({i["Id"]["S"]: i.get("Status", {}).get("S", "") for i in page["Items"]})
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        return statuses
+
+    def dead_letters(self, *, receives: int = 5) -> list[dict]:
+        """Messages on the dead-letter queue (a few receives: SQS returns a sample per call)."""
+        found: dict[str, dict] = {}
+        for _ in range(receives):
+            response = self.sqs.receive_message(
+                QueueUrl=self.direct(self.dlq_url),
+                MaxNumberOfMessages=10,
+                MessageAttributeNames=["All"],
+                MessageSystemAttributeNames=["ApproximateReceiveCount"],
+                VisibilityTimeout=0,
+            )
+            found.update({m["MessageId"]: m for m in response.get("Messages", [])})
+        return list(found.values())
+
+    def describe_dead_letters(self, limit: int = 5) -> str:
+        """One line per dead letter: its reason, or that SQS's redrive moved it without one."""
+        lines = []
+        for message in self.dead_letters()[:limit]:
+            reason = message.get("MessageAttributes", {}).get("FailureReason", {})
+            lines.append(
+                f"  {message['Body'][:80]} -> "
+                + (
+                    reason.get("StringValue", "")[:200]
+                    or "no FailureReason (SQS's maxReceiveCount)"
+                )
+            )
+        return "\n".join(lines)
+
+    def consumer_args(self, *, concurrency: int | None = None, **options: object) -> list[str]:
+        """Arguments for consume_emails; options the checked-out consumer lacks are left out."""
+        known = consumer_flags()
+        args: list[str] = []
+        if concurrency is not None:
+            options["concurrency"] = concurrency
+        for name, value in options.items():
+            flag = "--" + name.replace("_", "-")
+            if flag not in known or value is False or value is None:
+                continue
+            args += [flag] if value is True else [flag, str(value)]
+        return args
+
+    def start_consumer(
+        self, name: str, args: Iterable[str], env: dict[str, str] | None = None
+    ) -> ConsumerProcess:
+        process = ConsumerProcess({**self.env, **(env or {})}, args, name=name)
+        self.consumers.append(process)
+        return process
+
+    def close(self) -> None:
+        """Kill every consumer started here; ``KEEP_CONSUMER_LOGS=1`` keeps (and lists) their logs."""
+        keep = os.environ.get("KEEP_CONSUMER_LOGS") == "1"
+        for process in self.consumers:
+            process.cleanup(keep_log=keep)
+        if keep and self.consumers:
+            print(f"consumer logs: {' '.join(str(p.log_path) for p in self.consumers)}")
+        self.consumers.clear()
