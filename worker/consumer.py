@@ -147,9 +147,14 @@ class Consumer:
             for message in batch:
                 if run.stop.is_set():  # a stop came during the long poll: give it back now
                     self._hand_back(message)
-                    run.capacity.give(1)
+                elif self._near_max_receives(message):
+                    # At once, not when a worker gets to it: a consumer killed while the record
+                    # waited in its work queue would still use up a receive.
+                    self._refresh(message)
+                else:
+                    run.work.put(self.inflight.add(message))
                     continue
-                run.work.put(self.inflight.add(message))
+                run.capacity.give(1)
             if not batch and run.until_empty and not len(self.inflight):
                 # Other receivers may still hand in what they got; workers finish all of it.
                 run.drained.set()
@@ -184,18 +189,19 @@ class Consumer:
 
     # --- one record ----------------------------------------------------------------------------
 
-    def handle(self, held: Held) -> RecordOutcome | None:
+    def handle(self, held: Held) -> RecordOutcome:
         message = held.message
         state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE))
-        if self._near_max_receives(message):
-            self._requeue(message, 0, state, reason="receive count near maxReceiveCount")
-            self.stats.add(refreshed=1)
-            return None
         outcome = self._process(message, state, held)
         # No more lease extensions: the action below sets the record's visibility for good.
         self.inflight.remove(message)
         self._act(message, outcome)
         return outcome
+
+    def _refresh(self, message: QueueMessage) -> None:
+        state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE))
+        self._requeue(message, 0, state, reason="receive count near maxReceiveCount")
+        self.stats.add(refreshed=1)
 
     def _near_max_receives(self, message: QueueMessage) -> bool:
         """SQS dead-letters a record received maxReceiveCount times, with no reason: a record
