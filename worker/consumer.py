@@ -284,9 +284,11 @@ class Consumer:
             )
             log.info("record.requeued", seconds=delay, attempts=state.attempts, reason=reason)
         except EmailOpsError as exc:
-            # Without a copy the original stays: it reappears after the visibility change.
+            # The original stays (maybe beside its copy): it reappears after its back-off, or,
+            # for a refresh, after its visibility timeout (not at once: each receive counts).
             log.warning("requeue.failed", error=exc.describe())
-            self._set_visibility(message, delay, log)
+            if delay:
+                self._set_visibility(message, delay, log)
 
     def _set_visibility(self, message: QueueMessage, seconds: int, log: EventLog) -> None:
         try:

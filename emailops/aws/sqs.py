@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
+from emailops.core.errors import TransientError
 
 __all__ = [
     "FAILURE_REASON_ATTRIBUTE",
@@ -22,6 +24,7 @@ __all__ = [
 FAILURE_REASON_ATTRIBUTE = "FailureReason"
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling (12 hours)
 MAX_DELAY_SECONDS = 900  # SQS's ceiling for DelaySeconds (15 minutes)
+_MOVE_PAUSES = (0.5, 1.0, 2.0, None)  # between attempts of a copy or delete (botocore retries too)
 _MAX_ATTRIBUTES = 10  # SQS's limit per message
 
 
@@ -175,8 +178,10 @@ class SqsQueue:
         self, message: QueueMessage, target_url: str, extra: dict[str, str], what: str, **kwargs
     ) -> None:
         """Send a copy, then delete the original. In that order: a crash between the two leaves
-        a duplicate (the journal's claim makes it harmless), never a loss."""
-        self._call(
+        a duplicate (the journal's claim makes it harmless), never a loss. Each step rides out a
+        short SQS outage: giving up would cost the record a receive, and SQS dead-letters a
+        record that runs out of receives without a reason."""
+        self._patiently(
             "send_message",
             what,
             key=message.message_id,
@@ -185,13 +190,22 @@ class SqsQueue:
             MessageAttributes=self._carried_attributes(message, extra),
             **kwargs,
         )
-        self._call(
+        self._patiently(
             "delete_message",
             f"delete original after: {what}",
             key=message.message_id,
             QueueUrl=self.url,
             ReceiptHandle=message.receipt_handle,
         )
+
+    def _patiently(self, operation: str, what: str, **kwargs: Any) -> Any:
+        for pause in _MOVE_PAUSES:
+            try:
+                return self._call(operation, what, **kwargs)
+            except TransientError:
+                if pause is None:
+                    raise
+                time.sleep(pause)
 
     def dead_letter(
         self,
