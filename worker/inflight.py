@@ -106,23 +106,28 @@ class LeaseKeeper:
         self.tick = max(0.2, min(5.0, self.half / 4))
 
     def extend_due(self, now: float | None = None) -> int:
-        """Extend every held record whose last extension is half a lease old; returns how many."""
-        now = time.monotonic() if now is None else now
-        extended = 0
-        for held in self.inflight.snapshot():
-            if now - held.extended_at >= self.half:
-                self.extend(held)
-                held.extended_at = now
-                extended += 1
-        return extended
+        """Extend every held record whose last extension is half a lease old; returns how many.
 
-    def extend(self, held: Held) -> None:
-        log = EventLog(logger, sqsMessageId=held.message.message_id)
+        Visibility goes ten records a call: a consumer holding dozens of records must extend
+        them all well within the other half of the lease, however slow each call is."""
+        now = time.monotonic() if now is None else now
+        due = [held for held in self.inflight.snapshot() if now - held.extended_at >= self.half]
+        if not due:
+            return 0
         try:
-            self.queue.change_visibility(held.message, self.visibility_seconds)
+            self.queue.extend_visibility([h.message for h in due], self.visibility_seconds)
         except EmailOpsError as exc:
-            log.warning("lease.visibility_failed", error=exc.describe())
+            EventLog(logger).warning(
+                "lease.visibility_failed", count=len(due), error=exc.describe()
+            )
         until = int(self.clock()) + self.lease_seconds
+        for held in due:
+            held.extended_at = now
+            self._extend_claims(held, until)
+        return len(due)
+
+    def _extend_claims(self, held: Held, until: int) -> None:
+        log = EventLog(logger, sqsMessageId=held.message.message_id)
         for key, attempt in held.claims.snapshot().items():
             try:
                 ours = self.journal.extend_claim(key, attempt=attempt, until=until)

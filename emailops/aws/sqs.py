@@ -263,6 +263,15 @@ class SqsQueue:
             VisibilityTimeout=max(1, min(MAX_VISIBILITY_SECONDS, hide_seconds)),
         )
 
+    def extend_visibility(self, messages: list[QueueMessage], seconds: int) -> list[str]:
+        """Keep messages hidden ``seconds`` more, ten a call; returns the ids SQS refused."""
+        return self._batch(
+            "change_message_visibility_batch",
+            "extend message visibility",
+            messages,
+            VisibilityTimeout=max(0, min(MAX_VISIBILITY_SECONDS, seconds)),
+        )
+
     def release(self, messages: list[QueueMessage]) -> list[str]:
         """Make messages visible again at once (visibility 0); returns the ids SQS refused."""
         return self._batch(

@@ -21,10 +21,15 @@ class RecordingQueue(SqsQueue):
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
         self.visibility: list[int] = []
+        self.extended: list[tuple[int, int]] = []
 
     def change_visibility(self, message, seconds):
         self.visibility.append(seconds)
         super().change_visibility(message, seconds)
+
+    def extend_visibility(self, messages, seconds):
+        self.extended.append((len(messages), seconds))
+        return super().extend_visibility(messages, seconds)
 
 
 def request(email: str, message_id: str = "welcome") -> str:
