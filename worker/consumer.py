@@ -144,17 +144,20 @@ class Consumer:
             run.capacity.give(wanted - len(batch))
             run.unreserve(wanted - len(batch))
             self.stats.add(received=len(batch))
+            # Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
+            # them: a consumer killed meanwhile would use up one more receive of each.
+            worn = [m for m in batch if self._near_max_receives(m)]
+            if worn:
+                self._refresh(worn)
+                run.capacity.give(len(worn))
             for message in batch:
+                if message in worn:
+                    continue
                 if run.stop.is_set():  # a stop came during the long poll: give it back now
                     self._hand_back(message)
-                elif self._near_max_receives(message):
-                    # At once, not when a worker gets to it: a consumer killed while the record
-                    # waited in its work queue would still use up a receive.
-                    self._refresh(message)
+                    run.capacity.give(1)
                 else:
                     run.work.put(self.inflight.add(message))
-                    continue
-                run.capacity.give(1)
             if not batch and run.until_empty and not len(self.inflight):
                 # Other receivers may still hand in what they got; workers finish all of it.
                 run.drained.set()
@@ -198,10 +201,35 @@ class Consumer:
         self._act(message, outcome)
         return outcome
 
-    def _refresh(self, message: QueueMessage) -> None:
-        state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE))
-        self._requeue(message, 0, state, reason="receive count near maxReceiveCount")
-        self.stats.add(refreshed=1)
+    def _refresh(self, messages: list[QueueMessage]) -> None:
+        """Fresh copies, in one call (a per-record fallback if the batch call fails)."""
+        carried = [
+            (
+                m,
+                {
+                    STATE_ATTRIBUTE: RetryState.from_json(
+                        m.string_attribute(STATE_ATTRIBUTE)
+                    ).to_json()
+                },
+            )
+            for m in messages
+        ]
+        try:
+            left = set(self.queue.requeue_now(carried))
+        except EmailOpsError as exc:
+            EventLog(logger).warning(
+                "refresh.batch_failed", count=len(messages), error=exc.describe()
+            )
+            left = {m.message_id for m in messages}
+        for message, _ in carried:
+            if message.message_id in left:
+                state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE))
+                self._requeue(message, 0, state, reason="receive count near maxReceiveCount")
+            else:
+                EventLog(logger, sqsMessageId=message.message_id).info(
+                    "record.refreshed", receiveCount=message.receive_count
+                )
+        self.stats.add(refreshed=len(messages))
 
     def _near_max_receives(self, message: QueueMessage) -> bool:
         """SQS dead-letters a record received maxReceiveCount times, with no reason: a record

@@ -231,6 +231,25 @@ class SqsQueue:
             DelaySeconds=max(0, min(MAX_DELAY_SECONDS, delay_seconds)),
         )
 
+    def requeue_now(self, items: list[tuple[QueueMessage, dict[str, str]]]) -> list[str]:
+        """Fresh copies of up to ten messages at once (one call), carrying each its ``carried``,
+        then the originals deleted (one call); returns the ids not moved."""
+        entries = [
+            {
+                "Id": str(i),
+                "MessageBody": message.body,
+                "MessageAttributes": self._carried_attributes(message, carried),
+            }
+            for i, (message, carried) in enumerate(items)
+        ]
+        response = self._patiently(
+            "send_message_batch", "re-enqueue messages", QueueUrl=self.url, Entries=entries
+        )
+        unsent = {int(f["Id"]) for f in response.get("Failed", [])}
+        sent = [message for i, (message, _) in enumerate(items) if i not in unsent]
+        not_deleted = self._batch("delete_message_batch", "delete originals", sent)
+        return [items[i][0].message_id for i in sorted(unsent)] + not_deleted
+
     def send(self, body: str) -> str:
         """Put one request on the queue (enqueue_email, send-test, resend); returns its id."""
         return self._call("send_message", "enqueue request", QueueUrl=self.url, MessageBody=body)[
