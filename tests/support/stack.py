@@ -193,6 +193,7 @@ class Stack:
         journal_table: str = "email-journal",
         bucket: str = "emailops-stack",
         visibility_timeout: int = 30,
+        max_receive_count: int = 3,
         extra_env: dict[str, str] | None = None,
     ) -> None:
         self.moto = moto
@@ -220,7 +221,13 @@ class Stack:
         self.sqs = self.client("sqs")
         self.dynamodb = self.client("dynamodb")
         for command in (
-            ["bootstrap_aws", "--visibility-timeout", str(visibility_timeout)],
+            [
+                "bootstrap_aws",
+                "--visibility-timeout",
+                str(visibility_timeout),
+                "--max-receive-count",
+                str(max_receive_count),
+            ],
             ["load_templates", str(SAMPLES / "templates")],
             ["load_template_mappings", str(SAMPLES / "mappings.json")],
         ):

@@ -32,8 +32,15 @@ class Command(BaseCommand):
             default=60,
             help="for a new queue; also the consumer's claim lease (default 60)",
         )
+        parser.add_argument(
+            "--max-receive-count",
+            type=int,
+            default=3,
+            help="for a new queue: receives before SQS itself dead-letters a record (default 3, "
+            "the Go service's). Our retries do not count against it; crashed consumers do",
+        )
 
-    def handle(self, *args, queue_name, visibility_timeout, **options):
+    def handle(self, *args, queue_name, visibility_timeout, max_receive_count, **options):
         report = self.stdout.write
         queue_name = queue_name or settings.EMAIL_SERVICE_QUEUE_URL.rstrip("/").rsplit("/", 1)[-1]
         if not queue_name:
@@ -50,6 +57,7 @@ class Command(BaseCommand):
                 queue_name,
                 report,
                 visibility_timeout=visibility_timeout,
+                max_receive_count=max_receive_count,
             )
             wiring.template_store().create_bucket()
             report(f"bucket {settings.S3_BUCKET}: ready")
