@@ -158,9 +158,12 @@ class Consumer:
                     run.capacity.give(1)
                 else:
                     run.work.put(self.inflight.add(message))
-            if not batch and run.until_empty and not len(self.inflight):
-                # Other receivers may still hand in what they got; workers finish all of it.
-                run.drained.set()
+            if not batch:
+                if run.until_empty and not len(self.inflight):
+                    # Other receivers may still hand in what they got; workers finish all of it.
+                    run.drained.set()
+                elif not run.wait_time:  # no long poll to wait in: do not spin on an empty queue
+                    run.stop.wait(0.1)
 
     def _work_loop(self, run: _Run) -> None:
         while True:
