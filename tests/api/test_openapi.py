@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 import schemathesis
+from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
+from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
 from schemathesis import checks
 
@@ -24,6 +26,17 @@ CHECKS = [
     checks.response_schema_conformance,
     checks.ignored_auth,  # the same request without the token must be refused
 ]
+
+
+@pytest.fixture(autouse=True)
+def keep_the_test_connection():
+    """As Django's test client does: a WSGI request must not close the test's database
+    connection (on PostgreSQL that ends the test's transaction)."""
+    request_started.disconnect(close_old_connections)
+    request_finished.disconnect(close_old_connections)
+    yield
+    request_started.connect(close_old_connections)
+    request_finished.connect(close_old_connections)
 
 
 @pytest.fixture
