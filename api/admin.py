@@ -12,7 +12,7 @@ from django.urls import path, reverse
 from django.views.decorators.http import require_POST
 
 from api import services
-from api.models import ApiToken, JournalReadAudit
+from api.models import ApiToken
 
 
 @admin.register(ApiToken)
@@ -101,21 +101,3 @@ class ApiTokenAdmin(admin.ModelAdmin):
         else:
             self.message_user(request, f"{token} was already revoked.", messages.WARNING)
         return HttpResponseRedirect(reverse("admin:api_apitoken_change", args=[token.pk]))
-
-
-@admin.register(JournalReadAudit)
-class JournalReadAuditAdmin(admin.ModelAdmin):
-    list_display = ("at", "actor", "channel", "action", "query", "filters")
-    list_filter = ("channel", "action")
-    search_fields = ("actor", "query")
-    date_hierarchy = "at"
-    list_select_related = ("user", "token")
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

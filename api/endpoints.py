@@ -11,7 +11,7 @@ from ninja.openapi.schema import REF_TEMPLATE
 from ninja.security.http import HttpAuthBase
 
 from api import ratelimit, services
-from api.models import ApiToken, JournalReadAudit
+from api.models import ApiToken
 from api.schemas import (
     EmailRequestDoc,
     ErrorOut,
@@ -201,9 +201,7 @@ def send(request: HttpRequest, response: HttpResponse):
     openapi_extra={"responses": {429: {"headers": _RETRY_AFTER}, 503: {"headers": _RETRY_AFTER}}},
 )
 def send_detail(request: HttpRequest, id: str):
-    services.journal_read_record(
-        channel=JournalReadAudit.Channel.API, action="get", query=id, token=request.auth
-    )
+    services.journal_read_by_token(token=request.auth, action="get", query=id)
     try:
         row = wiring.journal().get(id)
     except EmailOpsError as exc:

@@ -1,4 +1,5 @@
-"""Producer tokens for the send API, and the audit trail of who read the journal."""
+"""Producer tokens for the send API. (Their reads of the journal are audited in the console's
+``templates_admin.JournalReadAudit``, with every other reader's.)"""
 
 from __future__ import annotations
 
@@ -32,35 +33,3 @@ class ApiToken(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
-
-
-class JournalReadAudit(models.Model):
-    """One read of the journal: who, through which door, what they asked for, and when."""
-
-    class Channel(models.TextChoices):
-        CONSOLE = "console", "Console"
-        CLI = "cli", "email_log"
-        API = "api", "API"
-
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-    channel = models.CharField(max_length=10, choices=Channel.choices)
-    # Who, as text, so the trail survives a deleted user or token: a username, "token NAME
-    # (PREFIX…)", or the OS user that ran email_log.
-    actor = models.CharField(max_length=200, db_index=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    token = models.ForeignKey(ApiToken, null=True, blank=True, on_delete=models.SET_NULL)
-    action = models.CharField(max_length=40)  # "search", "detail", "email", "recipient", "id"...
-    query = models.CharField(max_length=500, db_index=True)  # the search text or the row's Id
-    filters = models.JSONField(default=dict, blank=True)
-
-    class Meta:
-        ordering = ["-at", "-id"]
-        verbose_name = "Journal read"
-        verbose_name_plural = "Journal reads"
-        # Only the view permission: the trail is written by the code, never edited by people.
-        default_permissions = ("view",)
-
-    def __str__(self) -> str:
-        return f"{self.actor} {self.action} {self.query} at {self.at:%Y-%m-%d %H:%M}"

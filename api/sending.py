@@ -1,6 +1,6 @@
 """One EmailRequest through the consumer's own pipeline, inline, and what became of each recipient.
 
-The pipeline is built by ``worker.wiring.build_pipeline``, exactly as the consumer builds it, so the
+The pipeline is built by ``emailops.wiring.build_pipeline``, exactly as the consumer builds it, so the
 API claims, dedupes, journals (and, once wired there, rate-limits and suppresses) the same way. A
 request repeated with the same dedupeId meets its own SENT rows at the claim and sends nothing.
 """
@@ -21,7 +21,6 @@ from emailops.core.contract import EmailRequest, parse_complete_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.pipeline import Action, RecordOutcome
-from worker.wiring import build_pipeline
 
 __all__ = ["RecipientResult", "SendResult", "email_send", "invalid_field"]
 
@@ -66,7 +65,7 @@ def email_send(*, body: str | bytes, now: float | None = None) -> SendResult:
     """
     request = parse_complete_request(body)  # synchronous: the caller can fix and retry
     lease = settings.CLAIM_LEASE_SECONDS or DEFAULT_LEASE_SECONDS
-    pipeline = build_pipeline(lease_seconds=lease)
+    pipeline = wiring.build_pipeline(lease_seconds=lease)
     if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it
         body = body.decode(json.detect_encoding(body))
     outcome = pipeline.process(body, record_id=f"api:{uuid.uuid4()}")

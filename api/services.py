@@ -1,21 +1,18 @@
-"""Writes: producer tokens (create, revoke, authenticate) and the journal-read audit trail."""
+"""Writes: producer tokens (create, revoke, authenticate), and their journal reads audited."""
 
 from __future__ import annotations
 
-import getpass
 import hashlib
-import os
 import secrets
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
-from typing import Any
+from datetime import timedelta
 
 from django.contrib.auth.base_user import AbstractBaseUser
-from django.contrib.auth.models import AnonymousUser
-from django.http import HttpRequest
 from django.utils import timezone
 
-from api.models import ApiToken, JournalReadAudit
+from api.models import ApiToken
+from templates_admin.journal.services import journal_read_record
+from templates_admin.models import JournalReadAudit
 
 __all__ = [
     "NewToken",
@@ -23,8 +20,7 @@ __all__ = [
     "api_token_create",
     "api_token_issue",
     "api_token_revoke",
-    "journal_read_by_console",
-    "journal_read_record",
+    "journal_read_by_token",
     "token_hash",
 ]
 
@@ -88,63 +84,12 @@ def api_token_authenticate(plaintext: str) -> ApiToken | None:
     return token
 
 
-# A search's own arguments that are not filters: the query has its own column, and a page cursor
-# is an opaque signed blob.
-_NOT_FILTERS = {"query", "cursor"}
-
-
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # a container user without a passwd entry
-        return f"uid {os.getuid()}"
-
-
-def _plain(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, date | datetime) else value
-
-
-def journal_read_record(
-    *,
-    channel: JournalReadAudit.Channel,
-    action: str,
-    query: str,
-    user: AbstractBaseUser | AnonymousUser | None = None,
-    token: ApiToken | None = None,
-    filters: dict[str, Any] | None = None,
-) -> JournalReadAudit:
-    """Audit one read of the journal. The actor is the console user, the API token, or (for the
-    command line, where there is no Django user) the OS user running it. ``filters`` may be a
-    search's keyword arguments: empty ones, ``query`` and ``cursor`` are left out."""
-    if token is not None:
-        actor = f"token {token.name} ({token.prefix}…)"
-    elif user is not None and user.is_authenticated:
-        actor = user.get_username()
-    else:
-        actor = f"os:{_os_user()}"
-    return JournalReadAudit.objects.create(
-        channel=channel,
-        action=action,
-        query=query[:500],
-        actor=actor[:200],
-        user=user if user is not None and user.is_authenticated else None,
-        token=token,
-        filters={
-            k: _plain(v)
-            for k, v in (filters or {}).items()
-            if k not in _NOT_FILTERS and v not in (None, "", False)
-        },
-    )
-
-
-def journal_read_by_console(
-    request: HttpRequest, action: str, query: str, filters: dict[str, Any] | None = None
-) -> JournalReadAudit:
-    """The console's journal pages audit each read with this one call."""
-    return journal_read_record(
-        channel=JournalReadAudit.Channel.CONSOLE,
+def journal_read_by_token(*, token: ApiToken, action: str, query: str) -> None:
+    """The API audits its journal reads in the console's trail, as every reader does."""
+    journal_read_record(
+        channel=JournalReadAudit.Channel.API,
         action=action,
         query=query,
-        user=request.user,
-        filters=filters,
+        actor=f"token {token.name} ({token.prefix}…)",
+        token_prefix=token.prefix,
     )

@@ -17,6 +17,7 @@ from django.urls import path, re_path
 from templates_admin import roles
 from templates_admin.models import (
     EmailJournalPage,
+    JournalReadAudit,
     OperationsPage,
     SuppressionListPage,
     TemplateMappingPage,
@@ -109,3 +110,23 @@ class OperationsAdmin(PlaceholderAdmin):
 
 # The index with the operations banner (templates_admin/templates/templates_admin/index.html).
 admin.site.index_template = admin.site.index_template or "templates_admin/index.html"
+
+
+@admin.register(JournalReadAudit)
+class JournalReadAuditAdmin(admin.ModelAdmin):
+    """The read-only trail of journal reads (Support leads and superusers)."""
+
+    list_display = ("at", "actor", "channel", "action", "query", "filters")
+    list_filter = ("channel", "action")
+    search_fields = ("actor", "query", "token_prefix")
+    date_hierarchy = "at"
+    list_select_related = ("user",)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False

@@ -110,6 +110,40 @@ class EmailAction(models.Model):
         return f"{self.kind} {self.message_id} to {self.recipient} by {self.user}"
 
 
+class JournalReadAudit(models.Model):
+    """One read of the journal: who, through which door (console, email_log, API), what they asked
+    for, and when. Every reader records here; the journal's home owns the trail."""
+
+    class Channel(models.TextChoices):
+        CONSOLE = "console", "Console"
+        CLI = "cli", "email_log"
+        API = "api", "API"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    # Who, as text, so the trail survives a deleted user or token: a username, "token NAME
+    # (PREFIX…)", or the OS user that ran email_log.
+    actor = models.CharField(max_length=200, db_index=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    # An API token's visible prefix (text, not a key: the console does not depend on the API app).
+    token_prefix = models.CharField(max_length=16, blank=True, db_index=True)
+    action = models.CharField(max_length=40)  # "search", "detail", "email", "recipient", "id"...
+    query = models.CharField(max_length=500, db_index=True)  # the search text or the row's Id
+    filters = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "Journal read"
+        verbose_name_plural = "Journal reads"
+        # Only the view permission: the trail is written by the code, never edited by people.
+        default_permissions = ("view",)
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.action} {self.query} at {self.at:%Y-%m-%d %H:%M}"
+
+
 class SuppressionRemoval(models.Model):
     """Audit trail of addresses taken off the suppression list: who, when, why, and the entry as
     it was (the store forgets it once removed)."""

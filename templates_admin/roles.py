@@ -13,8 +13,8 @@ SEARCH_JOURNAL = "templates_admin.search_journal"
 RESEND_EMAIL = "templates_admin.resend_email"
 VIEW_SUPPRESSIONS = "templates_admin.view_suppressions"
 REMOVE_SUPPRESSION = "templates_admin.remove_suppression"
-# The journal-read audit trail (api.JournalReadAudit; granted by api's own data migration).
-VIEW_READ_AUDIT = "api.view_journalreadaudit"
+# The journal-read audit trail (JournalReadAudit; granted by migration 0005).
+VIEW_READ_AUDIT = "templates_admin.view_journalreadaudit"
 VIEW_JOBS = "templates_admin.view_jobs"
 REDRIVE_DEAD_LETTERS = "templates_admin.redrive_dead_letters"
 BULK_RESEND = "templates_admin.bulk_resend"

@@ -19,6 +19,7 @@ from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
+from emailops.celery import app as celery_app
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from templates_admin import roles
@@ -34,6 +35,7 @@ __all__ = [
 ]
 
 logger = logging.getLogger("templates_admin.jobs")
+RUN_JOB_TASK = "worker.run_job"  # worker.tasks.run_job
 log = EventLog(logger)
 
 JOB_PERMISSIONS = {
@@ -124,10 +126,11 @@ def job_create(
 def job_dispatch(*, job_id: int) -> None:
     """Hand the job to a worker. If the broker cannot take it, the job is FAILED with the reason
     (and can be resumed from its page) instead of waiting forever or breaking the request."""
-    from worker.tasks import run_job
-
     try:
-        run_job.apply_async(args=[job_id], retry_policy={"max_retries": 2, "interval_start": 0.5})
+        # By name: the console enqueues, the worker package runs; neither imports the other.
+        celery_app.send_task(
+            RUN_JOB_TASK, args=[job_id], retry_policy={"max_retries": 2, "interval_start": 0.5}
+        )
     except Exception as exc:  # kombu raises its own and socket errors alike
         error = f"could not hand the job to a worker (broker: {type(exc).__name__}: {exc})"
         Job.objects.filter(pk=job_id, state=Job.State.PENDING).update(

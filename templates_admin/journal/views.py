@@ -20,13 +20,13 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
-from api.services import journal_read_by_console as _audit
 from emailops.core.errors import EmailOpsError
 from templates_admin import roles
 from templates_admin.console import console_view
 from templates_admin.journal import csv_export, delivery, presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import email_resend, new_resend_dedupe_id
+from templates_admin.journal.services import journal_read_by_console as _audit
 from templates_admin.models import EmailJournalPage
 from templates_admin.suppression import selectors as suppression_selectors
 

@@ -21,10 +21,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from api.models import JournalReadAudit
-from api.services import journal_read_record
 from emailops.core.errors import EmailOpsError
 from templates_admin.journal import delivery, presentation, selectors
+from templates_admin.journal.services import journal_read_record
+from templates_admin.models import JournalReadAudit
 
 _TABLE = (
     ("TIME", 23),

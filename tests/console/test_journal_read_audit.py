@@ -9,13 +9,13 @@ import io
 import pytest
 from django.core.management import call_command
 
-from api.models import JournalReadAudit
+from templates_admin.models import JournalReadAudit
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = pytest.mark.django_db
 
 JOURNAL = "/admin/templates_admin/emailjournalpage/"
-AUDIT = "/admin/api/journalreadaudit/"
+AUDIT = "/admin/templates_admin/journalreadaudit/"
 ROW = journal_row("pat@example.com", at=BASE_TIME)
 
 
