@@ -112,7 +112,7 @@ def aws_pipeline(stack: Stack, endpoint: str) -> EmailPipeline:
     settings.EMAIL_SENDER, settings.TEMPLATE_CACHE_SECONDS = FROM, 60
     settings.SES_MAX_SEND_RATE = "0"  # no limiter: CPU, not pacing
     wiring.reset()
-    from worker.wiring import build_pipeline
+    from emailops.wiring import build_pipeline
 
     return build_pipeline(lease_seconds=30)
 

@@ -1,4 +1,5 @@
-"""Adapters built from settings, shared by the consumer and the console.
+"""The composition root: adapters and the pipeline built from settings, for every process (the
+consumer, the send API, the console's pages and jobs).
 
 Each integration checks its own settings when first built and raises ImproperlyConfigured naming the
 missing variable, so a misconfigured process fails at start-up, not on its first record.
@@ -9,6 +10,8 @@ from __future__ import annotations
 import functools
 import logging
 import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
 
@@ -30,12 +33,14 @@ from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppressio
 from emailops.core.compose import Composer
 from emailops.core.delivery_handler import DeliveryEventHandler
 from emailops.core.events import EventLog
+from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
 from emailops.redis_rate import RedisBucketStore
 
 __all__ = [
+    "build_pipeline",
     "composer",
     "delivery_event_handler",
     "event_journal",
@@ -232,6 +237,40 @@ def composer(*, cache_seconds: float = 0) -> Composer:
         mappings = CachedMappingStore(mappings, seconds=cache_seconds)
         templates = CachedTemplateStore(templates, seconds=cache_seconds)
     return Composer(mappings=mappings, templates=templates, renderer=renderer())
+
+
+def _parallel(pool: ThreadPoolExecutor) -> Callable[[Callable, Sequence], list]:
+    """Recipients of one request on their own pool (a record's worker waits for them, so they
+    cannot share its pool); a single recipient stays on the record's thread."""
+
+    def fan_out(fn: Callable, items: Sequence) -> list:
+        return list(pool.map(fn, items)) if len(items) > 1 else [fn(item) for item in items]
+
+    return fan_out
+
+
+def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPipeline:
+    """claim → send → mark, wired from settings: the one pipeline of the consumer and the API."""
+    from_address, reply_to = sender_addresses()
+    extra = {}
+    if recipient_threads > 1:
+        pool = ThreadPoolExecutor(recipient_threads, thread_name_prefix="recipient")
+        extra["fan_out"] = _parallel(pool)
+    return EmailPipeline(
+        composer=composer(cache_seconds=settings.TEMPLATE_CACHE_SECONDS),
+        journal=journal(),
+        sender=sender(),
+        suppressions=suppression_list(),
+        rate_limiter=send_rate_limiter(),
+        settings=PipelineSettings(
+            from_address=from_address,
+            reply_to=reply_to,
+            lease_seconds=lease_seconds,
+            ttl_days=settings.JOURNAL_TTL_DAYS,
+            retry_max_seconds=settings.RETRY_MAX_SECONDS,
+        ),
+        **extra,
+    )
 
 
 def reset() -> None:

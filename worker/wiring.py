@@ -1,11 +1,9 @@
-"""Build the consumer from settings: adapters, pipeline, queue facts read once at start-up."""
+"""Build the consumer from settings: the pipeline (from the composition root, emailops.wiring),
+the queue's facts read once at start-up, and the consumer's own settings."""
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
@@ -13,47 +11,11 @@ from django.core.exceptions import ImproperlyConfigured
 from emailops import wiring
 from emailops.aws.clients import size_connection_pools
 from emailops.core.events import EventLog
-from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from worker.consumer import Consumer, ConsumerSettings
 
-__all__ = ["build_consumer", "build_pipeline"]
+__all__ = ["build_consumer"]
 
 logger = logging.getLogger("worker.wiring")
-T = TypeVar("T")
-R = TypeVar("R")
-
-
-def _parallel(pool: ThreadPoolExecutor) -> Callable[[Callable[[T], R], Sequence[T]], list[R]]:
-    """Recipients of one request on their own pool (a record's worker waits for them, so they
-    cannot share its pool); a single recipient stays on the record's thread."""
-
-    def fan_out(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
-        return list(pool.map(fn, items)) if len(items) > 1 else [fn(item) for item in items]
-
-    return fan_out
-
-
-def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPipeline:
-    from_address, reply_to = wiring.sender_addresses()
-    extra = {}
-    if recipient_threads > 1:
-        pool = ThreadPoolExecutor(recipient_threads, thread_name_prefix="recipient")
-        extra["fan_out"] = _parallel(pool)
-    return EmailPipeline(
-        composer=wiring.composer(cache_seconds=settings.TEMPLATE_CACHE_SECONDS),
-        journal=wiring.journal(),
-        sender=wiring.sender(),
-        suppressions=wiring.suppression_list(),
-        rate_limiter=wiring.send_rate_limiter(),
-        settings=PipelineSettings(
-            from_address=from_address,
-            reply_to=reply_to,
-            lease_seconds=lease_seconds,
-            ttl_days=settings.JOURNAL_TTL_DAYS,
-            retry_max_seconds=settings.RETRY_MAX_SECONDS,
-        ),
-        **extra,
-    )
 
 
 def build_consumer(
@@ -88,7 +50,7 @@ def build_consumer(
     )
     return Consumer(
         queue=queue,
-        pipeline=build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
+        pipeline=wiring.build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
         settings=ConsumerSettings(
             concurrency=concurrency,
             visibility_seconds=info.visibility_timeout,

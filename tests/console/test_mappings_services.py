@@ -272,7 +272,7 @@ def test_each_test_send_gets_a_fresh_dedupe_id(samples, owner):
 
 
 def test_the_consumer_delivers_a_test_send_under_its_journal_key(samples, owner):
-    from worker.wiring import build_pipeline
+    from emailops.wiring import build_pipeline
 
     action = services.send_test_email(
         message_id=ACCEPTED, context={"datasetName": "Atlas"}, user=owner
