@@ -16,6 +16,7 @@ from django.conf import settings
 
 from emailops import wiring
 from emailops.core.contract import parse_request
+from templates_admin.jobs import monitoring, services
 from worker.wiring import build_consumer
 
 
@@ -35,30 +36,22 @@ def enqueue_email_request(body: str) -> str:
     return wiring.queue().send(body)
 
 
-@shared_task(name="worker.run_job")
+@shared_task(name=services.RUN_JOB_TASK)
 def run_job(job_id: int) -> str:
     """Run (or resume) a job; safe to deliver twice. Returns the state it ended in."""
-    from templates_admin.jobs.services import job_run
-
-    return job_run(job_id=job_id).state
+    return services.job_run(job_id=job_id).state
 
 
 @shared_task(name="worker.check_dead_letter_depth")
 def check_dead_letter_depth() -> int:
-    from templates_admin.jobs.monitoring import dead_letter_depth_check
-
-    return dead_letter_depth_check()["depth"]
+    return monitoring.dead_letter_depth_check()["depth"]
 
 
 @shared_task(name="worker.find_stuck_claims")
 def find_stuck_claims() -> int:
-    from templates_admin.jobs.monitoring import stuck_claims_check
-
-    return stuck_claims_check()["count"]
+    return monitoring.stuck_claims_check()["count"]
 
 
 @shared_task(name="worker.check_templates_daily")
 def check_templates_daily() -> int:
-    from templates_admin.jobs.monitoring import template_check_daily
-
-    return template_check_daily().pk
+    return monitoring.template_check_daily().pk
