@@ -1,13 +1,18 @@
-"""Shared fixtures: moto in-process AWS with the service's resources, and request fixtures."""
+"""Shared fixtures: moto in-process AWS with the service's resources, the stack of real processes
+(moto server, consumers: tests/support/stack.py) for the end-to-end and fault suites, and request
+fixtures."""
 
 from __future__ import annotations
 
 import io
 import json
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.stack import MotoServer, Stack
 
 CONTRACT = Path(__file__).parent / "contract"
 SAMPLES = Path(__file__).parent.parent / "emailops" / "data" / "samples"
@@ -25,6 +30,51 @@ def skip_or_fail(reason: str) -> None:
 
 def fixture_body(name: str) -> str:
     return (CONTRACT / "fixtures" / name).read_text()
+
+
+# Consumers started by end-to-end tests: moto's GetSendQuota says 1 email/s (SES's sandbox), which
+# would make every run crawl; a unique Redis key keeps parallel runs from sharing one bucket.
+E2E_SEND_RATE = {"SES_MAX_SEND_RATE": "50", "SES_RATE_REDIS_KEY": f"emailops-e2e:{os.getpid()}"}
+
+
+@pytest.fixture(scope="module")
+def moto_server() -> Iterator[MotoServer]:
+    """``python -m moto.server`` in its own process, one per test module."""
+    try:
+        server = MotoServer()
+    except RuntimeError as exc:
+        skip_or_fail(f"moto server: {exc}")
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def e2e_stack_options() -> dict:
+    """Keyword arguments for the module's ``e2e_stack``; a test module overrides this fixture to
+    add delivery events or environment (``extra_env`` is merged into the defaults)."""
+    return {}
+
+
+@pytest.fixture(scope="module")
+def e2e_stack(moto_server, e2e_stack_options) -> Iterator[Stack]:
+    """The end-to-end stack, one per test module: the module's own moto server bootstrapped with
+    the service's resources and the sample templates; consumers run as ``manage.py`` processes
+    (``stack.consume()``, ``stack.start_consumer(...)``), all killed when the module is done."""
+    options = dict(e2e_stack_options)
+    extra_env = {
+        "LOG_LEVEL": os.environ.get("LOG_LEVEL", "INFO"),  # the tests read the consumers' log lines
+        "RETRY_BACKOFF_BASE_SECONDS": "30",
+        **E2E_SEND_RATE,
+        **options.pop("extra_env", {}),
+    }
+    options = {"bucket": "emailops-e2e", "visibility_timeout": 60, **options}
+    stack = Stack(moto_server, extra_env=extra_env, **options)
+    try:
+        yield stack
+    finally:
+        stack.close()
 
 
 @pytest.fixture

@@ -19,6 +19,7 @@ from emailops.core.events import EventLog
 from emailops.core.ratelimit import PACING, Aimd, LocalBucketStore, SharedRateLimiter
 from emailops.redis_rate import RedisBucketStore
 from tests.conftest import skip_or_fail
+from tests.support.stack import free_port
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 LOGGER = "tests.redis_rate"
@@ -149,12 +150,6 @@ def test_two_processes_share_one_bucket(key):
 
 
 # --- Redis unreachable, and back -------------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class Forwarder:

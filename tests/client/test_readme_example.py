@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -21,25 +20,13 @@ def readme_example() -> str:
     return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 @pytest.fixture
-def moto_queue(aws_env):
+def moto_queue(aws_env, moto_server):
     import boto3
-    from moto.server import ThreadedMotoServer
 
-    port = free_port()
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
-    server.start()
-    endpoint = f"http://127.0.0.1:{port}"
-    sqs = boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1")
+    sqs = boto3.client("sqs", endpoint_url=moto_server.url, region_name="us-east-1")
     sqs.create_queue(QueueName="email-service-queue")
-    yield endpoint, sqs
-    server.stop()
+    return moto_server.url, sqs
 
 
 def test_readme_example_queues_valid_requests(tmp_path, moto_queue):

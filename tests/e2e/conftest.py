@@ -1,6 +1,7 @@
 """Real-browser fixtures: Debian's chromium driven by Playwright against pytest-django's live server.
 
-The live server runs in this process, so in-process moto (the ``aws`` fixture) serves it too.
+The live server runs in this process, so in-process moto (the ``aws`` fixture) serves it too. The
+stack of real processes for the other end-to-end tests is ``e2e_stack`` in tests/conftest.py.
 """
 
 from __future__ import annotations
@@ -10,10 +11,6 @@ import os
 import pytest
 
 from tests.conftest import skip_or_fail
-
-# Consumers started by end-to-end tests: moto's GetSendQuota says 1 email/s (SES's sandbox), which
-# would make every run crawl; a unique Redis key keeps parallel runs from sharing one bucket.
-E2E_SEND_RATE = {"SES_MAX_SEND_RATE": "50", "SES_RATE_REDIS_KEY": f"emailops-e2e:{os.getpid()}"}
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [

@@ -8,9 +8,7 @@ The worker reads a queue of this test's own, so other workers on the machine nev
 from __future__ import annotations
 
 import json
-import signal
 import sqlite3
-import subprocess
 import sys
 import time
 import uuid
@@ -19,7 +17,6 @@ import pytest
 
 from tests.celery_worker import BROKER
 from tests.conftest import skip_or_fail
-from tests.e2e.test_consume_e2e import ROOT, stack  # noqa: F401 (a fixture)
 from tests.worker.test_tasks import redis_available
 
 pytestmark = pytest.mark.e2e
@@ -34,34 +31,24 @@ print(job.pk)
 
 
 @pytest.fixture
-def worker(stack, tmp_path):  # noqa: F811
+def worker(e2e_stack, tmp_path):
     if not redis_available():
         skip_or_fail("Redis is not listening on 127.0.0.1:6379")
     database = tmp_path / "console.sqlite3"
     env = {
-        **stack.env,
         "DATABASE_URL": f"sqlite:///{database}",
         "CELERY_BROKER_URL": BROKER,
         "CELERY_TASK_DEFAULT_QUEUE": f"emailops-e2e-{uuid.uuid4().hex[:12]}",
     }
-    subprocess.run(
-        [*stack.manage, "migrate", "--noinput", "-v", "0"], env=env, check=True, timeout=120
-    )
-    log = (tmp_path / "worker.log").open("w")  # a file, not a pipe nobody drains
-    process = subprocess.Popen(
+    e2e_stack.manage("migrate", "--noinput", "-v", "0", env=env)
+    process = e2e_stack.start_process(
+        "celery-worker",
         [sys.executable, "-m", "celery", "-A", "emailops", "worker", "--pool", "solo"],
         env=env,
-        cwd=ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
     )
-    yield env, database
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-    log.close()
+    yield env, database, process
+    process.terminate(timeout=30)
+    process.cleanup()
 
 
 def job_state(database, job_id: int) -> tuple[str, str, int]:
@@ -71,37 +58,29 @@ def job_state(database, job_id: int) -> tuple[str, str, int]:
         ).fetchone()
 
 
-def test_a_redrive_dispatched_elsewhere_runs_on_the_worker_process(stack, worker):  # noqa: F811
-    env, database = worker
-    # The moto server is shared with the other end-to-end tests: their dead letters are not ours.
-    for url in (stack.dlq_url, stack.queue_url):
-        stack.sqs.purge_queue(QueueUrl=url)
+def test_a_redrive_dispatched_elsewhere_runs_on_the_worker_process(e2e_stack, worker):
+    env, database, process = worker
+    # Only this test's dead letter: whatever else the module's stack holds is not ours.
+    e2e_stack.purge()
     body = {"messageId": "added-to-team", "recipients": [{"email": "w@example.com"}]}
-    stack.sqs.send_message(
-        QueueUrl=stack.dlq_url,
+    e2e_stack.sqs.send_message(
+        QueueUrl=e2e_stack.dlq_url,
         MessageBody=json.dumps(body),
         MessageAttributes={
             "FailureReason": {"DataType": "String", "StringValue": "boom"},
             "EmailOpsState": {"DataType": "String", "StringValue": '{"attempts": 5}'},
         },
     )
-    shell = subprocess.run(
-        [*stack.manage, "shell", "-c", DISPATCH],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=True,
-    )
+    shell = e2e_stack.manage("shell", "-c", DISPATCH, env=env)
     job_id = int(shell.stdout.strip().splitlines()[-1])
     deadline = time.monotonic() + 60
     state = job_state(database, job_id)
     while state[0] not in ("SUCCEEDED", "FAILED") and time.monotonic() < deadline:
         time.sleep(0.2)
         state = job_state(database, job_id)
-    assert state == ("SUCCEEDED", "", 1), (database.parent / "worker.log").read_text()[-3000:]
-    response = stack.sqs.receive_message(
-        QueueUrl=stack.queue_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
+    assert state == ("SUCCEEDED", "", 1), process.output()[-3000:]
+    response = e2e_stack.sqs.receive_message(
+        QueueUrl=e2e_stack.queue_url, MessageAttributeNames=["All"], MaxNumberOfMessages=10
     )
     (message,) = response["Messages"]
     assert json.loads(message["Body"]) == body

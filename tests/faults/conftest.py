@@ -1,5 +1,5 @@
-"""The fault suite's stack: moto server in its own process, the fault proxy in this one, and real
-``consume_emails`` processes. Sizes come from the environment so ``make chaos`` can run it long.
+"""The fault suite's stack: moto server in its own process (the ``moto_server`` fixture of
+tests/conftest.py), the fault proxy in this one, and real ``consume_emails`` processes. Sizes come from the environment so ``make chaos`` can run it long.
 
 | variable | CI default | meaning |
 | --- | --- | --- |
@@ -22,9 +22,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.conftest import skip_or_fail
 from tests.support.aws_proxy import AwsProxy
-from tests.support.stack import MotoServer
 
 
 def knob(name: str, default: int) -> int:
@@ -36,18 +34,6 @@ def seed() -> int:
     value = knob("FAULTS_SEED", random.randrange(1_000_000))
     print(f"\nfault suite seed: FAULTS_SEED={value}")
     return value
-
-
-@pytest.fixture(scope="module")
-def moto_server() -> Iterator[MotoServer]:
-    try:
-        server = MotoServer()
-    except RuntimeError as exc:
-        skip_or_fail(f"moto server: {exc}")
-    try:
-        yield server
-    finally:
-        server.stop()
 
 
 @pytest.fixture

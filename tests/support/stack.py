@@ -1,8 +1,10 @@
 """A local AWS stack of real processes: moto server, optionally behind the fault proxy, bootstrapped
-with the sample templates, and ``manage.py consume_emails`` processes the harness starts and kills.
+with the sample templates, and ``manage.py consume_emails`` / ``consume_ses_events`` processes the
+harness starts, stops and kills.
 
-Shared by the fault suite and the benchmarks. Everything is bounded: every wait has a deadline and
-every child process is killed by whoever started it (``Stack.close`` kills the ones it knows).
+The one implementation behind the end-to-end tests (the ``e2e_stack`` fixture in tests/conftest.py),
+the fault suite and the benchmarks. Everything is bounded: every wait has a deadline and every child
+process is killed by whoever started it (``Stack.close`` kills the ones it knows).
 """
 
 from __future__ import annotations
@@ -17,8 +19,10 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from types import SimpleNamespace
 
 import boto3
 
@@ -28,6 +32,7 @@ MANAGE = [sys.executable, str(ROOT / "manage.py")]
 ACCOUNT = "123456789012"  # moto's default account
 
 __all__ = [
+    "ChildProcess",
     "ConsumerProcess",
     "MotoServer",
     "ProxyProcess",
@@ -64,6 +69,8 @@ class MotoServer:
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
             [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            # Stack.purge may empty a queue more than once a minute (real SQS refuses; tests need not).
+            env={**os.environ, "MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR": "false"},
             stdout=self.log,
             stderr=subprocess.STDOUT,
         )
@@ -120,19 +127,15 @@ def consumer_flags() -> frozenset[str]:
     return frozenset(word.strip(",[]") for word in result.stdout.split() if word.startswith("--"))
 
 
-class ConsumerProcess:
-    """One ``manage.py consume_emails`` process; its output goes to a file (never a full pipe)."""
+class ChildProcess:
+    """A process the harness starts: stderr to a log file, stdout to another (never a full pipe)."""
 
-    def __init__(self, env: dict[str, str], args: Iterable[str], *, name: str) -> None:
+    def __init__(self, argv: list[str], env: dict[str, str], *, name: str) -> None:
         self.name = name
-        self.log_path = Path(tempfile.mkstemp(prefix=f"consumer-{name}-", suffix=".log")[1])
-        with self.log_path.open("wb") as log:
-            self.process = subprocess.Popen(
-                [*MANAGE, "consume_emails", *args],
-                env={**env, "AWS_SDK_UA_APP_ID": name},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-            )
+        self.log_path = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
+        self.stdout_path = self.log_path.with_suffix(".out")
+        with self.log_path.open("wb") as log, self.stdout_path.open("wb") as out:
+            self.process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=log)
         self.started = time.time()
         self.pid = self.process.pid
 
@@ -170,19 +173,42 @@ class ConsumerProcess:
         return self.process.wait(timeout=timeout)
 
     def output(self) -> str:
-        return self.log_path.read_text(errors="replace")
+        """What it logged (stderr), then what it printed (stdout)."""
+        return self.log_path.read_text(errors="replace") + self.stdout()
+
+    def stdout(self) -> str:
+        return self.stdout_path.read_text(errors="replace")
 
     def cleanup(self, *, keep_log: bool = False) -> None:
         if self.alive():
             self.kill()
         if not keep_log:
             self.log_path.unlink(missing_ok=True)
+            self.stdout_path.unlink(missing_ok=True)
+
+
+class ConsumerProcess(ChildProcess):
+    """One ``manage.py consume_emails`` (or ``consume_ses_events``) process."""
+
+    def __init__(
+        self,
+        env: dict[str, str],
+        args: Iterable[str],
+        *,
+        name: str,
+        command: str = "consume_emails",
+    ) -> None:
+        super().__init__(
+            [*MANAGE, command, *args], {**env, "AWS_SDK_UA_APP_ID": name}, name=f"consumer-{name}"
+        )
+        self.name = name
 
 
 class Stack:
     """moto server (+ an endpoint in front of it, e.g. the fault proxy) with the service's
     resources. ``endpoint`` is what the consumers use; the harness's own clients go to moto
-    directly, so they are neither faulted nor recorded."""
+    directly, so they are neither faulted nor recorded. ``events_queue`` also sets up delivery
+    events (events queue + DLQ, unmatched-events table, SNS topic, configuration set)."""
 
     def __init__(
         self,
@@ -194,11 +220,13 @@ class Stack:
         bucket: str = "emailops-stack",
         visibility_timeout: int = 30,
         max_receive_count: int = 3,
+        events_queue: str | None = None,
         extra_env: dict[str, str] | None = None,
     ) -> None:
         self.moto = moto
         self.endpoint = endpoint or moto.url
         self.queue_url = f"{self.endpoint}/{ACCOUNT}/{queue}"
+        self.events_queue_url = f"{self.endpoint}/{ACCOUNT}/{events_queue}" if events_queue else ""
         self.journal_table = journal_table
         self.env = {
             **{k: v for k, v in os.environ.items() if k not in ("AWS_PROFILE", "DATABASE_URL")},
@@ -214,10 +242,11 @@ class Stack:
             "EMAIL_SENDER": "Pennsieve <support@pennsieve.test>",
             "EMAIL_REPLY_TO": "help@pennsieve.test",
             "EMAIL_SERVICE_QUEUE_URL": self.queue_url,
+            **({"SES_EVENTS_QUEUE_URL": self.events_queue_url} if events_queue else {}),
             "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
             **(extra_env or {}),
         }
-        self.consumers: list[ConsumerProcess] = []
+        self.consumers: list[ChildProcess] = []
         self.sqs = self.client("sqs")
         self.dynamodb = self.client("dynamodb")
         for command in (
@@ -243,13 +272,26 @@ class Stack:
             aws_secret_access_key="testing",
         )
 
-    def manage(self, *args: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    def manage(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 120
+    ) -> subprocess.CompletedProcess:
+        """``manage.py`` with this stack's environment (plus ``env``); fails unless it exits 0."""
         result = subprocess.run(
-            [*MANAGE, *args], env=self.env, capture_output=True, text=True, timeout=timeout
+            [*MANAGE, *args],
+            env={**self.env, **(env or {})},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
         )
         if result.returncode != 0:
             raise RuntimeError(f"manage.py {' '.join(args)} failed:\n{result.stderr}")
         return result
+
+    def consume(
+        self, command: str = "consume_emails", env: dict[str, str] | None = None
+    ) -> subprocess.CompletedProcess:
+        """One ``consume_emails`` (or ``consume_ses_events``) run until its queue is empty."""
+        return self.manage(command, "--until-empty", "--wait-time", "1", env=env, timeout=180)
 
     @property
     def dlq_url(self) -> str:
@@ -260,6 +302,8 @@ class Stack:
         return url.replace(self.endpoint, self.moto.url, 1)
 
     def enqueue(self, bodies: Iterable[str | dict]) -> int:
+        if isinstance(bodies, str | dict):
+            raise TypeError("enqueue takes a list of bodies")
         batch: list[dict] = []
         count = 0
         for body in bodies:
@@ -291,6 +335,48 @@ class Stack:
             ],
         )["Attributes"]
         return sum(int(v) for v in attributes.values())
+
+    def purge(self) -> None:
+        """Empty this stack's queues and dead-letter queues (journal rows and sent emails stay)."""
+        for url in filter(None, (self.queue_url, self.events_queue_url)):
+            for queue_url in (url, url + "-dlq"):
+                self.sqs.purge_queue(QueueUrl=self.direct(queue_url))
+
+    def row(self, key: str) -> dict:
+        """The journal row ``key``, attribute → plain value (it must be there)."""
+        item = self.item(self.journal_table, {"Id": key})
+        assert item, f"no journal row {key}"
+        return item
+
+    def item(self, table: str, key: dict[str, str]) -> dict | None:
+        """One DynamoDB item read consistently, attribute → plain value; None if there is none."""
+        item = self.dynamodb.get_item(
+            TableName=table, Key={k: {"S": v} for k, v in key.items()}, ConsistentRead=True
+        ).get("Item")
+        return {k: next(iter(v.values())) for k, v in item.items()} if item else None
+
+    def put_row(self, **attributes: str | int) -> None:
+        """Write a journal row (ints as numbers, the rest as strings)."""
+        self.dynamodb.put_item(
+            TableName=self.journal_table,
+            Item={
+                k: {"N": str(v)} if isinstance(v, int) else {"S": v} for k, v in attributes.items()
+            },
+        )
+
+    def sent_emails(self) -> list[SimpleNamespace]:
+        """Every email moto's SES accepted, oldest first (``source``, ``subject``, ``body``,
+        ``destinations``), read from moto's model API since moto runs in another process."""
+        with urllib.request.urlopen(f"{self.moto.url}/moto-api/data.json", timeout=30) as reply:
+            models = json.load(reply)
+        return [SimpleNamespace(**m) for m in models.get("ses", {}).get("Message", [])]
+
+    def sent_to(self, address: str) -> list[SimpleNamespace]:
+        return [
+            m
+            for m in self.sent_emails()
+            if any(address in d for d in m.destinations.get("ToAddresses", []))
+        ]
 
     def journal_statuses(self) -> dict[str, str]:
         """Journal key → Status, for every row of this stack's journal table."""
@@ -350,9 +436,22 @@ class Stack:
         return args
 
     def start_consumer(
-        self, name: str, args: Iterable[str], env: dict[str, str] | None = None
+        self,
+        name: str,
+        args: Iterable[str],
+        env: dict[str, str] | None = None,
+        *,
+        command: str = "consume_emails",
     ) -> ConsumerProcess:
-        process = ConsumerProcess({**self.env, **(env or {})}, args, name=name)
+        process = ConsumerProcess({**self.env, **(env or {})}, args, name=name, command=command)
+        self.consumers.append(process)
+        return process
+
+    def start_process(
+        self, name: str, argv: list[str], env: dict[str, str] | None = None
+    ) -> ChildProcess:
+        """Any other child (a celery worker, say) with this stack's environment; ``close`` kills it."""
+        process = ChildProcess(argv, {**self.env, **(env or {})}, name=name)
         self.consumers.append(process)
         return process
 
@@ -362,5 +461,6 @@ class Stack:
         for process in self.consumers:
             process.cleanup(keep_log=keep)
         if keep and self.consumers:
-            print(f"consumer logs: {' '.join(str(p.log_path) for p in self.consumers)}")
+            logs = (str(path) for p in self.consumers for path in (p.log_path, p.stdout_path))
+            print(f"consumer logs: {' '.join(logs)}")
         self.consumers.clear()
