@@ -91,6 +91,14 @@ def test_compose_sets_every_setting_whose_default_is_this_machine():
     assert not unset, f"docker/compose.yml's x-env does not set {unset}"
 
 
+def test_every_service_gets_longer_to_stop_than_gunicorn_takes_to_drain():
+    cmd = Image.read().cmd
+    graceful = float(cmd[cmd.index("--graceful-timeout") + 1])
+    for name, service in compose()["services"].items():
+        if "build" in service and name != "setup":
+            assert stop_grace_seconds(service) > graceful, name
+
+
 # --- The running stack ---------------------------------------------------------------------------
 
 
