@@ -35,6 +35,7 @@ from pathlib import Path
 
 import boto3
 import pytest
+import yaml  # a dev dependency: missing, this must fail rather than skip
 
 from tests.conftest import skip_or_fail
 from tests.production.deployment import (
@@ -52,8 +53,6 @@ from tests.production.deployment import (
 from tests.support.stack import MotoServer, free_port, wait_until
 
 pytestmark = pytest.mark.production
-
-yaml = pytest.importorskip("yaml")
 
 SMOKE_DATABASE = "emailops_smoke"
 SMOKE_REDIS_DB = 12  # its own Redis database: the unit tests use 15, a local stack 0
