@@ -8,10 +8,12 @@ queue with a ``FailureReason``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from emailops import wiring
 from emailops.aws.sqs import QueueMessage, SqsQueue
@@ -58,17 +60,53 @@ class EventsConsumer:
             if wanted <= 0:
                 break
             try:
-                batch = self.queue.receive(max_messages=wanted, wait_seconds=wait_time)
+                batch = self._receive(stop, max_messages=wanted, wait_time=wait_time)
             except EmailOpsError as exc:
                 EventLog(logger).warning("receive.failed", error=exc.describe())
                 stop.wait(min(wait_time, 5) or 1)
                 continue
+            if batch is None:  # stopped during the long poll
+                break
             if not batch:
                 if until_empty:
                     break
                 continue
             self.handle_batch(batch)
         return self.stats
+
+    def _receive(
+        self, stop: threading.Event, *, max_messages: int, wait_time: int
+    ) -> list[QueueMessage] | None:
+        """One receive, long-polled in a helper thread so that a stop does not wait up to
+        ``wait_time`` for it (Docker's stop grace period is 10 s; a poll is up to 20). None when
+        stopped first: what that poll still brings is handed back (visibility 0)."""
+        done, lock = threading.Event(), threading.Lock()
+        result: dict[str, Any] = {}
+
+        def poll() -> None:
+            try:
+                result["batch"] = self.queue.receive(
+                    max_messages=max_messages, wait_seconds=wait_time
+                )
+            except Exception as exc:  # raised again in the loop's thread
+                result["error"] = exc
+            with lock:  # either the loop takes the batch, or it left and this hands it back
+                done.set()
+                abandoned = result.get("abandoned", False)
+            if abandoned and result.get("batch"):
+                with contextlib.suppress(EmailOpsError):  # or it reappears after its timeout
+                    self.queue.release(result["batch"])
+
+        threading.Thread(target=poll, name="events-receiver", daemon=True).start()
+        while not done.wait(0.2):
+            if stop.is_set():
+                with lock:
+                    if not done.is_set():
+                        result["abandoned"] = True
+                        return None
+        if "error" in result:
+            raise result["error"]
+        return result["batch"]
 
     def handle_batch(self, batch: list[QueueMessage]) -> None:
         self.stats.received += len(batch)

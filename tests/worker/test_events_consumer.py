@@ -6,14 +6,18 @@ from __future__ import annotations
 
 import io
 import json
+import threading
 
 import pytest
 from django.core.management import call_command
 
 from emailops import wiring
 from emailops.aws.clients import aws_client
+from emailops.aws.sqs import SqsQueue
 from tests.aws.test_journal import NOW, claim
 from tests.core.test_delivery_events import SES_ID, ses_event
+from tests.support.stack import wait_until
+from worker.events_consumer import EventsConsumer
 
 KEY = "journal-key-1"
 
@@ -125,3 +129,42 @@ def test_bootstrap_sets_up_delivery_events_idempotently(aws, settings):
         aws.dynamodb.describe_table(TableName=table)
     dlq = aws.queue_messages(settings.SES_EVENTS_QUEUE_URL + "-dlq")
     assert dlq == []  # it exists
+
+
+class BlockingQueue(SqsQueue):
+    """The real adapter, whose receive is a long poll that returns only when the test says so."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.polling, self.answer = threading.Event(), threading.Event()
+        self.released: list[str] = []
+
+    def receive(self, *, max_messages=10, wait_seconds=20):
+        self.polling.set()
+        assert self.answer.wait(30), "the test never answered the poll"
+        return super().receive(max_messages=max_messages, wait_seconds=0)
+
+    def release(self, messages):
+        self.released += [m.message_id for m in messages]
+        return super().release(messages)
+
+
+def test_a_stop_does_not_wait_for_the_long_poll_and_hands_its_batch_back(aws_events):
+    """Docker stops a container with SIGKILL 10 s after SIGTERM; a long poll lasts up to 20 s."""
+    queue = BlockingQueue(aws_events.sqs, aws_events.events_queue_url)
+    consumer = EventsConsumer(queue=queue, handler=None, dead_letter_url=None)
+    stop = threading.Event()
+    loop = threading.Thread(target=consumer.run, kwargs={"stop": stop}, daemon=True)
+    loop.start()
+    assert queue.polling.wait(10)
+
+    stop.set()
+    loop.join(10)
+    alive_during_the_poll = loop.is_alive()
+    publish(aws_events, ses_event("delivery.json"))  # the poll brings it after the stop
+    queue.answer.set()
+
+    assert not alive_during_the_poll
+    assert wait_until(lambda: queue.released, timeout=10)
+    assert consumer.stats.received == 0
+    assert len(aws_events.queue_messages(aws_events.events_queue_url)) == 1  # visible again
