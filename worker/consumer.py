@@ -209,23 +209,29 @@ class Consumer:
             run.capacity.give(wanted - len(batch))
             run.unreserve(wanted - len(batch))
             self.stats.add(received=len(batch))
+            # Held at once: if this thread dies below, the batch is handed back with the rest.
+            held = [
+                self.inflight.add(m, received_at=received_at, stopping=run.stop.is_set)
+                for m in batch
+            ]
             # Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
             # them: a consumer killed meanwhile would use up one more receive of each.
-            worn = [m for m in batch if self._near_max_receives(m)]
+            worn = [h for h in held if self._near_max_receives(h.message)]
+            refreshed = {id(h) for h in worn}
             if worn:
-                self._refresh(worn)
+                self._refresh([h.message for h in worn])
+                for h in worn:
+                    self.inflight.remove(h.message)
                 run.capacity.give(len(worn))
-            for message in batch:
-                if message in worn:
+            for one in held:
+                if id(one) in refreshed:
                     continue
                 if run.stop.is_set():  # a stop came during the long poll: give it back now
-                    self._hand_back(message)
+                    self._hand_back(one.message)
+                    self.inflight.remove(one.message)
                     run.capacity.give(1)
                 else:
-                    held = self.inflight.add(
-                        message, received_at=received_at, stopping=run.stop.is_set
-                    )
-                    run.work.put(held)
+                    run.work.put(one)
             if not batch:
                 if run.until_empty and not len(self.inflight):
                     # Other receivers may still hand in what they got; workers finish all of it.

@@ -112,7 +112,7 @@ def test_the_keeper_and_visibility_changes_use_clients_with_short_timeouts(aws):
 
 
 def test_the_first_extension_is_timed_from_the_receive_not_after_a_slow_refresh(aws, parts):
-    pipeline, sender, queue = parts
+    pipeline, _sender, queue = parts
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("b@example.com"))
     worn, *_ = queue.receive(max_messages=1, wait_seconds=0)
