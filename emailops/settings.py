@@ -166,6 +166,9 @@ CONSUMER_CONCURRENCY = env.int("CONSUMER_CONCURRENCY", default=16)
 CONSUMER_METRICS_PORT = env.int("CONSUMER_METRICS_PORT", default=0)
 # Claim lease; 0 means "the queue's visibility timeout", read at start-up.
 CLAIM_LEASE_SECONDS = env.int("CLAIM_LEASE_SECONDS", default=0)
+# A send starts only on a claim with at least this long left; less, and it is extended first (or
+# let go, and the record waits): never a send on a claim that may have lapsed.
+CLAIM_SEND_MARGIN_SECONDS = env.int("CLAIM_SEND_MARGIN_SECONDS", default=5)
 # The consumer caches templates it fetched from S3 for this long (0 disables).
 TEMPLATE_CACHE_SECONDS = env.int("TEMPLATE_CACHE_SECONDS", default=60)
 # Emails per second across every consumer process on every machine: unset = SES GetSendQuota's

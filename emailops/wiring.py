@@ -18,7 +18,7 @@ from email.utils import formataddr, parseaddr
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from emailops.aws.clients import aws_client, reset_clients
+from emailops.aws.clients import aws_client, lease_client, reset_clients
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
 from emailops.aws.journal_scan import JournalScan
@@ -48,6 +48,8 @@ __all__ = [
     "journal",
     "journal_scan",
     "journal_search",
+    "lease_journal",
+    "lease_queue",
     "mapping_store",
     "queue",
     "renderer",
@@ -102,6 +104,22 @@ def mapping_store() -> DynamoMappingStore:
 @functools.cache
 def journal() -> DynamoJournal:
     return DynamoJournal(_client("dynamodb"), require("JOURNAL_TABLE"))
+
+
+@functools.cache
+def lease_journal() -> DynamoJournal:
+    """The journal for the consumer's lease keeper: its own clients, short timeouts."""
+    return DynamoJournal(
+        lease_client("dynamodb", region=settings.AWS_REGION), require("JOURNAL_TABLE")
+    )
+
+
+@functools.cache
+def lease_queue() -> SqsQueue:
+    """The request queue for visibility changes (the keeper's, and hand-backs): short timeouts."""
+    return SqsQueue(
+        lease_client("sqs", region=settings.AWS_REGION), require("EMAIL_SERVICE_QUEUE_URL")
+    )
 
 
 @functools.cache
@@ -268,6 +286,7 @@ def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPi
             lease_seconds=lease_seconds,
             ttl_days=settings.JOURNAL_TTL_DAYS,
             retry_max_seconds=settings.RETRY_MAX_SECONDS,
+            claim_send_margin_seconds=settings.CLAIM_SEND_MARGIN_SECONDS,
         ),
         **extra,
     )
@@ -279,6 +298,8 @@ def reset() -> None:
         renderer,
         mapping_store,
         journal,
+        lease_journal,
+        lease_queue,
         journal_search,
         journal_scan,
         template_store,

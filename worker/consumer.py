@@ -9,7 +9,10 @@ on as soon as it is known.
   maxReceiveCount, decides when to give up); a record near maxReceiveCount is refreshed the same
   way before SQS could dead-letter it without a reason.
 - A stop stops receiving, hands back records not yet started (visible again at once), and lets
-  started ones finish within ``stop_timeout``; a second stop (``force``) does not wait.
+  started ones finish within ``stop_timeout``: sends under way complete, no new one starts (the
+  record's other recipients are left to its next delivery); a second stop (``force``) does not wait.
+- Every long-lived thread is watched: one that dies makes the consumer unhealthy, hand back what
+  it holds and return with ``failure`` set, so the command exits non-zero and is restarted whole.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.core.errors import ConfigurationFault, EmailOpsError
 from emailops.core.events import EventLog, logfmt
 from emailops.core.pipeline import Action, EmailPipeline, RecordOutcome
+from emailops.core.ports import Journal
 from emailops.core.retry import STATE_ATTRIBUTE, RetryState, backoff_seconds
 from worker.inflight import Capacity, DeleteBatcher, Held, InFlight, LeaseKeeper
 from worker.stats import ConsumerStats, Health, stats_line_fields
@@ -57,19 +61,28 @@ class Consumer:
         pipeline: EmailPipeline,
         settings: ConsumerSettings,
         clock: Callable[[], float] = time.time,
+        lease_queue: SqsQueue | None = None,
+        lease_journal: Journal | None = None,
     ) -> None:
         self.queue = queue
+        # Visibility changes and lease extensions go through clients with short timeouts: a hung
+        # call must not hold a lease, or a worker, for the shared clients' 30 s (x3).
+        self.lease_queue = lease_queue or queue
         self.pipeline = pipeline
         self.settings = settings
         self.clock = clock
         self.stats = ConsumerStats()
         self.health = Health()
+        self.failure = ""  # the thread whose death ended the last run, "" if none died
+        self._stop: threading.Event | None = None
         self.inflight = InFlight()
-        self.deletes = DeleteBatcher(queue, on_deleted=lambda n: self.stats.add(deleted=n))
+        self.deletes = DeleteBatcher(
+            queue, on_deleted=lambda n: self.stats.add(deleted=n), on_died=self._thread_died
+        )
         self.keeper = LeaseKeeper(
             inflight=self.inflight,
-            queue=queue,
-            journal=pipeline.journal,
+            queue=self.lease_queue,
+            journal=lease_journal or pipeline.journal,
             visibility_seconds=settings.visibility_seconds,
             lease_seconds=settings.lease_seconds,
             clock=clock,
@@ -98,13 +111,17 @@ class Consumer:
             batch_size=batch_size,
             stop=stop,
         )
+        self.failure, self._stop = "", stop
         receivers = [
-            _thread(self._receive_loop, run, name=f"receiver-{i}")
+            self._watched(self._receive_loop, run, name=f"receiver-{i}")
             for i in range(max(1, min(4, math.ceil(concurrency / 8))))
         ]
-        workers = [_thread(self._work_loop, run, name=f"worker-{i}") for i in range(concurrency)]
+        workers = [
+            self._watched(self._work_loop, run, name=f"worker-{i}") for i in range(concurrency)
+        ]
         keeper_stop = threading.Event()
-        keeper = _thread(self._keep_leases, keeper_stop, name="lease-keeper")
+        keeper = self._watched(self._keep_leases, keeper_stop, name="lease-keeper")
+        stats = self._watched(self._log_stats, keeper_stop, name="consumer-stats")
 
         # Receivers end when drained; on a stop, nobody waits for a long poll to come back.
         while any(t.is_alive() for t in receivers) and not (stop.is_set() or force.is_set()):
@@ -122,10 +139,55 @@ class Consumer:
                 break
             workers[0].join(0.2)
         self._hand_back_unstarted(run)
+        if self.failure:
+            self._hand_back_held()
+        # The keeper stops only now: every send that started has returned (or timed out above).
         keeper_stop.set()
         self.deletes.close()
         keeper.join(2)
+        stats.join(1)
+        self.keeper.close()
         return self.stats
+
+    def _watched(self, target: Callable[..., None], *args: object, name: str) -> threading.Thread:
+        def guarded() -> None:
+            try:
+                target(*args)
+            except BaseException as exc:
+                self._thread_died(name, exc)
+
+        return _thread(guarded, name=name)
+
+    def _thread_died(self, name: str, exc: BaseException) -> None:
+        """No silent gaps: a dead thread stops the whole consumer (see the module doc)."""
+        logger.error(
+            logfmt(
+                "consumer.thread_died",
+                thread=name,
+                error=f"{type(exc).__name__}: {exc}",
+                consequence="handing back held records and exiting non-zero",
+            ),
+            exc_info=exc,
+        )
+        self.health.thread_died(name)
+        self.failure = self.failure or name
+        if self._stop is not None:
+            self._stop.set()
+
+    def _hand_back_held(self) -> None:
+        """Make every record still held visible again at once (a dead thread's too)."""
+        held = [h.message for h in self.inflight.snapshot()]
+        for start in range(0, len(held), 10):
+            try:
+                self.lease_queue.release(held[start : start + 10])
+            except EmailOpsError as exc:
+                EventLog(logger).warning(
+                    "consumer.hand_back_failed",
+                    count=len(held[start : start + 10]),
+                    error=exc.describe(),
+                )
+        for message in held:
+            self.inflight.remove(message)
 
     def _receive_loop(self, run: _Run) -> None:
         while not run.stop.is_set() and not run.drained.is_set():
@@ -135,6 +197,9 @@ class Consumer:
                 continue
             try:
                 batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
+                # Their visibility runs from now, not from when a worker (or a refresh) gets to
+                # them: the keeper's first extension is timed from here.
+                received_at = time.monotonic()
             except EmailOpsError as exc:
                 run.capacity.give(wanted)
                 run.unreserve(wanted)
@@ -144,20 +209,29 @@ class Consumer:
             run.capacity.give(wanted - len(batch))
             run.unreserve(wanted - len(batch))
             self.stats.add(received=len(batch))
+            # Held at once: if this thread dies below, the batch is handed back with the rest.
+            held = [
+                self.inflight.add(m, received_at=received_at, stopping=run.stop.is_set)
+                for m in batch
+            ]
             # Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
             # them: a consumer killed meanwhile would use up one more receive of each.
-            worn = [m for m in batch if self._near_max_receives(m)]
+            worn = [h for h in held if self._near_max_receives(h.message)]
+            refreshed = {id(h) for h in worn}
             if worn:
-                self._refresh(worn)
+                self._refresh([h.message for h in worn])
+                for h in worn:
+                    self.inflight.remove(h.message)
                 run.capacity.give(len(worn))
-            for message in batch:
-                if message in worn:
+            for one in held:
+                if id(one) in refreshed:
                     continue
                 if run.stop.is_set():  # a stop came during the long poll: give it back now
-                    self._hand_back(message)
+                    self._hand_back(one.message)
+                    self.inflight.remove(one.message)
                     run.capacity.give(1)
                 else:
-                    run.work.put(self.inflight.add(message))
+                    run.work.put(one)
             if not batch:
                 if run.until_empty and not len(self.inflight):
                     # Other receivers may still hand in what they got; workers finish all of it.
@@ -175,30 +249,41 @@ class Consumer:
                     self._hand_back(held.message)  # a stop is checked between records too
                 else:
                     self.handle(held)
+            except Exception:  # one record's bug must not take the thread (and others) down
+                logger.exception(logfmt("record.crashed", sqsMessageId=held.message.message_id))
+                self._set_visibility(
+                    held.message,
+                    self.settings.backoff_base,
+                    EventLog(logger, sqsMessageId=held.message.message_id),
+                )
             finally:
                 self.inflight.remove(held.message)
                 run.capacity.give(1)
 
     def _keep_leases(self, stop: threading.Event) -> None:
-        last_stats, before = time.monotonic(), self.stats.copy()
+        # Record trouble is handled inside (logged, tried again next tick); anything that escapes
+        # is a bug, and a watched death beats leases silently left to lapse.
         while not stop.wait(self.keeper.tick):
-            try:
-                self.keeper.extend_due()
-            except Exception:  # the keeper must outlive any one record's trouble
-                logger.exception(logfmt("lease.keeper_crashed"))
-            if time.monotonic() - last_stats >= self.settings.stats_every:
-                now = self.stats.copy()
-                seconds = time.monotonic() - last_stats
-                fields = stats_line_fields(now, before, seconds, len(self.inflight))
-                EventLog(logger).info("consumer.stats", healthy=self.health.healthy, **fields)
-                last_stats, before = time.monotonic(), now
+            self.keeper.extend_due()
+
+    def _log_stats(self, stop: threading.Event) -> None:
+        last_stats, before = time.monotonic(), self.stats.copy()
+        while not stop.wait(self.settings.stats_every):
+            now = self.stats.copy()
+            seconds = time.monotonic() - last_stats
+            fields = stats_line_fields(now, before, seconds, len(self.inflight))
+            EventLog(logger).info("consumer.stats", healthy=self.health.healthy, **fields)
+            last_stats, before = time.monotonic(), now
 
     # --- one record ----------------------------------------------------------------------------
 
     def handle(self, held: Held) -> RecordOutcome:
         message = held.message
-        state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE))
-        outcome = self._process(message, state, held)
+        state = self._state(message)
+        if state.dead_letter:  # decided before; only the move to the DLQ failed
+            outcome = RecordOutcome(Action.DEAD_LETTER, reason=state.dead_letter, state=state)
+        else:
+            outcome = self._process(message, state, held)
         # No more lease extensions: the action below sets the record's visibility for good.
         self.inflight.remove(message)
         self._act(message, outcome)
@@ -206,17 +291,7 @@ class Consumer:
 
     def _refresh(self, messages: list[QueueMessage]) -> None:
         """Fresh copies, in one call (a per-record fallback if the batch call fails)."""
-        carried = [
-            (
-                m,
-                {
-                    STATE_ATTRIBUTE: RetryState.from_json(
-                        m.string_attribute(STATE_ATTRIBUTE)
-                    ).to_json()
-                },
-            )
-            for m in messages
-        ]
+        carried = [(m, {STATE_ATTRIBUTE: self._state(m).to_json()}) for m in messages]
         try:
             left = set(self.queue.requeue_now(carried))
         except EmailOpsError as exc:
@@ -226,7 +301,7 @@ class Consumer:
             left = {m.message_id for m in messages}
         for message, _ in carried:
             if message.message_id in left:
-                state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE))
+                state = self._state(message)
                 self._requeue(message, 0, state, reason="receive count near maxReceiveCount")
             else:
                 EventLog(logger, sqsMessageId=message.message_id).info(
@@ -236,9 +311,25 @@ class Consumer:
 
     def _near_max_receives(self, message: QueueMessage) -> bool:
         """SQS dead-letters a record received maxReceiveCount times, with no reason: a record
-        that came back that often (crashed consumers, waits) starts again as a fresh copy."""
+        that came back that often (crashed consumers, waits) starts again as a fresh copy. Not
+        one whose move to the DLQ failed: refreshing that forever would loop; SQS ends it."""
         most = self.settings.max_receive_count
-        return bool(most) and message.receive_count > 1 and message.receive_count >= most - 1
+        return (
+            bool(most)
+            and message.receive_count > 1
+            and message.receive_count >= most - 1
+            and not self._state(message, quiet=True).dead_letter
+        )
+
+    def _state(self, message: QueueMessage, *, quiet: bool = False) -> RetryState:
+        """The carried RetryState; an unreadable one is a fresh state (the journal still guards
+        every recipient), never a reason to stall."""
+        state, problem = RetryState.parse(message.string_attribute(STATE_ATTRIBUTE))
+        if problem and not quiet:
+            EventLog(logger, sqsMessageId=message.message_id).warning(
+                "record.state_unreadable", reason=problem, consequence="processed as a fresh record"
+            )
+        return state
 
     def _process(self, message: QueueMessage, state: RetryState, held: Held) -> RecordOutcome:
         log = EventLog(logger, sqsMessageId=message.message_id, receiveCount=message.receive_count)
@@ -303,9 +394,22 @@ class Consumer:
                 )
             except EmailOpsError as exc:
                 log.warning("dead_letter.failed", error=exc.describe())
+                self._dead_letter_failed(message, outcome)
         else:  # only with --allow-no-dead-letter-queue
             log.error("dead_letter.unavailable", reason=outcome.reason)
             self._set_visibility(message, self.settings.backoff_cap, log)
+
+    def _dead_letter_failed(self, message: QueueMessage, outcome: RecordOutcome) -> None:
+        """Remember the decision on a copy, so the record is not processed (or refreshed) again:
+        the next delivery tries the move only, and if that keeps failing, SQS's own redrive
+        (maxReceiveCount) ends it."""
+        delay = self.settings.backoff_base
+        if outcome.state.dead_letter:
+            log = EventLog(logger, sqsMessageId=message.message_id)
+            self._set_visibility(message, delay, log)
+            return
+        marked = replace(outcome.state, dead_letter=outcome.reason[:4000] or "dead-lettered")
+        self._requeue(message, delay, marked, reason="dead-letter move failed")
 
     def _requeue(self, message: QueueMessage, delay: int, state: RetryState, reason: str) -> None:
         log = EventLog(logger, sqsMessageId=message.message_id)
@@ -323,7 +427,7 @@ class Consumer:
 
     def _set_visibility(self, message: QueueMessage, seconds: int, log: EventLog) -> None:
         try:
-            self.queue.change_visibility(message, seconds)
+            self.lease_queue.change_visibility(message, seconds)
         except EmailOpsError as exc:
             # Without the change the record simply reappears after the visibility timeout.
             log.warning("visibility.failed", seconds=seconds, error=exc.describe())

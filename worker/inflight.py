@@ -1,10 +1,12 @@
 """Records the consumer holds, and the threads that serve them all: the lease keeper and deletes.
 
 A record is held from the moment it is received until its outcome is acted on. The lease keeper
-extends a held record's visibility, and the journal claims it holds, once half the lease has passed,
-so a slow send (or a wait for the shared send rate) never lets a second consumer claim a recipient.
-Deletes are batched across records and flushed within a fraction of a second, so one slow record
-never holds finished ones past their visibility timeout.
+extends a held record's visibility, and the journal claims it holds, once a third of the lease has
+passed, so a slow send (or a wait for the shared send rate) never lets a second consumer claim a
+recipient. Its calls run in parallel on clients of their own (short timeouts, few attempts) with a
+deadline per pass: one hung connection cannot starve every other lease, and what failed is tried
+again at the next tick. Deletes are batched across records and flushed within a fraction of a
+second, so one slow record never holds finished ones past their visibility timeout.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Hashable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import wait as wait_for
 from dataclasses import dataclass, field
 
 from emailops.aws.sqs import QueueMessage, SqsQueue
@@ -54,6 +59,7 @@ class Capacity:
 class Held:
     message: QueueMessage
     claims: HeldClaims = field(default_factory=HeldClaims)
+    # When its visibility was last set (received, or extended successfully), time.monotonic().
     extended_at: float = field(default_factory=time.monotonic)
 
 
@@ -64,8 +70,17 @@ class InFlight:
         self._held: dict[str, Held] = {}
         self._lock = threading.Lock()
 
-    def add(self, message: QueueMessage) -> Held:
-        held = Held(message)
+    def add(
+        self,
+        message: QueueMessage,
+        *,
+        received_at: float | None = None,
+        stopping: Callable[[], bool] | None = None,
+    ) -> Held:
+        """Hold ``message``; ``received_at`` (monotonic) is when its visibility began."""
+        held = Held(message, HeldClaims(stopping) if stopping else HeldClaims())
+        if received_at is not None:
+            held.extended_at = received_at
         with self._lock:
             self._held[message.receipt_handle] = held
         return held
@@ -83,7 +98,8 @@ class InFlight:
 
 
 class LeaseKeeper:
-    """Extends what a record holds once half its lease has passed."""
+    """Extends what a record holds once a third of its lease has passed; a failed extension stays
+    due, so the next tick (a fraction of a second later) tries again."""
 
     def __init__(
         self,
@@ -94,6 +110,7 @@ class LeaseKeeper:
         visibility_seconds: int,
         lease_seconds: int,
         clock: Callable[[], float] = time.time,
+        threads: int = 8,
     ) -> None:
         self.inflight = inflight
         self.queue = queue
@@ -101,51 +118,114 @@ class LeaseKeeper:
         self.visibility_seconds = visibility_seconds
         self.lease_seconds = lease_seconds
         self.clock = clock
-        self.half = min(visibility_seconds, lease_seconds) / 2
-        # Look often enough that no lease can end between two looks.
-        self.tick = max(0.2, min(5.0, self.half / 4))
+        self.third = min(visibility_seconds, lease_seconds) / 3
+        # Look often enough that a failed extension has several more tries before a lease ends.
+        self.tick = max(0.2, min(5.0, self.third / 4))
+        # A pass waits this long for its calls; slower ones finish in the background.
+        self.pass_seconds = max(0.5, min(2.0, self.third / 2))
+        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="lease")
+        self._pending: Counter[Hashable] = Counter()  # calls under way, per record or claim
+        self._lock = threading.Lock()
 
     def extend_due(self, now: float | None = None) -> int:
-        """Extend every held record whose last extension is half a lease old; returns how many.
-
-        Visibility goes ten records a call: a consumer holding dozens of records must extend
-        them all well within the other half of the lease, however slow each call is."""
+        """Extend every held record and claim a third of a lease old; returns how many calls
+        went out. Visibility goes ten records a call."""
         now = time.monotonic() if now is None else now
-        due = [held for held in self.inflight.snapshot() if now - held.extended_at >= self.half]
-        if not due:
-            return 0
+        held = self.inflight.snapshot()
+        wall = self.clock()
+        until = int(wall) + self.lease_seconds
+        due = [h for h in held if now - h.extended_at >= self.third and self._free(h)]
+        claims = [
+            (h, key, claim.attempt)
+            for h in held
+            for key, claim in h.claims.leases().items()
+            if claim.until - wall <= self.lease_seconds - self.third
+            and self._free((key, claim.attempt))
+        ]
+        futures = [
+            self._submit([id(h) for h in due[i : i + 10]], self._visibility, due[i : i + 10], now)
+            for i in range(0, len(due), 10)
+        ]
+        futures += [
+            self._submit([(key, attempt)], self._claim, h, key, attempt, until)
+            for h, key, attempt in claims
+        ]
+        if futures:
+            wait_for(futures, timeout=self.pass_seconds)
+        return len(futures)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _free(self, item: Held | tuple[str, int]) -> bool:
+        """At most two calls at once for one thing: a second goes out while the first hangs."""
+        with self._lock:
+            return self._pending[id(item) if isinstance(item, Held) else item] < 2
+
+    def _submit(self, ids: list[Hashable], fn: Callable[..., None], *args: object):
+        with self._lock:
+            self._pending.update(ids)
+
+        def call() -> None:
+            try:
+                fn(*args)
+            finally:
+                with self._lock:
+                    self._pending.subtract(ids)
+                    for i in ids:
+                        if self._pending[i] <= 0:
+                            del self._pending[i]
+
+        return self._pool.submit(call)
+
+    def _visibility(self, due: list[Held], started: float) -> None:
         try:
-            self.queue.extend_visibility([h.message for h in due], self.visibility_seconds)
+            refused = set(
+                self.queue.extend_visibility([h.message for h in due], self.visibility_seconds)
+            )
         except EmailOpsError as exc:
             EventLog(logger).warning(
-                "lease.visibility_failed", count=len(due), error=exc.describe()
+                "lease.visibility_failed", count=len(due), error=exc.describe(), retry="next tick"
             )
-        until = int(self.clock()) + self.lease_seconds
+            return
         for held in due:
-            held.extended_at = now
-            self._extend_claims(held, until)
-        return len(due)
+            if held.message.message_id in refused:
+                EventLog(logger, sqsMessageId=held.message.message_id).warning(
+                    "lease.visibility_refused", retry="next tick"
+                )
+            else:
+                held.extended_at = max(held.extended_at, started)
 
-    def _extend_claims(self, held: Held, until: int) -> None:
+    def _claim(self, held: Held, key: str, attempt: int, until: int) -> None:
         log = EventLog(logger, sqsMessageId=held.message.message_id)
-        for key, attempt in held.claims.snapshot().items():
-            try:
-                ours = self.journal.extend_claim(key, attempt=attempt, until=until)
-            except EmailOpsError as exc:
-                log.warning("lease.claim_failed", key=key, error=exc.describe())
-                continue
-            log.info("lease.extended", key=key, attempt=attempt, until=until, ours=ours)
+        try:
+            ours = self.journal.extend_claim(key, attempt=attempt, until=until)
+        except EmailOpsError as exc:
+            log.warning("lease.claim_failed", key=key, error=exc.describe(), retry="next tick")
+            return
+        if ours:
+            held.claims.extended(key, attempt, until)
+            log.info("lease.extended", key=key, attempt=attempt, until=until)
+        else:  # taken over, or marked: the pipeline must not send on it
+            held.claims.mark_lost(key, attempt)
+            log.warning("lease.claim_lost", key=key, attempt=attempt)
 
 
 class DeleteBatcher:
     """Collects finished records and deletes them ten at a time, or after ``max_delay``."""
 
     def __init__(
-        self, sqs: SqsQueue, *, on_deleted: Callable[[int], None], max_delay: float = 0.2
+        self,
+        sqs: SqsQueue,
+        *,
+        on_deleted: Callable[[int], None],
+        max_delay: float = 0.2,
+        on_died: Callable[[str, BaseException], None] | None = None,
     ) -> None:
         self.queue = sqs
         self.on_deleted = on_deleted
         self.max_delay = max_delay
+        self.on_died = on_died  # told if the thread dies, so the consumer does not go on without it
         self._pending: queue.Queue[QueueMessage | None] = queue.Queue()
         self._thread: threading.Thread | None = None
         self._lock = threading.Lock()
@@ -153,7 +233,9 @@ class DeleteBatcher:
     def add(self, message: QueueMessage) -> None:
         with self._lock:  # the thread starts with the first delete (and again after a close)
             if self._thread is None:
-                self._thread = threading.Thread(target=self._run, name="sqs-deletes", daemon=True)
+                self._thread = threading.Thread(
+                    target=self._watched, name="sqs-deletes", daemon=True
+                )
                 self._thread.start()
             self._pending.put(message)
 
@@ -165,6 +247,14 @@ class DeleteBatcher:
                 self._pending.put(None)
         if thread is not None:
             thread.join(timeout)
+
+    def _watched(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:
+            if self.on_died is None:
+                raise
+            self.on_died("sqs-deletes", exc)
 
     def _run(self) -> None:
         batch: list[QueueMessage] = []

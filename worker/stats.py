@@ -65,6 +65,7 @@ class Health:
         self.clock = clock
         self.healthy = True
         self.fault = ""
+        self.dead_thread = ""  # a thread died: unhealthy for good (the process must restart)
         self._logged_at: float | None = None
         self._lock = threading.Lock()
 
@@ -82,11 +83,16 @@ class Health:
                 )
             self.healthy, self.fault = False, fault
 
+    def thread_died(self, name: str) -> None:
+        with self._lock:
+            self.healthy, self.dead_thread = False, name
+            self.fault = f"thread {name} died"
+
     def record_done(self) -> None:
-        if self.healthy:
+        if self.healthy or self.dead_thread:
             return
         with self._lock:
-            if not self.healthy:
+            if not self.healthy and not self.dead_thread:
                 EventLog(logger).info("consumer.recovered", fault=self.fault)
                 self.healthy, self.fault, self._logged_at = True, "", None
 
@@ -119,7 +125,7 @@ def serve_metrics(
             )
             yield GaugeMetricFamily(
                 "emailops_consumer_healthy",
-                "0 while a configuration fault stops sending",
+                "0 while a configuration fault stops sending, or after a thread died",
                 value=1 if health.healthy else 0,
             )
 

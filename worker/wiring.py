@@ -50,6 +50,8 @@ def build_consumer(
     )
     return Consumer(
         queue=queue,
+        lease_queue=wiring.lease_queue(),
+        lease_journal=wiring.lease_journal(),
         pipeline=wiring.build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
         settings=ConsumerSettings(
             concurrency=concurrency,

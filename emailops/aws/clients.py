@@ -25,6 +25,7 @@ __all__ = [
     "aws_client",
     "configuration_fix",
     "error_code",
+    "lease_client",
     "size_connection_pools",
     "translate_error",
 ]
@@ -38,6 +39,15 @@ _CONFIG = Config(
     # AWS validates every request anyway; botocore's client-side copy was ~10 % of the
     # consumer's CPU per email.
     parameter_validation=False,
+)
+# The lease keeper's clients: a hung connection must cost seconds, not the 30 s x 3 above, or every
+# lease the process holds lapses behind it. A failed extension is tried again at the next tick.
+_LEASE_CONFIG = Config(
+    retries={"mode": "standard", "total_max_attempts": 2},
+    connect_timeout=2,
+    read_timeout=2,
+    parameter_validation=False,
+    max_pool_connections=16,
 )
 _lock = threading.Lock()
 _pool = {"size": 10}  # botocore's default; the consumer sizes it to its concurrency
@@ -62,6 +72,17 @@ def aws_client(service: str, *, region: str | None = None) -> Any:
         return _cached_client(service, region)
 
 
+def lease_client(service: str, *, region: str | None = None) -> Any:
+    """A client for lease extensions and visibility changes (short timeouts, two attempts)."""
+    with _lock:
+        return _cached_lease_client(service, region)
+
+
+@functools.cache
+def _cached_lease_client(service: str, region: str | None) -> Any:
+    return _session(region).client(service, config=_LEASE_CONFIG)
+
+
 @functools.cache
 def _cached_client(service: str, region: str | None) -> Any:
     config = _CONFIG.merge(Config(max_pool_connections=_pool["size"]))
@@ -71,6 +92,7 @@ def _cached_client(service: str, region: str | None) -> Any:
 def reset_clients() -> None:
     """Forget cached clients (tests switch endpoints and moto contexts)."""
     _cached_client.cache_clear()
+    _cached_lease_client.cache_clear()
     _session.cache_clear()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import formataddr
 from enum import Enum
 from typing import TypeVar
@@ -83,25 +83,54 @@ class PipelineSettings:
     quota_wait_seconds: int = 600  # ... after SES's daily quota was reached
     mark_retry_delays: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0)  # SENT mark retries while held
     throttle_retries: int = 3  # sends retried in place after SES throttling
+    # A send starts only on a claim with at least this long left (else it is extended first).
+    claim_send_margin_seconds: int = 5
+
+
+@dataclass(frozen=True)
+class HeldClaim:
+    attempt: int
+    until: float  # epoch seconds the claim's lease ends, as far as we know
+    lost: bool = False  # the journal said it is no longer ours
 
 
 class HeldClaims:
-    """The claims one record holds right now, so the consumer's lease keeper can extend them.
+    """The claims one record holds right now, so the consumer's lease keeper can extend them, and
+    whether the holder is letting go (a stop: no new send may start).
 
-    Plain dict operations, which are atomic in CPython: the keeper reads a copy.
+    Plain dict operations on immutable values, which are atomic in CPython: readers take a copy.
     """
 
-    def __init__(self) -> None:
-        self._claims: dict[str, int] = {}
+    def __init__(self, stopping: Callable[[], bool] = lambda: False) -> None:
+        self._claims: dict[str, HeldClaim] = {}
+        self.stopping = stopping
 
-    def hold(self, key: str, attempt: int) -> None:
-        self._claims[key] = attempt
+    def hold(self, key: str, attempt: int, until: float = 0) -> None:
+        self._claims[key] = HeldClaim(attempt, until)
+
+    def extended(self, key: str, attempt: int, until: float) -> None:
+        """The journal took ``until`` for this attempt's claim (ignored once released)."""
+        held = self._claims.get(key)
+        if held is not None and held.attempt == attempt and not held.lost:
+            self._claims[key] = HeldClaim(attempt, max(held.until, until))
+
+    def mark_lost(self, key: str, attempt: int) -> None:
+        held = self._claims.get(key)
+        if held is not None and held.attempt == attempt:
+            self._claims[key] = HeldClaim(attempt, held.until, lost=True)
+
+    def get(self, key: str) -> HeldClaim | None:
+        return self._claims.get(key)
 
     def release(self, key: str) -> None:
         self._claims.pop(key, None)
 
     def snapshot(self) -> dict[str, int]:
-        return self._claims.copy()
+        """Key → attempt of every claim still ours."""
+        return {k: c.attempt for k, c in self._claims.copy().items() if not c.lost}
+
+    def leases(self) -> dict[str, HeldClaim]:
+        return {k: c for k, c in self._claims.copy().items() if not c.lost}
 
 
 class _Kind(Enum):
@@ -115,6 +144,7 @@ class _Kind(Enum):
     QUOTA = "quota"  # the daily quota: wait
     WAIT = "wait"  # another consumer's live claim
     PERMANENT = "permanent"
+    STOPPED = "stopped"  # the consumer is stopping: left for the record's next delivery
 
 
 @dataclass(frozen=True)
@@ -126,6 +156,14 @@ class _Result:
     provider_id: str = ""
     fix: str = ""
     rate_wait: float = 0.0
+
+
+class _NotNow(Exception):
+    """Raised just before a send that must not start (see ``_ready_to_send``)."""
+
+    def __init__(self, result: _Result) -> None:
+        super().__init__(result.detail)
+        self.result = result
 
 
 def _sequential(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
@@ -256,6 +294,8 @@ class EmailPipeline:
     ) -> _Result:
         if key in state.accepted:  # an earlier attempt's send went out; only its mark is owed
             return self._mark_accepted(key, state.accepted[key], log)
+        if held.stopping():
+            return _Result(_Kind.STOPPED, key, "consumer stopping")
         claim = self._claim(request, recipient.email, key, composed)
         try:
             if self.suppressions is not None:
@@ -276,7 +316,7 @@ class EmailPipeline:
             return _Result(_Kind.WAIT, key, wait_until=claimed.lease_ends_at)
 
         attempt = claimed.attempt
-        held.hold(key, attempt)
+        held.hold(key, attempt, claim.lease_ends_at)
         email = OutgoingEmail(
             from_address=self.settings.from_address,
             to=formataddr((recipient.name, recipient.email), charset="utf-8"),
@@ -288,7 +328,11 @@ class EmailPipeline:
         )
         waited = 0.0
         try:
-            provider_id, waited = self._send(email, log)
+            provider_id, waited = self._send(
+                email, log, ready=lambda: self._ready_to_send(key, attempt, held, log)
+            )
+        except _NotNow as stop:
+            return stop.result
         except EmailOpsError as exc:
             result = _error_result(exc, key, int(self.clock()), self.settings)
             log.warning("send.failed", attempt=attempt, error=exc.describe(), outcome=result.kind)
@@ -299,12 +343,16 @@ class EmailPipeline:
             return result
         return self._mark_sent(key, attempt, provider_id, log, rate_wait=waited)
 
-    def _send(self, email: OutgoingEmail, log: EventLog) -> tuple[str, float]:
-        """Take the shared rate, send; SES throttling lowers the rate and tries again in place."""
+    def _send(
+        self, email: OutgoingEmail, log: EventLog, *, ready: Callable[[], None] = lambda: None
+    ) -> tuple[str, float]:
+        """Take the shared rate, send; SES throttling lowers the rate and tries again in place.
+        ``ready`` runs just before each send (after any wait) and raises _NotNow to hold it."""
         waited = 0.0
         for tries_left in range(self.settings.throttle_retries, -1, -1):
             if self.rate_limiter is not None:
                 waited += self.rate_limiter.acquire()
+            ready()
             try:
                 return self.sender.send(email), waited
             except SendThrottled as exc:
@@ -318,6 +366,38 @@ class EmailPipeline:
                     self.rate_limiter.on_daily_quota_exceeded()
                 raise
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _ready_to_send(self, key: str, attempt: int, held: HeldClaims, log: EventLog) -> None:
+        """Never send on a claim that may have lapsed: waits (the rate, throttling) and a keeper
+        that could not extend can leave too little of it. Extend it now, or let go and wait."""
+        now = self.clock()
+        if held.stopping():
+            self._release(key, attempt, log)
+            raise _NotNow(_Result(_Kind.STOPPED, key, "consumer stopping"))
+        claim = held.get(key)
+        if claim is not None and not claim.lost:
+            if claim.until - now >= self.settings.claim_send_margin_seconds:
+                return
+            until = int(now) + self.settings.lease_seconds
+            try:
+                ours = self.journal.extend_claim(key, attempt=attempt, until=until)
+            except EmailOpsError as exc:
+                log.warning("send.claim_not_extended", attempt=attempt, error=exc.describe())
+                self._release(key, attempt, log)
+                raise _NotNow(
+                    _Result(
+                        _Kind.WAIT,
+                        key,
+                        f"claim could not be extended before the send: {exc.describe()}",
+                        wait_until=int(max(now, claim.until)) + 1,
+                    )
+                ) from exc
+            if ours:
+                held.extended(key, attempt, until)
+                return
+            held.mark_lost(key, attempt)
+        log.warning("send.claim_lost", attempt=attempt, reason="not sent: the claim is not ours")
+        raise _NotNow(_Result(_Kind.WAIT, key, "claim lost before the send", int(now) + 1))
 
     def _mark_sent(
         self, key: str, attempt: int, provider_id: str, log: EventLog, *, rate_wait: float
@@ -384,7 +464,8 @@ class EmailPipeline:
         }
 
         def reasons(*kinds: _Kind) -> str:
-            return "; ".join(dict.fromkeys(r.detail for k in kinds for r in by_kind.get(k, [])))
+            details = (r.detail for k in kinds for r in by_kind.get(k, []) if r.detail)
+            return "; ".join(dict.fromkeys(details))
 
         faults = by_kind.get(_Kind.FAULT, [])
         if faults and not accepted:
@@ -413,8 +494,12 @@ class EmailPipeline:
             )
             return RecordOutcome(Action.DEAD_LETTER, reason=reason, state=next_state, **common)
         waits = by_kind.get(_Kind.QUOTA, []) + by_kind.get(_Kind.WAIT, [])
+        # A stop leaves recipients not yet sent to the record's next delivery, at once.
+        waits += [replace(r, wait_until=now) for r in by_kind.get(_Kind.STOPPED, [])]
         if waits:
-            reason = reasons(_Kind.QUOTA) or "claimed by another consumer"
+            reason = (
+                reasons(_Kind.QUOTA, _Kind.STOPPED, _Kind.WAIT) or "claimed by another consumer"
+            )
             until = max(r.wait_until for r in waits)
             return RecordOutcome(
                 Action.WAIT, reason=reason, wait_until=until, state=state, **common

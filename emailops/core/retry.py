@@ -28,6 +28,9 @@ class RetryState:
     attempts: int = 0  # transient failures so far (waits for a lease or a fix do not count)
     accepted: Mapping[str, str] = field(default_factory=dict)  # journal key → SES message id
     errors: tuple[str, ...] = ()
+    # Set once a dead-letter move failed: the copy goes straight to the DLQ next time, and is never
+    # refreshed (so SQS's own redrive ends it if the move keeps failing).
+    dead_letter: str = ""
 
     def after_failure(
         self, *, now: int, started_at: int, error: str, accepted: Mapping[str, str]
@@ -48,32 +51,58 @@ class RetryState:
         return now - self.first_attempt_at if self.first_attempt_at else 0
 
     def to_json(self) -> str:
-        return json.dumps(
-            {
-                "firstAttemptAt": self.first_attempt_at,
-                "attempts": self.attempts,
-                "accepted": dict(self.accepted),
-                "errors": list(self.errors),
-            },
-            separators=(",", ":"),
-        )
+        data = {
+            "firstAttemptAt": self.first_attempt_at,
+            "attempts": self.attempts,
+            "accepted": dict(self.accepted),
+            "errors": list(self.errors),
+        }
+        if self.dead_letter:
+            data["deadLetter"] = self.dead_letter
+        return json.dumps(data, separators=(",", ":"))
 
     @classmethod
     def from_json(cls, text: str | None) -> RetryState:
         """Tolerant: a missing or mangled attribute is a fresh state (the journal still guards)."""
+        return cls.parse(text)[0]
+
+    @classmethod
+    def parse(cls, text: str | None) -> tuple[RetryState, str]:
+        """(state, why it was unreadable or ""). Producers can put anything in the attribute:
+        Infinity, 1e999, nesting deeper than the parser's recursion, garbage; each is a fresh
+        state, never an exception that could take a thread down."""
         if not text:
-            return cls()
+            return cls(), ""
+        if len(text) > _MAX_STATE_CHARS:
+            return cls(), f"{STATE_ATTRIBUTE} is {len(text)} characters (over {_MAX_STATE_CHARS})"
         try:
-            data: Any = json.loads(text)
+            data: Any = json.loads(text, parse_constant=_refuse_constant)
             accepted = {str(k): str(v) for k, v in dict(data.get("accepted") or {}).items()}
-            return cls(
-                first_attempt_at=int(data.get("firstAttemptAt") or 0),
-                attempts=int(data.get("attempts") or 0),
+            state = cls(
+                first_attempt_at=_whole(data.get("firstAttemptAt")),
+                attempts=_whole(data.get("attempts")),
                 accepted=accepted,
-                errors=tuple(str(e) for e in data.get("errors") or ())[-_HISTORY:],
+                errors=tuple(str(e)[:300] for e in list(data.get("errors") or ())[-_HISTORY:]),
+                dead_letter=str(data.get("deadLetter") or "")[:4000],
             )
-        except (ValueError, TypeError, AttributeError):
-            return cls()
+        except Exception as exc:
+            return cls(), f"{STATE_ATTRIBUTE} unreadable ({type(exc).__name__}): {text[:80]!r}"
+        return state, ""
+
+
+_MAX_STATE_CHARS = 200_000  # ours stay far below; a bigger one is not ours
+
+
+def _refuse_constant(name: str) -> float:
+    raise ValueError(f"{name} is not a number JSON allows")
+
+
+def _whole(value: Any) -> int:
+    """A non-negative whole number of reasonable size, or an error (1e999 is inf, inf is no int)."""
+    number = int(value or 0)
+    if not 0 <= number < 2**53:
+        raise ValueError(f"{value!r} is out of range")
+    return number
 
 
 def backoff_seconds(

@@ -41,15 +41,18 @@ __all__ = [
     "Call",
     "Fault",
     "dynamodb_throttling",
+    "hung",
     "latency",
     "lost_ses_replies",
     "max_in_window",
     "ses_5xx",
     "ses_throttling",
     "sqs_5xx",
+    "visibility_failures",
 ]
 
 SES_SEND_OPERATIONS = frozenset({"SendEmail", "SendRawEmail"})
+VISIBILITY_OPERATIONS = frozenset({"ChangeMessageVisibility", "ChangeMessageVisibilityBatch"})
 _HOP_BY_HOP = {
     "connection",
     "keep-alive",
@@ -72,7 +75,8 @@ _SES_ID = re.compile(rb"<MessageId>([^<]*)</MessageId>")
 @dataclass
 class Fault:
     """One rule. ``kind`` is "latency" (add ``latency`` seconds, half before forwarding and half
-    after), "error" (answer ``status``/``code``/``message`` without forwarding) or "lost_reply"
+    after), "hang" (take the call, never forward it, say nothing for ``latency`` seconds, then
+    reset the connection), "error" (answer ``status``/``code``/``message`` without forwarding) or "lost_reply"
     (forward, so the call takes effect, then reset the connection, or answer ``status`` if it is
     set: the client never sees the real reply). A rule applies to matching calls inside [start, end) (epoch seconds, None = open)
     with ``probability``, at most ``limit`` times."""
@@ -154,6 +158,26 @@ def lost_ses_replies(probability: float = 1.0, *, as_500: bool = False) -> Fault
         probability,
         status=500 if as_500 else 0,
         name="lost SES reply",
+    )
+
+
+def hung(
+    probability: float = 1.0,
+    *,
+    service: str = "*",
+    operations: Iterable[str] | None = None,
+    seconds: float = 60.0,
+) -> Fault:
+    """A connection that accepts the call and does not answer for ``seconds`` (never forwarded)."""
+    return Fault(
+        "hang", service, _ops(operations), probability, latency=seconds, name=f"hung {service}"
+    )
+
+
+def visibility_failures(probability: float = 1.0) -> Fault:
+    """ChangeMessageVisibility(Batch) refused with a 500."""
+    return replace(
+        sqs_5xx(probability, operations=VISIBILITY_OPERATIONS), name="visibility change failed"
     )
 
 
@@ -583,6 +607,13 @@ class AwsProxy:
             base["key"], base["sets_status"] = _dynamodb_details(parsed)
         is_send = service == "ses" and operation in SES_SEND_OPERATIONS
         decision = self._decide(service, operation)
+        if decision.fault is not None and decision.fault.kind == "hang":
+            self._record(Call(time.time(), **base, status=0, fault=decision.fault.name))
+            until = time.monotonic() + decision.fault.latency
+            while time.monotonic() < until and not getattr(self._server, "stopping", True):
+                time.sleep(0.2)
+            handler.reset()
+            return
         if decision.latency:
             time.sleep(decision.latency / 2)
         fault = decision.fault

@@ -30,30 +30,34 @@ class Visibility:
         return []
 
 
-def test_the_keeper_extends_visibility_and_claims_at_half_the_lease():
+def test_the_keeper_extends_visibility_and_claims_at_a_third_of_the_lease():
     journal = InMemoryJournal()
     inflight = InFlight()
     queue = Visibility()
     attempt = claim(journal, "k1", now=1000)
     held = inflight.add(type("M", (), {"receipt_handle": "r1", "message_id": "m1"})())
-    held.claims.hold("k1", attempt)
+    held.claims.hold("k1", attempt, 1030)
+    wall = [1009.0]
     keeper = LeaseKeeper(
         inflight=inflight,
         queue=queue,
         journal=journal,
         visibility_seconds=30,
         lease_seconds=30,
-        clock=lambda: 1014.0,
+        clock=lambda: wall[0],
     )
-    assert keeper.extend_due(now=held.extended_at + 14) == 0  # not yet half
-    assert keeper.extend_due(now=held.extended_at + 15) == 1
+    assert keeper.extend_due(now=held.extended_at + 9) == 0  # not yet a third
+    wall[0] = 1010.0
+    assert keeper.extend_due(now=held.extended_at + 10) == 2  # one visibility call, one claim
     assert queue.changes == [30]
-    assert journal.rows["k1"]["ClaimExpiresAt"] == 1014 + 30
-    # A claim someone else took over is not extended (fenced by Attempts).
+    assert journal.rows["k1"]["ClaimExpiresAt"] == 1010 + 30
+    # A claim someone else took over is not extended (fenced by Attempts), and is marked lost.
     journal.rows["k1"]["Attempts"] += 1
-    held.extended_at -= 15
-    keeper.extend_due(now=held.extended_at + 15)
-    assert journal.rows["k1"]["ClaimExpiresAt"] == 1044
+    wall[0] = 1020.0
+    keeper.extend_due(now=held.extended_at + 10)
+    assert journal.rows["k1"]["ClaimExpiresAt"] == 1040
+    assert held.claims.snapshot() == {} and held.claims.get("k1").lost
+    keeper.close()
 
 
 def test_a_slow_send_keeps_its_claim_so_no_second_consumer_can_take_it(aws, parts):
@@ -66,7 +70,9 @@ def test_a_slow_send_keeps_its_claim_so_no_second_consumer_can_take_it(aws, part
         key = next(iter(journal.rows))
         first_lease = journal.rows[key]["ClaimExpiresAt"]
         deadline = time.monotonic() + 10
-        while journal.rows[key]["ClaimExpiresAt"] == first_lease and time.monotonic() < deadline:
+        while time.monotonic() < deadline and (
+            journal.rows[key]["ClaimExpiresAt"] == first_lease or not queue.extended
+        ):
             release.wait(0.05)
         extended.set()
         # Past the original lease, a second consumer's claim is still refused.

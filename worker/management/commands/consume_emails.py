@@ -10,6 +10,7 @@ from worker.stats import serve_metrics
 from worker.wiring import build_consumer
 
 EXIT_UNHEALTHY = 3  # stopped while a configuration fault kept records from going out
+EXIT_THREAD_DIED = 4  # one of its threads died: restart the whole process
 
 
 class Command(BaseCommand):
@@ -80,6 +81,9 @@ class Command(BaseCommand):
             f"retried={stats.retried} waiting={stats.waiting} "
             f"dead_lettered={stats.dead_lettered} healthy={consumer.health.healthy}"
         )
+        if consumer.failure:
+            self.stderr.write(f"unhealthy: thread {consumer.failure} died (see the ERROR above)")
+            raise SystemExit(EXIT_THREAD_DIED)
         if not consumer.health.healthy:
             self.stderr.write(f"unhealthy: {consumer.health.fault}")
             raise SystemExit(EXIT_UNHEALTHY)
