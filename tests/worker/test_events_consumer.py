@@ -125,3 +125,48 @@ def test_bootstrap_sets_up_delivery_events_idempotently(aws, settings):
         aws.dynamodb.describe_table(TableName=table)
     dlq = aws.queue_messages(settings.SES_EVENTS_QUEUE_URL + "-dlq")
     assert dlq == []  # it exists
+
+
+def test_bootstrap_says_in_one_line_per_resource_what_replaced_sesv2(
+    aws_env, settings, monkeypatch
+):
+    """moto's server answers sesv2's event destinations with a whole HTML 404 page; the report
+    stays one line per resource and says the v1 API was used instead."""
+    import socket
+
+    from moto.server import ThreadedMotoServer
+
+    from emailops.aws.clients import reset_clients
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=port, verbose=False)
+    server.start()
+    endpoint = f"http://127.0.0.1:{port}"
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # boto3 sends every client there
+    settings.AWS_REGION = "us-east-1"
+    settings.TEMPLATES_TABLE = "email-message-templates"
+    settings.JOURNAL_TABLE = "email-journal"
+    settings.SUPPRESSION_TABLE = "email-suppression"
+    settings.S3_BUCKET = "emailops-templates"
+    settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.test>"
+    settings.EMAIL_SERVICE_QUEUE_URL = f"{endpoint}/123456789012/email-service-queue"
+    settings.SES_EVENTS_QUEUE_URL = f"{endpoint}/123456789012/ses-events"
+    settings.SES_CONFIGURATION_SET = "emailops"
+    reset_clients()
+    wiring.reset()
+    try:
+        out = io.StringIO()
+        call_command("bootstrap_aws", stdout=out)
+    finally:
+        reset_clients()
+        wiring.reset()
+        server.stop()
+    lines = out.getvalue().splitlines()
+    assert not [line for line in lines if "<" in line or "html" in line.lower()], lines
+    assert not [line for line in lines if not line.split(":", 1)[0].strip()], lines
+    [destination] = [line for line in lines if "configuration set emailops: events" in line]
+    assert "through the SES v1 API instead" in destination
+    assert "sesv2 refused: HTTP 404, not available here" in destination
+    assert len(destination) < 300, destination
