@@ -282,9 +282,9 @@ def ensure_configuration_set(
         if error_code(exc) == "AlreadyExistsException":
             report(f"configuration set {name}: event destination {EVENT_DESTINATION} exists")
             return
-        v2_problem = f"{error_code(exc)}: {exc}"
+        v2_problem = _in_one_line(exc)
     except (BotoCoreError, NotImplementedError) as exc:  # moto has no sesv2 event destinations
-        v2_problem = f"{type(exc).__name__}: {exc}"
+        v2_problem = _in_one_line(exc)
     try:
         ses.create_configuration_set_event_destination(
             ConfigurationSetName=name,
@@ -297,14 +297,32 @@ def ensure_configuration_set(
         )
         report(
             f"configuration set {name}: events published to {topic_arn} through the SES v1 API "
-            f"(no DeliveryDelay/Subscription events; sesv2 said {v2_problem})"
+            f"instead (sesv2 refused: {v2_problem}), so without DeliveryDelay/Subscription events"
         )
     except ClientError as exc:
         if error_code(exc) == "EventDestinationAlreadyExists":
             report(f"configuration set {name}: event destination {EVENT_DESTINATION} exists")
             return
-        report(f"WARNING configuration set {name}: NO event destination ({error_code(exc)}: {exc})")
-    except (BotoCoreError, NotImplementedError) as exc:
+        problem = _in_one_line(exc)
         report(
-            f"WARNING configuration set {name}: NO event destination ({type(exc).__name__}: {exc})"
+            f"WARNING configuration set {name}: NO event destination (sesv2: {v2_problem}; {problem})"
         )
+    except (BotoCoreError, NotImplementedError) as exc:
+        problem = _in_one_line(exc)
+        report(
+            f"WARNING configuration set {name}: NO event destination (sesv2: {v2_problem}; {problem})"
+        )
+
+
+def _in_one_line(exc: BaseException) -> str:
+    """An error as one short line for the report. An emulator answers an API it lacks with a whole
+    HTML 404 page as the "message": that becomes its HTTP status."""
+    if isinstance(exc, ClientError):
+        code = error_code(exc) or "error"
+        status = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode")
+        lines = str(exc.response.get("Error", {}).get("Message", "")).strip().splitlines()
+        if not lines or lines[0].lstrip().startswith("<"):
+            return f"HTTP {status}, not available here" if code == str(status) else code
+        return f"{code}: {lines[0][:200]}"
+    lines = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {lines[0][:200]}" if lines else type(exc).__name__

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
 import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
+
+import pytest
 
 from worker.management.commands.devstack import shell_path, try_it, write_env_file
 
@@ -35,3 +43,93 @@ def test_shell_paths():
     assert shell_path(cwd / ".venv/bin/python", cwd) == ".venv/bin/python"
     assert shell_path(Path("/opt/py/bin/python"), cwd) == "/opt/py/bin/python"
     assert shell_path(Path("/srv/my project/x"), Path("/srv")) == "'my project/x'"
+
+
+# --- stopping: Ctrl-C ------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _descendants(pid: int) -> set[int]:
+    """Every live process below ``pid`` (children, grandchildren: celery's pool), from /proc."""
+    parents: dict[int, int] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # ended while we looked
+        if fields[0] != "Z":
+            parents[int(stat.parent.name)] = int(fields[1])
+    found, frontier = set(), {pid}
+    while frontier:
+        frontier = {child for child, parent in parents.items() if parent in frontier} - found
+        found |= frontier
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+@pytest.mark.e2e
+def test_ctrl_c_stops_every_child_quietly_and_exits_0(tmp_path):
+    port, moto_port = _free_port(), _free_port()
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(tmp_path),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        **{k: os.environ[k] for k in ("REDIS_URL", "CELERY_BROKER_URL") if k in os.environ},
+    }
+    stack = subprocess.Popen(
+        [
+            *(sys.executable, str(ROOT / "manage.py"), "devstack", "--port", str(port)),
+            *("--moto-port", str(moto_port), "--env-file", str(tmp_path / ".devstack.env")),
+        ],
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # a process group of its own, as a terminal's foreground job
+    )
+    lines: list[str] = []
+    ready = threading.Event()
+
+    def read() -> None:
+        for line in stack.stdout:  # ends once every writer (the stack and its children) is gone
+            lines.append(line)
+            if "emailops is running" in line:
+                ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        assert ready.wait(timeout=180), "".join(lines)
+        assert stack.poll() is None, "".join(lines)
+        children = _descendants(stack.pid)
+        assert len(children) >= 5, children  # console, two consumers, celery worker and beat
+        time.sleep(3)  # let the children finish starting: Ctrl-C comes at any time, usually later
+        os.killpg(stack.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        code = stack.wait(timeout=90)
+        reader.join(timeout=30)
+    finally:
+        if stack.poll() is None:
+            os.killpg(stack.pid, signal.SIGKILL)
+            stack.wait()
+    output = "".join(lines)
+    assert code == 0, output
+    assert "Traceback" not in output, output
+    assert "exited" not in output, output
+    assert output.rstrip().splitlines()[-1] == (
+        "stopped: console, consumer, events consumer, celery worker, celery beat, moto"
+    ), output
+    assert not [pid for pid in children if _alive(pid)], output

@@ -168,3 +168,38 @@ def test_a_stop_does_not_wait_for_the_long_poll_and_hands_its_batch_back(aws_eve
     assert wait_until(lambda: queue.released, timeout=10)
     assert consumer.stats.received == 0
     assert len(aws_events.queue_messages(aws_events.events_queue_url)) == 1  # visible again
+
+
+def test_bootstrap_says_in_one_line_per_resource_what_replaced_sesv2(
+    aws_env, settings, monkeypatch, moto_server
+):
+    """moto's server answers sesv2's event destinations with a whole HTML 404 page; the report
+    stays one line per resource and says the v1 API was used instead."""
+    from emailops.aws.clients import reset_clients
+
+    endpoint = moto_server.url
+    monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # boto3 sends every client there
+    settings.AWS_REGION = "us-east-1"
+    settings.TEMPLATES_TABLE = "email-message-templates"
+    settings.JOURNAL_TABLE = "email-journal"
+    settings.SUPPRESSION_TABLE = "email-suppression"
+    settings.S3_BUCKET = "emailops-templates"
+    settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.test>"
+    settings.EMAIL_SERVICE_QUEUE_URL = f"{endpoint}/123456789012/email-service-queue"
+    settings.SES_EVENTS_QUEUE_URL = f"{endpoint}/123456789012/ses-events"
+    settings.SES_CONFIGURATION_SET = "emailops"
+    reset_clients()
+    wiring.reset()
+    try:
+        out = io.StringIO()
+        call_command("bootstrap_aws", stdout=out)
+    finally:
+        reset_clients()
+        wiring.reset()
+    lines = out.getvalue().splitlines()
+    assert not [line for line in lines if "<" in line or "html" in line.lower()], lines
+    assert not [line for line in lines if not line.split(":", 1)[0].strip()], lines
+    [destination] = [line for line in lines if "configuration set emailops: events" in line]
+    assert "through the SES v1 API instead" in destination
+    assert "sesv2 refused: HTTP 404, not available here" in destination
+    assert len(destination) < 300, destination

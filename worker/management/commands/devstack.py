@@ -84,6 +84,22 @@ def try_it(env_file: Path, cwd: Path) -> str:
     )
 
 
+def stop_all(processes: dict[str, subprocess.Popen], timeout: float = 30) -> list[str]:
+    """SIGTERM to every child still running, one wait for them all (each drains in parallel),
+    SIGKILL for any still there at the deadline; returns the names, in start order."""
+    for process in processes.values():
+        if process.poll() is None:
+            process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    for process in processes.values():
+        try:
+            process.wait(timeout=max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    return list(processes)
+
+
 class Command(BaseCommand):
     help = "Run console + consumer on a local moto server with sample templates (Ctrl-C stops all)."
 
@@ -95,14 +111,22 @@ class Command(BaseCommand):
             default=os.environ.get("DEVSTACK_ADMIN_PASSWORD", ""),
             help="password for the dev admin (default: a random one, printed)",
         )
+        parser.add_argument(
+            "--env-file",
+            type=Path,
+            default=Path(settings.BASE_DIR) / ".devstack.env",
+            help="where to write the stack's variables for other shells (default .devstack.env)",
+        )
 
-    def handle(self, *args, port, moto_port, admin_password, **options):
+    def handle(self, *args, port, moto_port, admin_password, env_file, **options):
         try:
             from moto.server import ThreadedMotoServer  # the `local` extra, not in production
         except ModuleNotFoundError as exc:
             raise CommandError("moto is not installed: pip install -e '.[local]'") from exc
 
-        # SIGTERM stops the stack like Ctrl-C: children first, then moto.
+        # Ctrl-C and SIGTERM stop the stack: children first, then moto. SIGINT is set explicitly
+        # because a shell that starts us in the background hands it down ignored.
+        signal.signal(signal.SIGINT, signal.default_int_handler)
         signal.signal(signal.SIGTERM, signal.default_int_handler)
         logging.getLogger("werkzeug").setLevel(logging.WARNING)  # moto's per-request access log
         endpoint = f"http://127.0.0.1:{moto_port}"
@@ -113,12 +137,22 @@ class Command(BaseCommand):
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         password = admin_password or secrets.token_urlsafe(9)
 
-        def step(*command: str, check: bool = True) -> None:
-            result = subprocess.run([*manage, *command], env=env, check=False)
-            if check and result.returncode:
+        def step(*command: str) -> None:
+            # Its own process group: Ctrl-C reaches only us, and subprocess.run kills the step.
+            result = subprocess.run([*manage, *command], env=env, check=False, process_group=0)
+            if result.returncode:
                 raise CommandError(f"`manage.py {' '.join(command)}` failed ({result.returncode})")
 
-        processes: list[subprocess.Popen] = []
+        processes: dict[str, subprocess.Popen] = {}
+
+        def start(name: str, command: list[str]) -> None:
+            # Its own process group too: the terminal's Ctrl-C would otherwise reach every child
+            # at once, and our SIGTERM after it would be a second signal ("stopping now", a
+            # KeyboardInterrupt traceback). Each child gets exactly one SIGTERM, from us.
+            processes[name] = subprocess.Popen(
+                command, env=env, cwd=settings.BASE_DIR, process_group=0
+            )
+
         try:
             step("migrate", "--noinput", "-v", "0")
             step("bootstrap_aws")
@@ -133,17 +167,16 @@ class Command(BaseCommand):
                 "--password",
                 password,
             )
-            processes.append(
-                subprocess.Popen([*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], env=env)
+            start("console", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"])
+            start("consumer", [*manage, "consume_emails", "--wait-time", "5"])
+            start("events consumer", [*manage, "consume_ses_events", "--wait-time", "5"])
+            celery = [sys.executable, "-m", "celery", "-A", "emailops"]
+            start("celery worker", [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"])
+            # beat's schedule state in a temporary directory: nothing to clean up in the checkout
+            schedule = Path(tempfile.mkdtemp(prefix="emailops-beat-")) / "schedule"
+            start(
+                "celery beat", [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
             )
-            processes.append(
-                subprocess.Popen([*manage, "consume_emails", "--wait-time", "5"], env=env)
-            )
-            processes.append(
-                subprocess.Popen([*manage, "consume_ses_events", "--wait-time", "5"], env=env)
-            )
-            processes += self._celery(env)
-            env_file = Path(settings.BASE_DIR) / ".devstack.env"
             write_env_file(env_file, endpoint)
             self.stdout.write(
                 self.style.SUCCESS(
@@ -155,35 +188,17 @@ class Command(BaseCommand):
                     f"  try, in another shell:\n{try_it(env_file, Path.cwd())}"
                 )
             )
-            while all(p.poll() is None for p in processes):
+            self.stdout.flush()
+            while not (exited := [n for n, p in processes.items() if p.poll() is not None]):
                 time.sleep(0.5)
-            raise CommandError("a process of the stack exited; stopping the rest")
+            codes = ", ".join(f"{n} (exit code {processes[n].returncode})" for n in exited)
+            raise CommandError(f"{codes} exited; stopped the rest")
         except KeyboardInterrupt:
-            self.stdout.write("stopping...")
+            pass  # Ctrl-C or SIGTERM: the normal way to stop; said below in one line
         finally:
-            for process in processes:
-                if process.poll() is None:
-                    process.send_signal(signal.SIGTERM)
-            for process in processes:
-                try:
-                    process.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    process.kill()
+            # Signals from here on would only interrupt the clean-up: the stop is under way.
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            stopped = stop_all(processes)
             moto.stop()
-
-    def _celery(self, env: dict[str, str]) -> list[subprocess.Popen]:
-        """A worker for the console's jobs and beat for the periodic checks (its schedule state
-        in a temporary directory: nothing to clean up in the checkout)."""
-        celery = [sys.executable, "-m", "celery", "-A", "emailops"]
-        schedule = Path(tempfile.mkdtemp(prefix="emailops-beat-")) / "schedule"
-        cwd = settings.BASE_DIR
-        return [
-            subprocess.Popen(
-                [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"], env=env, cwd=cwd
-            ),
-            subprocess.Popen(
-                [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)],
-                env=env,
-                cwd=cwd,
-            ),
-        ]
+            self.stdout.write(f"stopped: {', '.join([*stopped, 'moto'])}")

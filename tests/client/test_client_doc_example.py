@@ -1,4 +1,4 @@
-"""The README's client example runs as written, against a moto server standing in for `make run`."""
+"""docs/client.md's example runs as written, against a moto server standing in for `make run`."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ from emailops.core.contract import parse_request
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def readme_example() -> str:
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Producers: the Python client", 1)[1]
+def client_doc_example() -> str:
+    page = (ROOT / "docs" / "client.md").read_text()
+    section = page.split("# Producers: the Python client", 1)[1]
     return re.search(r"```sh\n(.*?)```", section, re.S).group(1)
 
 
@@ -29,12 +29,12 @@ def moto_queue(aws_env, moto_server):
     return moto_server.url, sqs
 
 
-def test_readme_example_queues_valid_requests(tmp_path, moto_queue):
+def test_client_doc_example_queues_valid_requests(tmp_path, moto_queue):
     from worker.management.commands.devstack import write_env_file
 
     endpoint, sqs = moto_queue
     write_env_file(tmp_path / ".devstack.env", endpoint)
-    script = readme_example()
+    script = client_doc_example()
     assert script.startswith("source .devstack.env\n.venv/bin/python - <<'EOF'")
     # This checkout's interpreter stands in for the project's .venv.
     script = script.replace(".venv/bin/python", f"PYTHONPATH={ROOT} {sys.executable}", 1)
