@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import difflib
 
+from django.core.exceptions import ValidationError
+
 from emailops import wiring
+from emailops.aws.s3 import PublishedObject
+from emailops.core.ports import TemplateMapping
 from templates_admin.drafts.layout import validate_template_key
 from templates_admin.models import TemplateDraft, TemplateVersion
 
@@ -12,6 +16,8 @@ __all__ = [
     "VersionNotFound",
     "draft_get",
     "drafts_for_message",
+    "published_files",
+    "published_mappings",
     "published_source",
     "template_history",
     "template_version_get",
@@ -83,3 +89,23 @@ def version_diff(*, key: str, old: str, new: str) -> str:
             tofile=f"{key}@{new}",
         )
     )
+
+
+def _is_template_key(key: str) -> bool:
+    try:
+        validate_template_key(key)
+    except ValidationError:
+        return False
+    return True
+
+
+def published_files() -> list[PublishedObject]:
+    """Every published template (``default/`` and ``custom/O{org}/``) with its exact bytes."""
+    store = wiring.template_store()
+    keys = [k for prefix in ("default/", "custom/") for k in store.list_keys(prefix)]
+    found = (store.read_object(key) for key in sorted(keys) if _is_template_key(key))
+    return [obj for obj in found if obj is not None]
+
+
+def published_mappings() -> list[TemplateMapping]:
+    return sorted(wiring.mapping_store().list_mappings(), key=lambda m: m.message_id)
