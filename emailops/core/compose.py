@@ -97,6 +97,19 @@ class Composer:
     ) -> Composed:
         mapping = self.mapping_for(message_id)
         key, source, version = self.versioned_template_for(mapping.template_file, organization_id)
+        return self.compose_source(mapping, context, key=key, source=source, version=version)
+
+    def compose_source(
+        self,
+        mapping: TemplateMapping,
+        context: dict[str, Any],
+        *,
+        key: str,
+        source: str,
+        version: str = "",
+    ) -> Composed:
+        """Render a given template source (e.g. an older version of ``key``) as compose would."""
+        message_id = mapping.message_id
         subject_source = subject_source_for(mapping, context)
         subject = self.renderer.render_subject(
             subject_source, context, name=f"subject of {message_id}"
