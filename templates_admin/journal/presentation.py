@@ -36,6 +36,7 @@ ATTRIBUTE_ORDER = (
     "DiagnosticCode",
     "Subject",
     "TemplateKey",
+    "TemplateVersion",
     "RecipientKey",
     "ClaimExpiresAt",
     "Attempts",

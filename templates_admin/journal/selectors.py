@@ -19,7 +19,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core import signing
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, ValidationError
 
 from emailops import wiring
 from emailops.aws.journal_search import (
@@ -33,6 +33,7 @@ from emailops.core.compose import Composed
 from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import Status
+from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
 from templates_admin.journal.presentation import branding, mask_context
 from templates_admin.models import EmailAction
@@ -310,22 +311,46 @@ def _lease_end(row: dict[str, Any]) -> int | None:
 
 @dataclass(frozen=True)
 class EmailPreview:
-    """The email re-rendered today, from today's template, with the row's masked context."""
+    """The email re-rendered with the row's masked context: from the template version the row
+    records (``TemplateVersion``) when its bytes are known, else from today's template
+    (``sent_version`` False)."""
 
     composed: Composed | None
     branding: str = ""
     error: str = ""
     rendered_at: int = 0
+    sent_version: bool = False  # rendered with the version the row records
+
+
+def _recorded_source(row: dict[str, Any]) -> tuple[str, str, str] | None:
+    """(key, version, source) of the template version the row was sent with, if known."""
+    key, version = str(row.get("TemplateKey") or ""), str(row.get("TemplateVersion") or "")
+    if not key or not version:
+        return None
+    try:
+        return key, version, version_source(key=key, version_id=version)
+    except (VersionNotFound, ValidationError, EmailOpsError, UnicodeDecodeError):
+        return None
 
 
 def journal_email_preview(*, row: dict[str, Any]) -> EmailPreview:
     context = mask_context(row.get("Context") or {})
+    message_id = str(row.get("MessageId", ""))
+    composer = wiring.composer()
+    recorded = _recorded_source(row)
     try:
-        composed = wiring.composer().compose(
-            str(row.get("MessageId", "")), context, organization_id_of(context)
-        )
+        if recorded is not None:
+            key, version, source = recorded
+            composed = composer.compose_source(
+                composer.mapping_for(message_id), context, key=key, source=source, version=version
+            )
+        else:
+            composed = composer.compose(message_id, context, organization_id_of(context))
     except EmailOpsError as exc:
         return EmailPreview(composed=None, error=exc.describe(), rendered_at=int(time.time()))
     return EmailPreview(
-        composed=composed, branding=branding(composed.template_key), rendered_at=int(time.time())
+        composed=composed,
+        branding=branding(composed.template_key),
+        rendered_at=int(time.time()),
+        sent_version=recorded is not None,
     )

@@ -154,8 +154,21 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         + urlencode({"q": row.get("Recipient", "")}),
         "email_url": _entry_url(admin_site, "email", key),
         "resend_url": _entry_url(admin_site, "resend", key),
+        "template_version_url": _template_version_url(admin_site, row),
     }
     return _render(request, admin_site, "detail.html", context)
+
+
+def _template_version_url(admin_site, row: dict[str, Any]) -> str:
+    """The template history page at the version this row was sent with ("" if unrecorded)."""
+    key, version = str(row.get("TemplateKey") or ""), str(row.get("TemplateVersion") or "")
+    if not key or not version:
+        return ""
+    try:
+        history = reverse(f"{admin_site.name}:templates_admin_draft_history", kwargs={"key": key})
+    except NoReverseMatch:  # the history pages are not mounted
+        return ""
+    return f"{history}?{urlencode({'new': version})}#version-{version}"
 
 
 def _suppression_url(
@@ -192,6 +205,8 @@ def _attributes(row: dict[str, Any]) -> list[dict[str, str]]:
                 note = f"DynamoDB deletes the row after {note} (TTL)"
         elif name == "TemplateKey":
             note = f"branding: {presentation.branding(value)}"
+        elif name == "TemplateVersion" and value:
+            note = "the published version of the template this email was rendered from"
         elif name == "DeliveryStatusAt":
             note = delivery.iso_local_text(value)
         text = (

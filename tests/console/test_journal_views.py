@@ -221,7 +221,8 @@ def test_view_email_is_a_labelled_rerender_in_a_sandboxed_frame(sent, support):
     assert "Welcome to Curators" in unescape(frame)
     assert "tok-123-secret-value" not in page
     assert "A re-render, not a copy of what was sent" in page
-    assert "today&#x27;s template" in page or "today's template" in page
+    # The template has not changed since: the render is of the version the row records.
+    assert "the template version the email was sent with" in page
 
 
 def test_view_email_of_a_template_that_recurses_says_why_not_a_500(sent, support):

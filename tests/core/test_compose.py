@@ -13,7 +13,7 @@ from emailops.core.errors import (
 )
 from emailops.core.ports import TemplateMapping
 from emailops.core.rendering import Renderer
-from tests.fakes import DictMappings, DictTemplates
+from tests.fakes import DictMappings, DictTemplates, EtagTemplates
 
 MAPPING = TemplateMapping("welcome", "welcome.html", "Welcome, {{.name}} & co")
 
@@ -156,3 +156,23 @@ def test_html_to_text():
 
 def test_html_to_text_of_empty_html():
     assert html_to_text("") == "\n"
+
+
+def test_the_composed_email_names_the_template_version_it_rendered():
+    templates = EtagTemplates(
+        {"default/welcome.html": "<p>Hi</p>", "custom/O367/welcome.html": "<p>Brand</p>"}
+    )
+    composer = Composer(mappings=DictMappings(MAPPING), templates=templates, renderer=Renderer())
+
+    branded = composer.compose("welcome", {"name": "A"}, "367")
+    default = composer.compose("welcome", {"name": "A"}, "999")
+
+    assert branded.template_version == EtagTemplates.etag("<p>Brand</p>").strip('"')
+    assert default.template_version == EtagTemplates.etag("<p>Hi</p>").strip('"')
+    # A store that does not tell versions still composes, with no version.
+    plain = Composer(
+        mappings=DictMappings(MAPPING),
+        templates=DictTemplates(templates.templates),
+        renderer=Renderer(),
+    )
+    assert plain.compose("welcome", {}, None).template_version == ""

@@ -216,3 +216,16 @@ def test_mapping_errors_are_not_cached(cached_mappings, mappings):
         cached_mappings.get_mapping("welcome")
     mappings.error = None
     assert cached_mappings.get_mapping("welcome") == MAPPING
+
+
+def test_the_version_travels_with_the_cached_template(revalidating, s3_like, clock):
+    """The composer records the version it rendered: a cache hit and a 304 revalidation answer
+    with the version of the bytes they hold, a changed file with its new version."""
+    version = EtagTemplates.etag("A").strip('"')
+    assert revalidating.fetch_template("default/a.html").version == version
+    clock.now += 60  # revalidated: 304, the held version stays
+    assert revalidating.fetch_template("default/a.html").version == version
+    s3_like.templates["default/a.html"] = "A2"
+    clock.now += 60
+    fetched = revalidating.fetch_template("default/a.html")
+    assert (fetched.source, fetched.version) == ("A2", EtagTemplates.etag("A2").strip('"'))

@@ -1,0 +1,89 @@
+"""Which version did they get? Every send's journal row records TemplateVersion (the published
+object's version as the composer fetched it), and the journal renders the email with that version,
+not today's, after newer versions are published."""
+
+from __future__ import annotations
+
+import re
+from html import unescape
+
+import pytest
+from django.urls import reverse
+
+from emailops import wiring
+from templates_admin.drafts import selectors, services
+from templates_admin.journal.selectors import journal_search
+from tests.journal_factory import send_through_pipeline
+
+pytestmark = pytest.mark.django_db
+
+KEY = "default/added-to-team.html"
+CONTEXT = {"teamName": "Curators", "host": "app.pennsieve.test", "organizationNodeId": "N:o:1"}
+
+
+@pytest.fixture
+def owner(make_user):
+    return make_user("Template owners")
+
+
+@pytest.fixture
+def support(client, make_user):
+    client.force_login(make_user("Support"))
+    return client
+
+
+def publish(owner, html: str) -> str:
+    draft = services.draft_create(
+        key=KEY, source=html, subject=None, message_id="added-to-team", user=owner
+    )
+    return services.draft_publish(draft_id=draft.pk, user=owner, reason="test").version_id
+
+
+def send(aws, address: str) -> dict:
+    send_through_pipeline(
+        aws,
+        {"messageId": "added-to-team", "recipients": [{"email": address}], "context": CONTEXT},
+    )
+    (row,) = journal_search(query=address).rows
+    return row
+
+
+def email_frame(client, row: dict) -> str:
+    url = reverse("admin:templates_admin_journal_detail", args=[row["Id"]]) + "email/"
+    page = client.get(url).content.decode()
+    return unescape(re.search(r"<iframe[^>]*>", page).group(0))
+
+
+def test_the_row_records_the_version_and_the_email_renders_with_it(aws, owner, support):
+    aws.load_samples()
+    before = send(aws, "first@example.com")  # the file predates the console: its ETag
+    etag = wiring.template_store().head_object(KEY).etag.strip('"')
+    assert before["TemplateVersion"] == etag
+
+    v1 = publish(owner, "<p>Version one for {{.teamName}}</p>")
+    row = send(aws, "second@example.com")
+    assert row["TemplateVersion"] == v1
+    publish(owner, "<p>Version two for {{.teamName}}</p>")
+
+    frame = email_frame(support, row)
+    assert "Version one for Curators" in frame and "Version two" not in frame
+    # The row sent before the console's first publish renders the original bytes, kept then.
+    assert [v.kind for v in selectors.template_history(key=KEY)][-1] == "original"
+    original = email_frame(support, before)
+    assert "Welcome to Curators" in original and "Version" not in original
+
+    detail = support.get(reverse("admin:templates_admin_journal_detail", args=[row["Id"]]))
+    page = unescape(detail.content.decode())
+    assert "TemplateVersion" in page and v1 in page
+
+
+def test_a_version_the_console_never_saw_falls_back_to_todays_template(aws, owner, support):
+    aws.load_samples()
+    row = send(aws, "third@example.com")
+    wiring.template_store().write_template(KEY, "<p>Replaced by hand for {{.teamName}}</p>")
+
+    frame = email_frame(support, row)
+
+    assert "Replaced by hand for Curators" in frame  # said to be today's template, not the sent one
+    url = reverse("admin:templates_admin_journal_detail", args=[row["Id"]]) + "email/"
+    assert "today's template" in unescape(support.get(url).content.decode())
