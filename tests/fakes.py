@@ -63,7 +63,7 @@ class EtagTemplates(DictTemplates):
             return TemplateFetch(None)
         if if_none_match == self.etag(source):
             return TemplateFetch(None, if_none_match, not_modified=True)
-        return TemplateFetch(source, self.etag(source))
+        return TemplateFetch(source, self.etag(source), version=self.etag(source).strip('"'))
 
 
 class InMemoryJournal:
@@ -101,6 +101,7 @@ class InMemoryJournal:
             "Context": claim.context,
             "Subject": claim.subject,
             "TemplateKey": claim.template_key,
+            "TemplateVersion": claim.template_version,
             "ExpiresAt": claim.now + claim.ttl_seconds,
         }
 

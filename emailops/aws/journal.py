@@ -2,7 +2,8 @@
 
 Attributes are those the Go consumer writes (Id, MessageId, Recipient, Status, Timestamp, SentAtKey,
 MessageSent, SesMessageId, Error, Context, ExpiresAt) plus ours: ClaimExpiresAt, Attempts, Subject,
-TemplateKey and RecipientKey (the lowercased recipient, for case-insensitive search).
+TemplateKey, TemplateVersion (which published version of TemplateKey was rendered) and RecipientKey
+(the lowercased recipient, for case-insensitive search).
 
 Every rule that guards against a double send sits in a conditional write, never in a read-then-write.
 A claim is one conditional UpdateItem rather than a PutItem so that ``Attempts`` can count claims:
@@ -126,6 +127,7 @@ class DynamoJournal:
             "ExpiresAt": claim.now + claim.ttl_seconds,
             "Subject": claim.subject,
             "TemplateKey": claim.template_key,
+            "TemplateVersion": claim.template_version,
         }
 
     def _conditional_update(

@@ -1,19 +1,51 @@
-"""Templates in ``S3_BUCKET`` (``default/{file}``, ``custom/O{org}/{file}``) through django-storages."""
+"""Templates in ``S3_BUCKET`` (``default/{file}``, ``custom/O{org}/{file}``) through django-storages.
+
+The console's drafts and version history live in the same bucket under ``_emailops/``, a prefix the
+Go service and the consumer never read, so nothing kept there can change what is sent. Only
+``publish_template`` writes a published key, and only conditionally (If-Match / If-None-Match).
+"""
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from botocore.exceptions import BotoCoreError, ClientError
 from django.core.files.base import ContentFile
 from storages.backends.s3 import S3Storage
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.core.errors import TemplateError
+from emailops.core.errors import ConcurrentUpdate, TemplateError
 from emailops.core.template_cache import TemplateFetch
 
-__all__ = ["S3TemplateStore"]
+__all__ = ["INTERNAL_PREFIX", "PublishedObject", "S3TemplateStore", "object_version"]
+
+INTERNAL_PREFIX = "_emailops/"
+VERSION_METADATA = (
+    "emailops-version"  # x-amz-meta-emailops-version: our id on an unversioned bucket
+)
+
+
+def object_version(response: dict) -> str:
+    """Which version of an object a GetObject/HeadObject/PutObject answer is about: the S3
+    VersionId on a versioned bucket, else the id the console wrote into its metadata, else (a
+    file uploaded some other way) its ETag without quotes."""
+    version = response.get("VersionId")
+    if version and version != "null":
+        return version
+    metadata = response.get("Metadata") or {}
+    if metadata.get(VERSION_METADATA):
+        return metadata[VERSION_METADATA]
+    return (response.get("ETag") or "").strip('"')
+
+
+@dataclass(frozen=True)
+class PublishedObject:
+    key: str
+    data: bytes
+    version: str
+    etag: str  # with its quotes, as S3 gives it (what If-Match takes)
 
 
 class S3TemplateStore:
@@ -59,7 +91,9 @@ class S3TemplateStore:
         except BotoCoreError as exc:
             raise translate_error(exc, "fetch template", key=key) from exc
         try:
-            return TemplateFetch(data.decode("utf-8"), response.get("ETag"))
+            return TemplateFetch(
+                data.decode("utf-8"), response.get("ETag"), version=object_version(response)
+            )
         except UnicodeDecodeError as exc:
             raise TemplateError(
                 "fetch template", key=key, reason=f"not UTF-8 text ({exc})"
@@ -70,6 +104,84 @@ class S3TemplateStore:
             self.storage.save(key, ContentFile(source.encode("utf-8")))
         except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc, "upload template", key=key) from exc
+
+    # --- the console's template lifecycle -------------------------------------------------------
+
+    def _client(self):
+        return self.storage.connection.meta.client
+
+    def read_object(self, key: str) -> PublishedObject | None:
+        """An object's exact bytes and version (None if there is none)."""
+        try:
+            response = self._client().get_object(Bucket=self.bucket, Key=key)
+            data = response["Body"].read()
+        except ClientError as exc:
+            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise translate_error(exc, "read object", key=key) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc, "read object", key=key) from exc
+        return PublishedObject(key, data, object_version(response), response.get("ETag", ""))
+
+    def head_object(self, key: str) -> PublishedObject | None:
+        """An object's version and ETag without its bytes (``data`` is empty)."""
+        try:
+            response = self._client().head_object(Bucket=self.bucket, Key=key)
+        except ClientError as exc:
+            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+                return None
+            raise translate_error(exc, "look up object", key=key) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc, "look up object", key=key) from exc
+        return PublishedObject(key, b"", object_version(response), response.get("ETag", ""))
+
+    def publish_template(
+        self, key: str, data: bytes, *, version_id: str, replacing: PublishedObject | None
+    ) -> PublishedObject:
+        """Write a published key only if it still holds ``replacing`` (If-Match on its ETag), or
+        is still absent when ``replacing`` is None (If-None-Match: *). Someone else's write in
+        between raises ConcurrentUpdate: never a silent overwrite. Returns what was written."""
+        if key.startswith(INTERNAL_PREFIX):
+            raise ValueError(f"{key} is not a published template key")
+        condition = {"IfMatch": replacing.etag} if replacing else {"IfNoneMatch": "*"}
+        try:
+            response = self._client().put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=data,
+                ContentType="text/html; charset=utf-8",
+                Metadata={VERSION_METADATA: version_id},
+                **condition,
+            )
+        except ClientError as exc:
+            if error_code(exc) in ("PreconditionFailed", "412", "ConditionalRequestConflict"):
+                raise ConcurrentUpdate(
+                    "publish template", key=key, reason="the published file changed meanwhile"
+                ) from exc
+            if error_code(exc) in ("NoSuchKey", "404") and replacing:
+                raise ConcurrentUpdate(
+                    "publish template", key=key, reason="the published file was deleted meanwhile"
+                ) from exc
+            raise translate_error(exc, "publish template", key=key) from exc
+        except BotoCoreError as exc:
+            raise translate_error(exc, "publish template", key=key) from exc
+        written = {**response, "Metadata": {VERSION_METADATA: version_id}}
+        return PublishedObject(key, data, object_version(written), response.get("ETag", ""))
+
+    def write_internal(self, key: str, data: bytes) -> None:
+        """Write a draft or history object; only under ``_emailops/``, never a published key."""
+        if not key.startswith(INTERNAL_PREFIX):
+            raise ValueError(f"{key} is not under {INTERNAL_PREFIX}")
+        try:
+            self._client().put_object(Bucket=self.bucket, Key=key, Body=data)
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, "write template history", key=key) from exc
+
+    def read_internal(self, key: str) -> bytes | None:
+        if not key.startswith(INTERNAL_PREFIX):
+            raise ValueError(f"{key} is not under {INTERNAL_PREFIX}")
+        found = self.read_object(key)
+        return found.data if found else None
 
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         """Every object key under ``prefix`` (one paginated listing, not a call per folder)."""

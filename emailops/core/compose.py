@@ -39,6 +39,7 @@ class Composed:
     html: str
     text: str
     missing: tuple[str, ...]  # context variables the templates used but the context lacked
+    template_version: str = ""  # the published version of template_key (journal TemplateVersion)
 
 
 def subject_source_for(mapping: TemplateMapping, context: dict[str, Any]) -> str:
@@ -65,22 +66,37 @@ class Composer:
 
     def template_for(self, template_file: str, organization_id: str | None) -> tuple[str, str]:
         """(key, source): the organization's branded template if it has one, else the default."""
+        key, source, _version = self.versioned_template_for(template_file, organization_id)
+        return key, source
+
+    def versioned_template_for(
+        self, template_file: str, organization_id: str | None
+    ) -> tuple[str, str, str]:
+        """(key, source, version): as template_for, with the version the store says it read
+        ("" when the store does not tell versions)."""
         if organization_id is not None:
             key = custom_template_key(organization_id, template_file)
-            source = self.templates.read_template(key)
+            source, version = self._read(key)
             if source is not None:
-                return key, source
+                return key, source, version
         key = default_template_key(template_file)
-        source = self.templates.read_template(key)
+        source, version = self._read(key)
         if source is None:
             raise TemplateNotFound("fetch template", key=key, reason="no such object in the bucket")
-        return key, source
+        return key, source, version
+
+    def _read(self, key: str) -> tuple[str | None, str]:
+        fetch = getattr(self.templates, "fetch_template", None)
+        if fetch is None:
+            return self.templates.read_template(key), ""
+        result = fetch(key)
+        return result.source, result.version
 
     def compose(
         self, message_id: str, context: dict[str, Any], organization_id: str | None
     ) -> Composed:
         mapping = self.mapping_for(message_id)
-        key, source = self.template_for(mapping.template_file, organization_id)
+        key, source, version = self.versioned_template_for(mapping.template_file, organization_id)
         subject_source = subject_source_for(mapping, context)
         subject = self.renderer.render_subject(
             subject_source, context, name=f"subject of {message_id}"
@@ -94,4 +110,5 @@ class Composer:
             html=body.text,
             text=html_to_text(body.text),
             missing=missing,
+            template_version=version,
         )

@@ -440,6 +440,7 @@ class EmailPipeline:
             ttl_seconds=self.settings.ttl_days * 86400,
             subject=composed.subject if composed else "",
             template_key=composed.template_key if composed else "",
+            template_version=composed.template_version if composed else "",
         )
 
     def _release(self, key: str, attempt: int, log: EventLog) -> None:

@@ -70,6 +70,7 @@ class Claim:
     ttl_seconds: int
     subject: str = ""
     template_key: str = ""
+    template_version: str = ""  # which published version of template_key was rendered
 
     @property
     def lease_ends_at(self) -> int:

@@ -34,6 +34,9 @@ class TemplateFetch:
     source: str | None
     etag: str | None = None
     not_modified: bool = False
+    # Which published version this is (the S3 VersionId, the console's id, or the ETag): what the
+    # journal records as TemplateVersion.
+    version: str = ""
 
 
 class RevalidatingTemplateStore(TemplateStore, Protocol):
@@ -47,6 +50,7 @@ class _Entry(Generic[V]):
     expires: float
     value: V
     etag: str | None = None
+    version: str = ""
 
 
 class _Entries(Generic[V]):
@@ -63,10 +67,13 @@ class _Entries(Generic[V]):
         with self._lock:
             return now, self._entries.get(key)
 
-    def put(self, key: str, now: float, value: V, etag: str | None = None) -> V:
+    def put(
+        self, key: str, now: float, value: V, etag: str | None = None, version: str = ""
+    ) -> _Entry[V]:
+        entry = _Entry(now + self.seconds, value, etag, version)
         with self._lock:
-            self._entries[key] = _Entry(now + self.seconds, value, etag)
-        return value
+            self._entries[key] = entry
+        return entry
 
 
 class CachedTemplateStore:
@@ -78,17 +85,26 @@ class CachedTemplateStore:
         self._entries: _Entries[str | None] = _Entries(seconds, clock)
 
     def read_template(self, key: str) -> str | None:
+        return self.fetch_template(key).source
+
+    def fetch_template(self, key: str, *, if_none_match: str | None = None) -> TemplateFetch:
+        """The cached template with its version (``if_none_match`` is ignored: the cache
+        answers with what it holds)."""
+        entry = self._lookup(key)
+        return TemplateFetch(entry.value, entry.etag, version=entry.version)
+
+    def _lookup(self, key: str) -> _Entry[str | None]:
         now, entry = self._entries.get(key)
         if entry is not None and entry.expires > now:
-            return entry.value
+            return entry
         fetch = getattr(self.store, "fetch_template", None)
         if fetch is None:
             return self._entries.put(key, now, self.store.read_template(key))
         held = entry.etag if entry is not None else None
         result: TemplateFetch = fetch(key, if_none_match=held)
         if result.not_modified and entry is not None:
-            return self._entries.put(key, now, entry.value, entry.etag)
-        return self._entries.put(key, now, result.source, result.etag)
+            return self._entries.put(key, now, entry.value, entry.etag, entry.version)
+        return self._entries.put(key, now, result.source, result.etag, result.version)
 
 
 class CachedMappingStore:
@@ -103,4 +119,4 @@ class CachedMappingStore:
         now, entry = self._entries.get(message_id)
         if entry is not None and entry.expires > now:
             return entry.value
-        return self._entries.put(message_id, now, self.store.get_mapping(message_id))
+        return self._entries.put(message_id, now, self.store.get_mapping(message_id)).value

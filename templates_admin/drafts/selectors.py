@@ -1,0 +1,85 @@
+"""Reads of the template lifecycle: drafts, versions, their exact sources, diffs."""
+
+from __future__ import annotations
+
+import difflib
+
+from emailops import wiring
+from templates_admin.drafts.layout import validate_template_key
+from templates_admin.models import TemplateDraft, TemplateVersion
+
+__all__ = [
+    "VersionNotFound",
+    "draft_get",
+    "drafts_for_message",
+    "published_source",
+    "template_history",
+    "template_version_get",
+    "version_diff",
+    "version_source",
+]
+
+
+class VersionNotFound(LookupError):
+    """No such version of this key in the history (nor published now)."""
+
+
+def drafts_for_message(*, message_id: str) -> list[TemplateDraft]:
+    """Open drafts (neither published nor discarded) of one messageId, newest first."""
+    drafts = TemplateDraft.objects.filter(
+        message_id=message_id, published_version="", discarded_at__isnull=True
+    )
+    return list(drafts.select_related("author").order_by("-created_at", "-id"))
+
+
+def draft_get(*, draft_id: int) -> TemplateDraft:
+    """Raises TemplateDraft.DoesNotExist."""
+    return TemplateDraft.objects.select_related("author").get(pk=draft_id)
+
+
+def template_history(*, key: str) -> list[TemplateVersion]:
+    """Every recorded version of ``key``, newest first."""
+    versions = TemplateVersion.objects.filter(key=key).select_related("author", "draft")
+    return list(versions.order_by("-at", "-id"))
+
+
+def template_version_get(*, key: str, version_id: str) -> TemplateVersion | None:
+    return TemplateVersion.objects.filter(key=key, version_id=version_id).first()
+
+
+def published_source(*, key: str) -> tuple[str | None, str]:
+    """(source, version_id) published at ``key`` now; (None, "") when there is no such file."""
+    validate_template_key(key)
+    current = wiring.template_store().read_object(key)
+    if current is None:
+        return None, ""
+    return current.data.decode("utf-8"), current.version
+
+
+def version_source(*, key: str, version_id: str) -> str:
+    """The exact source of one version: from the history, or the published file when it is that
+    version and has no history yet (a file the console never replaced). Raises VersionNotFound."""
+    version = template_version_get(key=key, version_id=version_id)
+    if version is not None:
+        data = wiring.template_store().read_internal(version.history_key)
+        if data is not None:
+            return data.decode("utf-8")
+    else:
+        source, current = published_source(key=key)
+        if source is not None and current == version_id:
+            return source
+    raise VersionNotFound(f"{key} has no version {version_id!r}")
+
+
+def version_diff(*, key: str, old: str, new: str) -> str:
+    """A unified diff between two versions of ``key`` (by version_id)."""
+    before = version_source(key=key, version_id=old)
+    after = version_source(key=key, version_id=new)
+    return "".join(
+        difflib.unified_diff(
+            before.splitlines(keepends=True),
+            after.splitlines(keepends=True),
+            fromfile=f"{key}@{old}",
+            tofile=f"{key}@{new}",
+        )
+    )
