@@ -170,14 +170,25 @@ def check_draft(*, draft: TemplateDraft, contexts: list[dict] | None = None) -> 
     plus the recent sends' (masked) contexts for the "missing in recent sends" warning."""
     from templates_admin.drafts.preview import recent_sends
 
-    sources, subject = draft_sources(draft=draft)
-    recent = None
-    if contexts is None and draft.message_id:
-        recent = [send.context for send in recent_sends(message_id=draft.message_id).sends]
-    return check_sources(
-        message_id=draft.message_id,
-        sources=sources,
-        subject=subject,
-        contexts=contexts,
-        recent=recent,
-    )
+    try:
+        sources, subject = draft_sources(draft=draft)
+        recent = None
+        if contexts is None and draft.message_id:
+            recent = [send.context for send in recent_sends(message_id=draft.message_id).sends]
+        return check_sources(
+            message_id=draft.message_id,
+            sources=sources,
+            subject=subject,
+            contexts=contexts,
+            recent=recent,
+        )
+    except EmailOpsError as exc:  # the bucket or the table unreachable: nothing was checked
+        return [
+            Finding(
+                ERROR,
+                "check",
+                f"the check could not run: {exc.describe()}",
+                draft.key,
+                organization_of_key(draft.key),
+            )
+        ]
