@@ -162,8 +162,11 @@ def _write_version(
     version_id = uuid.uuid4().hex
     try:
         with transaction.atomic():
+            # The parent is the version we read and replace, never "the latest row now": a
+            # publish that committed since our read then shares our parent and the unique
+            # (key, parent_version) constraint refuses the second insert.
             latest = _latest(key)
-            parent = latest.version_id if latest else ""
+            parent = current_version or (latest.version_id if latest else "")
             known = TemplateVersion.objects.filter(key=key, version_id=current_version)
             if current is not None and not known.exists():
                 # The original-bytes rule: what was there before the console is history too.
@@ -173,13 +176,12 @@ def _write_version(
                     key=key,
                     version_id=current_version,
                     etag=current.etag,
-                    parent_version=parent,
+                    parent_version=latest.version_id if latest else "",
                     author=None,
                     reason="in the bucket before this publish (not published by the console)",
                     kind=TemplateVersion.Kind.ORIGINAL,
                     history_key=original_key,
                 )
-                parent = current_version
             history_key = history_object_key(key, version_id)
             store.write_internal(history_key, data)
             version = TemplateVersion.objects.create(
