@@ -165,15 +165,20 @@ def draft_sources(*, draft: TemplateDraft) -> tuple[dict[str, str], str | None]:
     return sources, subject
 
 
-def check_draft(*, draft: TemplateDraft, contexts: list[dict] | None = None) -> list[Finding]:
+def check_draft(
+    *,
+    draft: TemplateDraft,
+    contexts: list[dict] | None = None,
+    recent: list[dict] | None = None,
+) -> list[Finding]:
     """Every (file x organization) render of ``draft``. ``contexts`` None: the sample context,
-    plus the recent sends' (masked) contexts for the "missing in recent sends" warning."""
+    plus the recent sends' (masked) contexts for the "missing in recent sends" warning: ``recent``
+    when the caller has read them already (the preview page), else the last sends, read here."""
     from templates_admin.drafts.preview import recent_sends
 
     try:
         sources, subject = draft_sources(draft=draft)
-        recent = None
-        if contexts is None and draft.message_id:
+        if recent is None and contexts is None and draft.message_id:
             recent = [send.context for send in recent_sends(message_id=draft.message_id).sends]
         return check_sources(
             message_id=draft.message_id,

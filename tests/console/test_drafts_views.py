@@ -210,3 +210,29 @@ def test_publish_with_warnings_needs_confirming_then_history_diff_and_rollback(
         f"{BASE}history/{key}/rollback/", {"version": original.version_id, "reason": "revert"}
     )
     assert wiring.template_store().read_template(key) == before
+
+
+def test_the_check_warns_of_variables_recent_sends_did_not_provide(samples, owner, settings):
+    sends(samples, settings, {"teamName": "A"}, {"teamName": "B", "nickname": "b"})
+    draft = draft_create(
+        key="default/added-to-team.html",
+        source="<p>{{ teamName }}</p>\n<p>{{ nickname }}</p>",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+    )
+    [missing] = [f for f in check_draft(draft=draft) if f.code == "missing-variable"]
+    assert missing.severity == "warning" and missing.line == 2
+    assert "nickname is missing in 1 of the last 2 sends" in missing.message
+
+
+def test_a_subject_only_draft_is_checked_with_every_branded_copy(samples, owner):
+    draft = draft_create(
+        key="default/dataset-publication-accepted.html",
+        source="",
+        subject="x" * 999,
+        message_id="dataset-publication-accepted",
+        user=owner,
+    )
+    found = {(f.code, f.organization) for f in check_draft(draft=draft) if f.severity == "error"}
+    assert found == {("subject-length", None), ("subject-length", "367")}
