@@ -33,7 +33,9 @@ from emailops.core.render_limits import (
 )
 from emailops.core.sandbox import BoundedSandbox
 
-__all__ = ["Rendered", "Renderer", "go_format"]
+__all__ = ["ONE_LINE_REASON", "Rendered", "Renderer", "go_format"]
+
+ONE_LINE_REASON = "the subject must be one line"
 
 _missing: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("missing", default=None)
 
@@ -164,7 +166,7 @@ class Renderer:
         rendered = self._render(source, context, html=False, name=name, limits=self._subject_limits)
         text = rendered.text.strip()
         if "\n" in text or "\r" in text:
-            raise TemplateError("render subject", key=name, reason="the subject must be one line")
+            raise TemplateError("render subject", key=name, reason=ONE_LINE_REASON)
         return Rendered(text=text, missing=rendered.missing)
 
     def _render(

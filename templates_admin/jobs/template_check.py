@@ -1,7 +1,8 @@
-"""Template check: render every mapping with its default template and with each organization's
-branded copy (``custom/O{id}/{file}`` present), using the manifest's sample values, the way the
-preview does. Render errors (subject or body) are errors; variable mismatches between the
-manifest and the templates are warnings.
+"""Template check: every mapping with its default template and with each organization's branded
+copy (``custom/O{id}/{file}`` present), through the one check engine the drafts use
+(``templates_admin.drafts.check``: compile and render errors, Gmail's size limit, links, images,
+the subject), with the manifest's sample values. Errors fail the check; the engine's warnings and
+the variable mismatches between the manifest and the templates are warnings.
 
 No side effects: a retried job simply checks again. ``manage.py check_templates`` runs the same
 function and exits non-zero on errors.
@@ -15,6 +16,7 @@ from typing import Any
 
 from emailops import wiring
 from emailops.core.errors import EmailOpsError
+from templates_admin.drafts.check import Finding, check_sources, errors_of, warnings_of
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import template_manifest, variable_report
 from templates_admin.models import Job
@@ -30,6 +32,8 @@ class TemplateCheck:
     organization: str | None
     template_key: str
     errors: list[str] = field(default_factory=list)
+    checks: list[str] = field(default_factory=list)  # the check's warnings (size, links, ...)
+    findings: list[dict[str, Any]] = field(default_factory=list)  # every Finding, as a dict
     in_manifest: bool = True
     missing_from_template: list[str] = field(default_factory=list)  # manifest lists, none read
     unknown_to_manifest: list[str] = field(default_factory=list)  # read, manifest lacks
@@ -37,7 +41,7 @@ class TemplateCheck:
 
     @property
     def warnings(self) -> list[str]:
-        found = []
+        found = list(self.checks)
         if not self.in_manifest:
             found.append("the manifest has no entry for this messageId")
         if self.missing_from_template:
@@ -49,39 +53,57 @@ class TemplateCheck:
         return found
 
 
-def _problem_text(label: str, problem) -> str:
-    line = f" (line {problem.line})" if problem.line else ""
-    return f"{label}: {problem.message}{line}"
+def _finding_text(finding: Finding) -> str:
+    line = f" (line {finding.line})" if finding.line else ""
+    return f"{finding.message}{line}"
 
 
 def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]) -> TemplateCheck:
+    composer = wiring.composer()
+    try:
+        key, source = composer.template_for(mapping.template_file, organization)
+    except EmailOpsError as exc:
+        return TemplateCheck(
+            message_id=mapping.message_id,
+            organization=organization,
+            template_key=mapping_selectors.template_key(
+                mapping=mapping, organization_id=organization
+            ),
+            errors=[exc.describe()],
+        )
+    # The one engine the drafts and the CLI use; the daily run has no recent sends to compare.
+    findings = check_sources(
+        message_id=mapping.message_id, sources={key: source}, subject=mapping.subject
+    )
     context = mapping_selectors.preview_initial_context(mapping=mapping)
     if organization is not None:
         context["organizationId"] = organization
-    preview = mapping_selectors.preview_render(
-        mapping=mapping, organization_id=organization, context=context
-    )
-    pane = preview.panes[-1]
-    errors = [
-        _problem_text(label, problem)
-        for label, problem in (("subject", pane.subject_problem), ("body", pane.body_problem))
-        if problem is not None
-    ]
-    try:
-        subject_variables = wiring.renderer().variables(preview.subject_source)
-    except EmailOpsError:
-        subject_variables = set()  # already an error above
+    renderer = wiring.renderer()
+    used: set[str] = set()
+    rendered_empty: list[str] = []
+    for text, name in ((mapping.subject, "subject"), (source, key)):
+        try:
+            used |= renderer.variables(text, name=name)
+            rendered_empty += (
+                renderer.render_subject(text, context).missing
+                if name == "subject"
+                else renderer.render_body(text, context, name=key).missing
+            )
+        except EmailOpsError:
+            pass  # already an error finding
     report = variable_report(
         expected=manifest.get(mapping.message_id),
         given=context,
-        used=set(subject_variables) | set(pane.variables),
-        rendered_empty=pane.missing,
+        used=used,
+        rendered_empty=rendered_empty,
     )
     return TemplateCheck(
         message_id=mapping.message_id,
         organization=organization,
-        template_key=pane.template_key,
-        errors=errors,
+        template_key=key,
+        errors=[_finding_text(f) for f in errors_of(findings)],
+        checks=[_finding_text(f) for f in warnings_of(findings)],
+        findings=[asdict(f) for f in findings],
         in_manifest=report.in_manifest,
         missing_from_template=list(report.unused),
         unknown_to_manifest=list(report.unknown),

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from django.contrib.admin import AdminSite
 from django.urls import URLPattern, path, re_path
 
+from templates_admin.drafts import urls as draft_urls
 from templates_admin.mappings import views
 
 
@@ -20,6 +21,7 @@ def admin_urls(admin_site: AdminSite) -> list[URLPattern]:
     # <path:> so that a messageId with a "/" (rows written by hand) still gets working links; the
     # pages with a suffix come first, so the bare detail route cannot swallow them.
     return [
+        *draft_urls.admin_urls(admin_site),
         page("add/", views.mapping_add, "add"),
         page("mapping/<path:message_id>/delete/", views.mapping_delete, "delete"),
         page(

@@ -45,7 +45,7 @@ def test_errors_and_mismatches_are_reported_and_fail_the_command(aws, settings, 
         call_command("check_templates", stdout=out)
     text = out.getvalue()
     assert "ERROR  added-to-team [O9] custom/O9/added-to-team.html" in text
-    assert "body: compile template" in text
+    assert "the template does not compile" in text
     assert "variables not in the manifest: surprise" in text
 
     out = io.StringIO()
@@ -56,6 +56,30 @@ def test_errors_and_mismatches_are_reported_and_fail_the_command(aws, settings, 
     assert organization["errors"] == [] and organization["unknown_to_manifest"] == ["surprise"]
     assert "administrator" in organization["missing_from_template"]
     assert Job.objects.filter(origin__startswith="cli:").count() == 2
+
+
+def test_the_daily_check_uses_the_draft_checks_engine(aws):
+    """Gmail's size limit and javascript: links are errors here too, with file and line."""
+    aws.load_samples()
+    words = "lorem ipsum dolor sit amet " * 4600  # ~120 KB of text
+    store = wiring.template_store()
+    store.write_template("default/added-to-team.html", f"<p>{words}</p>")
+    store.write_template(
+        "custom/O367/dataset-publication-accepted.html", '<p>hi</p>\n<a href="javascript:x()">x</a>'
+    )
+    job = job_run(
+        job_id=job_create(kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, dispatch=False).pk
+    )
+    checks = checks_by_render(job.result)
+    [size] = checks[("added-to-team", None)]["errors"]
+    assert "Gmail clips messages at 102 KB" in size
+    branded = checks[("dataset-publication-accepted", "367")]["findings"]
+    [link] = [f for f in branded if f["code"] == "javascript-link"]
+    assert (link["file"], link["organization"], link["line"]) == (
+        "custom/O367/dataset-publication-accepted.html",
+        "367",
+        2,
+    )
 
 
 def test_strict_fails_on_warnings_alone(aws):

@@ -1,0 +1,341 @@
+"""The replay preview of a draft: the published email and the draft's side by side, for the default
+and every organization with a branded copy, rendered with the manifest's sample context or the real
+(masked) context of one of the last sends of the messageId, with text diffs and a variable report.
+
+Contexts from the journal are masked with ``JOURNAL_SENSITIVE_KEYS`` the moment they are read
+(``templates_admin.journal.presentation.mask_context``): nothing here ever holds them unmasked.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import difflib
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from django.conf import settings
+from django.core.exceptions import ImproperlyConfigured
+
+from emailops import wiring
+from emailops.core.compose import html_to_text, subject_source_for
+from emailops.core.contract import organization_id_of
+from emailops.core.errors import EmailOpsError
+from emailops.core.ports import TemplateMapping, custom_template_key, default_template_key
+from emailops.core.template_check import organization_of_key
+from templates_admin.drafts.check import sample_context_for
+from templates_admin.journal.presentation import mask_context
+from templates_admin.mappings import selectors as mapping_selectors
+from templates_admin.mappings.variables import CONSUMER_KEYS
+
+if TYPE_CHECKING:
+    from templates_admin.models import TemplateDraft
+
+__all__ = [
+    "DEFAULT_REPLAY_COUNT",
+    "DiffLine",
+    "DraftPreview",
+    "PreviewPair",
+    "RecentSend",
+    "RecentSends",
+    "RenderSide",
+    "ReplayVariableReport",
+    "diff_lines",
+    "draft_preview",
+    "recent_sends",
+]
+
+DEFAULT_REPLAY_COUNT = 20
+MAX_REPLAY_COUNT = 100
+
+
+# --- Recent sends from the journal -------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RecentSend:
+    key: str  # the journal row's Id
+    timestamp: int | None
+    organization: str | None
+    context: dict[str, Any]  # masked
+
+    @property
+    def label(self) -> str:
+        when = (
+            time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(self.timestamp))
+            if self.timestamp
+            else "unknown time"
+        )
+        where = f"O{self.organization}" if self.organization else "default"
+        return f"{when} · {where} · {self.key[:12]}"
+
+
+@dataclass(frozen=True)
+class RecentSends:
+    sends: list[RecentSend] = field(default_factory=list)
+    partial: bool = False  # the bounded scan stopped before the end of the table
+    error: str = ""
+
+    def get(self, key: str) -> RecentSend | None:
+        return next((s for s in self.sends if s.key == key), None)
+
+
+def recent_sends(*, message_id: str, limit: int = DEFAULT_REPLAY_COUNT) -> RecentSends:
+    """The last ``limit`` sends of ``message_id``, newest first, contexts masked.
+
+    The journal has no messageId index, so this is a bounded Scan (``OPS_SCAN_MAX_ITEMS`` items
+    read, as the bulk resend's); ``partial`` says when the bound cut it short.
+    """
+    limit = max(1, min(limit, MAX_REPLAY_COUNT))
+    try:
+        page = wiring.journal_scan().rows_of_message(
+            message_id=message_id,
+            since=0,
+            until=int(time.time()),
+            max_read=settings.OPS_SCAN_MAX_ITEMS,
+        )
+    except (EmailOpsError, ImproperlyConfigured) as exc:
+        reason = exc.describe() if isinstance(exc, EmailOpsError) else str(exc)
+        return RecentSends(error=f"the journal could not be read: {reason}")
+    rows = [row for row in page.rows if row.get("MessageId") == message_id]
+    rows.sort(key=lambda row: str(row.get("SentAtKey", "")), reverse=True)
+    sends = []
+    for row in rows[:limit]:
+        context = mask_context(row.get("Context") or {})
+        if not isinstance(context, dict):
+            continue
+        timestamp = row.get("Timestamp")
+        sends.append(
+            RecentSend(
+                key=str(row.get("Id", "")),
+                timestamp=timestamp if isinstance(timestamp, int) else None,
+                organization=organization_id_of(context),
+                context=context,
+            )
+        )
+    return RecentSends(sends=sends, partial=page.next_key is not None)
+
+
+# --- Renders and diffs -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RenderSide:
+    key: str | None  # the template used (None: no such file)
+    subject: str | None = None
+    html: str | None = None
+    text: str | None = None
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class DiffLine:
+    kind: str  # "add" | "del" | "hunk" | "same"
+    text: str
+
+
+def diff_lines(diff: str | Iterable[str]) -> list[DiffLine]:
+    """A unified diff as classed lines for the page (file headers dropped)."""
+    lines = diff.splitlines() if isinstance(diff, str) else diff
+    out = []
+    for line in lines:
+        if line.startswith(("---", "+++")):
+            continue
+        kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+        out.append(DiffLine(kind, line))
+    return out
+
+
+def _diff(old: str | None, new: str | None, *, name: str) -> list[DiffLine]:
+    return diff_lines(
+        difflib.unified_diff(
+            (old or "").splitlines(),
+            (new or "").splitlines(),
+            fromfile=f"published {name}",
+            tofile=f"draft {name}",
+            lineterm="",
+            n=2,
+        )
+    )
+
+
+@dataclass(frozen=True)
+class PreviewPair:
+    organization: str | None
+    published: RenderSide
+    draft: RenderSide
+    subject_diff: list[DiffLine]
+    html_diff: list[DiffLine]
+    text_diff: list[DiffLine]
+
+    @property
+    def label(self) -> str:
+        return "Default" if self.organization is None else f"Organization {self.organization}"
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.subject_diff or self.html_diff or self.text_diff)
+
+
+@dataclass(frozen=True)
+class ReplayVariableReport:
+    sends: int  # how many recent sends the report compares against
+    draft_unprovided: dict[str, int]  # the draft reads it; in how many sends it was absent
+    provided_unused: tuple[str, ...]  # the sends give it; neither version reads it
+
+
+@dataclass(frozen=True)
+class DraftPreview:
+    draft: Any
+    mapping: TemplateMapping | None
+    pairs: list[PreviewPair]
+    context: dict[str, Any]  # masked, as rendered (organizationId set per pane)
+    sends: RecentSends
+    selected: RecentSend | None  # None: the manifest's sample context
+    report: ReplayVariableReport
+
+
+def _render(
+    key: str | None, source: str | None, subject: str | None, context: dict[str, Any]
+) -> RenderSide:
+    if key is None or source is None:
+        return RenderSide(key=key, problem="no such template")
+    renderer = wiring.renderer()
+    problems = []
+    subject_text = None
+    if subject is not None:
+        try:
+            subject_text = renderer.render_subject(
+                subject_source_for(TemplateMapping("", "", subject), context), context
+            ).text
+        except EmailOpsError as exc:
+            problems.append(exc.describe())
+    try:
+        html = renderer.render_body(source, context, name=key).text
+    except EmailOpsError as exc:
+        problems.append(exc.describe())
+        return RenderSide(key=key, subject=subject_text, problem="; ".join(problems))
+    return RenderSide(
+        key=key,
+        subject=subject_text,
+        html=html,
+        text=html_to_text(html),
+        problem="; ".join(problems),
+    )
+
+
+def _resolve(files: Mapping[str, str], template_file: str, organization: str | None) -> str | None:
+    """The consumer's resolution: the organization's branded copy if any, else the default."""
+    if organization is not None:
+        key = custom_template_key(organization, template_file)
+        if key in files:
+            return key
+    key = default_template_key(template_file)
+    return key if key in files else None
+
+
+def _published_files(draft: Any, mapping: TemplateMapping | None) -> tuple[dict[str, str], list]:
+    """The published sources of the file the draft belongs to, and the organizations to show."""
+    store = wiring.template_store()
+    if mapping is None:
+        source = store.read_template(draft.key)
+        return ({draft.key: source} if source is not None else {}), [organization_of_key(draft.key)]
+    orgs = list(mapping_selectors.override_index().get(mapping.template_file, ()))
+    files = {}
+    for org in [None, *orgs]:
+        key = mapping_selectors.template_key(mapping=mapping, organization_id=org)
+        source = store.read_template(key)
+        if source is not None:
+            files[key] = source
+    draft_org = organization_of_key(draft.key)
+    if draft_org is not None and draft_org not in orgs:  # a new organization's branded copy
+        orgs.append(draft_org)
+    return files, [None, *sorted(orgs, key=int)]
+
+
+def _variables(sources: Iterable[str | None]) -> set[str]:
+    renderer = wiring.renderer()
+    found: set[str] = set()
+    for source in sources:
+        if source:
+            with contextlib.suppress(EmailOpsError):  # the render shows the error
+                found |= renderer.variables(source)
+    return found
+
+
+def draft_preview(
+    *, draft: TemplateDraft, send_key: str | None = None, count: int = DEFAULT_REPLAY_COUNT
+) -> DraftPreview:
+    """Published vs draft for the default and every branded organization, rendered with the send
+    ``send_key`` (one of the last ``count``) or, when None, the manifest's sample context."""
+    mapping = (
+        mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
+    )
+    published, orgs = _published_files(draft, mapping)
+    drafted = dict(published)
+    if draft.source:
+        drafted[draft.key] = draft.source
+    template_file = mapping.template_file if mapping else draft.key.rsplit("/", 1)[-1]
+    published_subject = mapping.subject if mapping else None
+    draft_subject = (draft.subject or published_subject) if mapping else None
+
+    sends = (
+        recent_sends(message_id=draft.message_id, limit=count)
+        if draft.message_id
+        else RecentSends()
+    )
+    selected = sends.get(send_key) if send_key else None
+    if selected is not None:
+        base = dict(selected.context)
+    else:
+        base = sample_context_for(
+            message_id=draft.message_id, sources=drafted, subject=draft_subject
+        )
+
+    pairs = []
+    for org in orgs:
+        context = dict(base)
+        if org is not None:
+            context["organizationId"] = org
+        old_key = (
+            _resolve(published, template_file, org)
+            if mapping
+            else (draft.key if published else None)
+        )
+        new_key = _resolve(drafted, template_file, org) if mapping else draft.key
+        old = _render(old_key, published.get(old_key or ""), published_subject, context)
+        new = _render(new_key, drafted.get(new_key or ""), draft_subject, context)
+        pairs.append(
+            PreviewPair(
+                organization=org,
+                published=old,
+                draft=new,
+                subject_diff=_diff(old.subject, new.subject, name="subject"),
+                html_diff=_diff(old.html, new.html, name="HTML"),
+                text_diff=_diff(old.text, new.text, name="text"),
+            )
+        )
+
+    draft_used = _variables([*drafted.values(), draft_subject])
+    published_used = _variables([*published.values(), published_subject])
+    contexts = [s.context for s in sends.sends]
+    provided = set().union(*(c.keys() for c in contexts)) if contexts else set()
+    report = ReplayVariableReport(
+        sends=len(contexts),
+        draft_unprovided={
+            name: absent
+            for name in sorted(draft_used - {"subject"})
+            if (absent := sum(1 for c in contexts if name not in c))
+        },
+        provided_unused=tuple(sorted(provided - draft_used - published_used - CONSUMER_KEYS)),
+    )
+    return DraftPreview(
+        draft=draft,
+        mapping=mapping,
+        pairs=pairs,
+        context=base,
+        sends=sends,
+        selected=selected,
+        report=report,
+    )

@@ -1,0 +1,281 @@
+"""Draft pages inside the admin: list per messageId, create, the replay preview with the check,
+publish, discard, and per-file history with diffs and rollback. Views are thin: forms parse,
+selectors read, services write; every view checks its own permission and sends the strict CSP.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.admin import AdminSite
+from django.core.exceptions import ValidationError
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import reverse
+from django.utils import timezone
+from django.views.decorators.http import require_POST
+
+from emailops.core.template_check import organization_of_key
+from templates_admin import roles
+from templates_admin.console import console_view
+from templates_admin.drafts import check, preview, selectors, services
+from templates_admin.drafts.forms import DraftCreateForm, PublishForm, ReplayForm, RollbackForm
+from templates_admin.mappings import selectors as mapping_selectors
+from templates_admin.models import TemplateDraft, TemplateMappingPage
+
+TEMPLATES = "templates_admin/drafts/"
+
+
+def _page(
+    request: HttpRequest,
+    admin_site: AdminSite,
+    template: str,
+    context: dict[str, Any],
+    *,
+    status: int = 200,
+) -> TemplateResponse:
+    return TemplateResponse(
+        request,
+        TEMPLATES + template,
+        {**admin_site.each_context(request), "opts": TemplateMappingPage._meta, **context},
+        status=status,
+    )
+
+
+def _url(name: str, **kwargs: Any) -> str:
+    return reverse(f"admin:templates_admin_draft_{name}", kwargs=kwargs)
+
+
+def _pickup_note() -> str:
+    seconds = settings.TEMPLATE_CACHE_SECONDS
+    if seconds <= 0:
+        return "Consumers use it from their next email."
+    return (
+        f"It takes effect within {seconds} s, the consumers' cache time (TEMPLATE_CACHE_SECONDS)."
+    )
+
+
+def _mapping_or_404(message_id: str):
+    mapping = mapping_selectors.mapping_get(message_id=message_id)
+    if mapping is None:
+        raise Http404(f"No template mapping {message_id!r}.")
+    return mapping
+
+
+def _draft_or_404(draft_id: int) -> TemplateDraft:
+    try:
+        return selectors.draft_get(draft_id=draft_id)
+    except TemplateDraft.DoesNotExist:
+        raise Http404(f"No draft {draft_id}.") from None
+
+
+# --- List and create ---------------------------------------------------------------------------
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def draft_list(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
+    mapping = _mapping_or_404(message_id)
+    override_orgs = mapping_selectors.override_index().get(mapping.template_file, ())
+    keys = [mapping_selectors.template_key(mapping=mapping, organization_id=None)] + [
+        mapping_selectors.template_key(mapping=mapping, organization_id=org)
+        for org in override_orgs
+    ]
+    context = {
+        "title": f"Drafts of {message_id}",
+        "mapping": mapping,
+        "drafts": selectors.drafts_for_message(message_id=message_id),
+        "files": keys,
+        "now": timezone.now(),
+    }
+    return _page(request, admin_site, "list.html", context)
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
+    """Paste, upload, or (``?target=…&load=1``) edit the current source of the chosen file."""
+    mapping = _mapping_or_404(message_id)
+    override_orgs = mapping_selectors.override_index().get(mapping.template_file, ())
+    options = {"template_file": mapping.template_file, "override_orgs": override_orgs}
+    if request.method == "POST":
+        form = DraftCreateForm(request.POST, request.FILES, **options)
+        if form.is_valid():
+            try:
+                draft = services.draft_create(
+                    key=form.cleaned_data["key"],
+                    source=form.cleaned_data["source"],
+                    subject=form.cleaned_data["subject"] or None,
+                    message_id=message_id,
+                    user=request.user,
+                )
+            except ValidationError as exc:
+                form.add_error(None, exc)
+            else:
+                messages.success(request, f"Draft #{draft.pk} created for {draft.key}.")
+                return HttpResponseRedirect(_url("detail", draft_id=draft.pk))
+    else:
+        target = request.GET.get("target", "default")
+        form = DraftCreateForm(initial={"target": target}, **options)
+        if request.GET.get("load"):
+            key = form.target_key(target, request.GET.get("new_organization", ""))
+            source = None
+            if key is not None:
+                source, _version = selectors.published_source(key=key)
+            form = DraftCreateForm(
+                initial={
+                    "target": target,
+                    "new_organization": request.GET.get("new_organization", ""),
+                    "source": source or "",
+                },
+                **options,
+            )
+    context = {"title": f"New draft of {message_id}", "mapping": mapping, "form": form}
+    return _page(request, admin_site, "create.html", context)
+
+
+# --- One draft: the replay preview, the check, publish, discard ---------------------------------
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def draft_detail(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) -> HttpResponse:
+    draft = _draft_or_404(draft_id)
+    replay = ReplayForm(request.GET or None)
+    send_key, count = None, preview.DEFAULT_REPLAY_COUNT
+    if replay.is_valid():
+        send_key = replay.cleaned_data["send"] or None
+        count = replay.cleaned_data["count"] or count
+    result = preview.draft_preview(draft=draft, send_key=send_key, count=count)
+    # The sends the preview read already: one bounded journal Scan per page view, not two.
+    findings = check.check_draft(draft=draft, recent=[s.context for s in result.sends.sends])
+    context = {
+        "title": f"Draft #{draft.pk}: {draft.key}",
+        "draft": draft,
+        "organization": organization_of_key(draft.key),
+        "preview": result,
+        "count": count,
+        "errors": check.errors_of(findings),
+        "warnings": check.warnings_of(findings),
+        "publish_form": PublishForm(),
+        "pickup_note": _pickup_note(),
+        "is_open": draft.is_open,
+    }
+    return _page(request, admin_site, "detail.html", context)
+
+
+@require_POST
+@console_view(roles.MANAGE_MAPPINGS)
+def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) -> HttpResponse:
+    draft = _draft_or_404(draft_id)
+    form = PublishForm(request.POST)
+    back = _url("detail", draft_id=draft.pk)
+    if not form.is_valid():
+        messages.error(request, "Not published: give a reason.")
+        return HttpResponseRedirect(back)
+    try:
+        version = services.draft_publish(
+            draft_id=draft.pk,
+            user=request.user,
+            reason=form.cleaned_data["reason"],
+            accept_warnings=form.cleaned_data["accept_warnings"],
+        )
+    except services.DraftConflict as exc:
+        messages.error(
+            request,
+            f"Not published: {draft.key} changed since this draft was made ({exc}). "
+            "Start a new draft from the current version.",
+        )
+    except services.CheckFailed as exc:
+        messages.error(request, f"Not published: the check found {len(exc.findings)} error(s).")
+    except services.WarningsNotAccepted as exc:
+        messages.warning(
+            request,
+            f"Not published: the check found {len(exc.findings)} warning(s); confirm them to publish.",
+        )
+    except ValidationError as exc:
+        messages.error(request, "Not published: " + " ".join(exc.messages))
+    else:
+        if version is None:  # the draft changed only the subject
+            messages.success(
+                request, f"Published the new subject of {draft.message_id}. {_pickup_note()}"
+            )
+            return HttpResponseRedirect(_url("list", message_id=draft.message_id))
+        messages.success(
+            request, f"Published {draft.key} as version {version.version_id}. {_pickup_note()}"
+        )
+        return HttpResponseRedirect(_url("history", key=draft.key))
+    return HttpResponseRedirect(back)
+
+
+@require_POST
+@console_view(roles.MANAGE_MAPPINGS)
+def draft_discard(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) -> HttpResponse:
+    draft = _draft_or_404(draft_id)
+    try:
+        services.draft_discard(draft_id=draft.pk, user=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+        return HttpResponseRedirect(_url("detail", draft_id=draft.pk))
+    messages.success(request, f"Discarded draft #{draft.pk}.")
+    if draft.message_id:
+        return HttpResponseRedirect(_url("list", message_id=draft.message_id))
+    return HttpResponseRedirect(reverse("admin:templates_admin_templatemappingpage_changelist"))
+
+
+# --- History, diff, rollback -------------------------------------------------------------------
+
+
+@console_view(roles.MANAGE_MAPPINGS)
+def template_history(request: HttpRequest, *, admin_site: AdminSite, key: str) -> HttpResponse:
+    """Every published version of ``key``, newest first; ``?old=&new=`` diffs two of them."""
+    versions = selectors.template_history(key=key)
+    ids = [v.version_id for v in versions]
+    old, new = request.GET.get("old", ""), request.GET.get("new", "")
+    if not (old in ids and new in ids) and len(ids) >= 2 and not (old or new):
+        old, new = ids[1], ids[0]  # by default, what the last publish changed
+    diff, diff_error = None, ""
+    if old in ids and new in ids:
+        try:
+            diff = preview.diff_lines(selectors.version_diff(key=key, old=old, new=new))
+        except selectors.VersionNotFound as exc:
+            diff_error = str(exc)
+    _source, current = selectors.published_source(key=key)
+    context = {
+        "title": f"History of {key}",
+        "key": key,
+        "versions": versions,
+        "old": old,
+        "new": new,
+        "diff": diff,
+        "diff_error": diff_error,
+        "current": current,
+        "rollback_form": RollbackForm(),
+        "pickup_note": _pickup_note(),
+    }
+    return _page(request, admin_site, "history.html", context)
+
+
+@require_POST
+@console_view(roles.MANAGE_MAPPINGS)
+def template_rollback(request: HttpRequest, *, admin_site: AdminSite, key: str) -> HttpResponse:
+    form = RollbackForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "Not rolled back: give a reason.")
+    else:
+        try:
+            version = services.template_rollback(
+                key=key,
+                version_id=form.cleaned_data["version"],
+                user=request.user,
+                reason=form.cleaned_data["reason"],
+            )
+        except (services.DraftConflict, ValidationError) as exc:
+            text = " ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
+            messages.error(request, f"Not rolled back: {text}")
+        else:
+            messages.success(
+                request,
+                f"Rolled {key} back to {form.cleaned_data['version']} as version "
+                f"{version.version_id}. {_pickup_note()}",
+            )
+    return HttpResponseRedirect(_url("history", key=key))
