@@ -70,6 +70,9 @@ class Claim:
     ttl_seconds: int
     subject: str = ""
     template_key: str = ""
+    # Who may own the row ("" on the queue path): a namespaced producer's claim never takes,
+    # overwrites or reports a row another producer wrote.
+    producer: str = ""
 
     @property
     def lease_ends_at(self) -> int:
