@@ -17,7 +17,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emailops.aws.clients import translate_error
+from emailops.aws.clients import error_code, translate_error
 from emailops.aws.journal_search import RECIPIENT_INDEX, RECIPIENT_KEY_INDEX
 from emailops.core.errors import TransientError
 
@@ -53,13 +53,19 @@ class RecipientEraser:
         self.unmatched_table = unmatched_table
         self.sleep = sleep
 
-    def _pages(self, operation: str, params: dict[str, Any], what: str) -> Iterator[dict]:
+    def _pages(
+        self, operation: str, params: dict[str, Any], what: str, *, missing_ok: bool = False
+    ) -> Iterator[dict]:
         start: dict[str, Any] | None = None
         while True:
             call = params | ({"ExclusiveStartKey": start} if start else {})
             try:
                 page = getattr(self.client, operation)(**call)
-            except (ClientError, BotoCoreError) as exc:
+            except ClientError as exc:
+                if missing_ok and error_code(exc) == "ResourceNotFoundException":
+                    return
+                raise translate_error(exc, what, key=params.get("IndexName")) from exc
+            except BotoCoreError as exc:
                 raise translate_error(exc, what, key=params.get("IndexName")) from exc
             yield from page.get("Items", [])
             start = page.get("LastEvaluatedKey")
@@ -106,6 +112,7 @@ class RecipientEraser:
                 "ExpressionAttributeNames": {"#id": "Id", "#r": "Recipients"},
             },
             "find unmatched events of a recipient",
+            missing_ok=True,  # delivery events are optional: no table, nothing to erase
         )
         for item in items:
             recipients = item.get("Recipients", {}).get("L", [])
