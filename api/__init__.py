@@ -2,6 +2,7 @@
 
 - ``endpoints``: the django-ninja API: thin, it calls ``sending`` and the services.
 - ``sending``: one request through the consumer's own pipeline, inline.
-- ``services``: tokens (create, revoke, authenticate) and the journal-read audit trail.
-- ``ratelimit``: each token's requests-per-minute, a fixed window in Redis.
+- ``services``: tokens (create, revoke, authenticate) and their journal reads audited.
+- ``selectors``: a token's own journal rows, through the manifest's allow-list.
+- ``ratelimit``: each token's emails-per-minute, a fixed window in Redis.
 """

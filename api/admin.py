@@ -21,7 +21,7 @@ class ApiTokenAdmin(admin.ModelAdmin):
         "name",
         "prefix",
         "active",
-        "requests_per_minute",
+        "emails_per_minute",
         "created_by",
         "created_at",
         "last_used_at",
@@ -34,11 +34,11 @@ class ApiTokenAdmin(admin.ModelAdmin):
 
     def get_fields(self, request, obj=None):
         if obj is None:
-            return ("name", "requests_per_minute")
+            return ("name", "emails_per_minute")
         return (
             "name",
             "prefix",
-            "requests_per_minute",
+            "emails_per_minute",
             "created_by",
             "created_at",
             "last_used_at",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
@@ -10,7 +11,7 @@ from ninja.errors import AuthenticationError
 from ninja.openapi.schema import REF_TEMPLATE
 from ninja.security.http import HttpAuthBase
 
-from api import ratelimit, services
+from api import ratelimit, selectors, services
 from api.models import ApiToken
 from api.schemas import (
     EmailRequestDoc,
@@ -19,37 +20,49 @@ from api.schemas import (
     SendOut,
     SendProblemOut,
 )
-from api.sending import SendResult, email_send, invalid_field
-from emailops import wiring
+from api.sending import SendResult, email_send, invalid_field, send_request_parse
 from emailops.core.errors import EmailOpsError, InvalidRequest
+from emailops.core.events import EventLog
 from emailops.core.pipeline import Action
-from templates_admin.journal.presentation import masked_row
 
 __all__ = ["api"]
+
+logger = logging.getLogger("emailops.api")
+
+# The largest SQS message: a request that could not go on the queue does not come in this way either.
+MAX_BODY_BYTES = 256 * 1024
+# What a client is told about transient trouble; the AWS detail (codes, ARNs, account ids) is logged.
+UNAVAILABLE = "temporarily unavailable; retry after Retry-After seconds"
 
 DESCRIPTION = """\
 Send a transactional email synchronously, through the same pipeline as the queue consumer
 (claim → send → mark on the journal, deduplicated by the journal's key), and read journal rows.
 
 Authenticate with `Authorization: Bearer <token>`; tokens are per producer, made in the console
-(API tokens) or with `manage.py create_api_token NAME`. Each token has its own requests-per-minute
-limit.
+(API tokens) or with `manage.py create_api_token NAME`. Each token has its own limit on emails
+(recipients) per minute; each read counts as one.
+
+Each token is its own tenant: the rows it writes are keyed `api:<token id>:<key>` (the queue's
+key for the same request, prefixed), so the same `dedupeId` from two tokens is two rows and two
+emails, and a token reads (and is answered with) only rows it wrote.
 
 `POST /api/v1/send` answers:
 
-- **200** — every recipient is SENT, now or by an earlier request with the same key (a repeated
-  `dedupeId` sends nothing twice and reports the existing rows), or was never sent because the
-  address is suppressed (status SUPPRESSED).
-- **400** — the body breaks the EmailRequest contract; `field` names the field at fault. Nothing
-  was written.
+- **200** — every recipient is SENT, now or by an earlier request of this token with the same key
+  (a repeated `dedupeId` sends nothing twice and reports the existing rows), or was never sent
+  because the address is suppressed (status SUPPRESSED).
+- **400** — the body breaks the EmailRequest contract, or has more recipients than the API takes
+  in one request (`API_MAX_RECIPIENTS`, default 50) or than the token's per-minute limit; `field`
+  names the field at fault. Nothing was written or sent.
 - **401** — no token, an unknown one, or a revoked one.
+- **413** — the body is larger than 256 KB (the largest SQS message).
 - **422** — a permanent failure: unknown messageId, missing template, template error, an address
   SES refuses. The recipients' rows are FAILED (a SENT row is never overwritten) and `results`
   lists them; retrying the same request cannot help until the cause is fixed.
-- **429** — this token's own rate limit; `Retry-After` says when the minute ends.
-- **503** — transient AWS trouble, or another consumer holds a live claim on a recipient;
-  `Retry-After` says when to try again. Retrying the identical request is safe: rows already
-  SENT are not sent again.
+- **429** — this token's emails-per-minute limit; `Retry-After` says when the minute ends.
+- **503** — transient trouble (AWS, or the rate limiter's Redis), or another consumer holds a live
+  claim on a recipient; `Retry-After` says when to try again. Retrying the identical request is
+  safe: rows already SENT are not sent again.
 """
 
 _RETRY_AFTER = {
@@ -67,7 +80,8 @@ class RateLimited(Exception):
 
 
 class BearerToken(HttpAuthBase):
-    """``Authorization: Bearer <token>`` against ApiToken, then the token's own rate limit.
+    """``Authorization: Bearer <token>`` against ApiToken. (The token's limit is charged by each
+    endpoint, which knows how many emails a request costs.)
 
     (ninja's HttpBearer logs the whole header under DEBUG; this never logs the token.)
     """
@@ -78,15 +92,21 @@ class BearerToken(HttpAuthBase):
         scheme, _, plaintext = request.headers.get("Authorization", "").partition(" ")
         if scheme.lower() != "bearer" or not plaintext.strip():
             return None
-        token = services.api_token_authenticate(plaintext.strip())
-        if token is None:
-            return None
-        decision = ratelimit.token_rate_limiter().hit(
-            token.token_hash, per_minute=token.requests_per_minute
-        )
-        if not decision.allowed:
-            raise RateLimited(decision.retry_after)
-        return token
+        return services.api_token_authenticate(plaintext.strip())
+
+
+class BodyTooLarge(Exception):
+    pass
+
+
+def _charge(token: ApiToken, emails: int) -> None:
+    """Count ``emails`` against the token's per-minute limit; raises RateLimited or
+    ratelimit.RateLimitUnavailable (Redis down: refuse, never allow everything)."""
+    decision = ratelimit.token_rate_limiter().hit(
+        token.token_hash, per_minute=token.emails_per_minute, cost=emails
+    )
+    if not decision.allowed:
+        raise RateLimited(decision.retry_after)
 
 
 class EmailOpsApi(NinjaAPI):
@@ -129,10 +149,35 @@ def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
     return _error(request, 429, str(exc), **{"Retry-After": str(exc.retry_after)})
 
 
+@api.exception_handler(ratelimit.RateLimitUnavailable)
+def _limiter_down(request: HttpRequest, exc: ratelimit.RateLimitUnavailable) -> HttpResponse:
+    return _error(request, 503, UNAVAILABLE, **{"Retry-After": str(exc.retry_after)})
+
+
+@api.exception_handler(BodyTooLarge)
+def _too_large(request: HttpRequest, exc: BodyTooLarge) -> HttpResponse:
+    return _error(request, 413, f"the body is larger than {MAX_BODY_BYTES} bytes (256 KB)")
+
+
 @api.exception_handler(EmailOpsError)
 def _aws_trouble(request: HttpRequest, exc: EmailOpsError) -> HttpResponse:
     # Reading the journal failed. For a send, the rows' keys make the identical retry safe.
-    return _error(request, 503, exc.describe(), **{"Retry-After": "5"})
+    EventLog(logger).warning("api.unavailable", path=request.path, error=exc.describe())
+    return _error(request, 503, UNAVAILABLE, **{"Retry-After": "5"})
+
+
+def _body(request: HttpRequest) -> bytes:
+    # The header first: a huge body is refused before Django reads it into memory.
+    try:
+        declared = int(request.headers.get("Content-Length") or 0)
+    except ValueError:
+        declared = 0
+    if declared > MAX_BODY_BYTES:
+        raise BodyTooLarge
+    body = request.body
+    if len(body) > MAX_BODY_BYTES:
+        raise BodyTooLarge
+    return body
 
 
 def _result(item) -> dict[str, Any]:
@@ -155,6 +200,7 @@ _STATUS = {Action.DELETE: 200, Action.DEAD_LETTER: 422, Action.RETRY: 503, Actio
         200: SendOut,
         400: ErrorOut,
         401: ErrorOut,
+        413: ErrorOut,
         422: SendProblemOut,
         429: ErrorOut,
         503: SendProblemOut | ErrorOut,
@@ -171,17 +217,37 @@ _STATUS = {Action.DELETE: 200, Action.DEAD_LETTER: 422, Action.RETRY: 503, Actio
     },
 )
 def send(request: HttpRequest, response: HttpResponse):
+    token: ApiToken = request.auth
     try:
-        sent: SendResult = email_send(body=request.body)
+        parsed = send_request_parse(body=_body(request), namespace=token.namespace)
     except InvalidRequest as exc:
         return Status(400, {"error": exc.describe(), "field": invalid_field(exc)})
+    if 0 < token.emails_per_minute < parsed.emails:
+        message = (
+            f"recipients has {parsed.emails} entries, more than this token may send in a "
+            f"minute ({token.emails_per_minute})"
+        )
+        return Status(400, {"error": message, "field": "recipients"})
+    _charge(token, parsed.emails)
+    sent: SendResult = email_send(parsed=parsed)
+    # The rows handed back are journal reads too: audited like a GET of each.
+    services.journal_read_by_token(
+        token=token, action="send", queries=[item.id for item in sent.results if item.row]
+    )
     results = [_result(item) for item in sent.results]
     status = _STATUS[sent.outcome.action]
     if status == 200:
         return Status(200, {"messageId": sent.request.message_id, "results": results})
     if sent.retry_after:
         response["Retry-After"] = str(sent.retry_after)
-    problem = {"error": sent.outcome.reason, "messageId": sent.request.message_id}
+    reason = sent.outcome.reason
+    if status == 503:  # transient trouble's text is AWS detail: the log has it, the client not
+        EventLog(logger).warning(
+            "api.send_unavailable", messageId=sent.request.message_id, error=reason
+        )
+        reason = UNAVAILABLE
+        results = [r | {"error": None} for r in results]
+    problem = {"error": reason, "messageId": sent.request.message_id}
     return Status(status, problem | {"results": results})
 
 
@@ -196,18 +262,24 @@ def send(request: HttpRequest, response: HttpResponse):
         503: ErrorOut,
     },
     summary="One journal row",
-    description="The journal row with this Id (a `results[].id` of a send), attributes as stored; "
-    "context values under sensitive keys are masked as in the console. Every read is audited.",
+    description="The journal row with this Id (a `results[].id` of a send) if this token wrote "
+    "it (any other row is a 404), attributes as stored; of the context, only the variables the "
+    "template manifest declares for its messageId, sensitive-looking ones masked as in the "
+    "console. Every read is audited.",
     openapi_extra={"responses": {429: {"headers": _RETRY_AFTER}, 503: {"headers": _RETRY_AFTER}}},
 )
 def send_detail(request: HttpRequest, id: str):
-    services.journal_read_by_token(token=request.auth, action="get", query=id)
+    token: ApiToken = request.auth
+    _charge(token, 1)
+    services.journal_read_by_token(token=token, action="get", queries=[id])
     try:
-        row = wiring.journal().get(id)
+        row = selectors.journal_row_for_token(token=token, id=id)
     except EmailOpsError as exc:
         if not exc.permanent:
             raise
-        return Status(400, {"error": exc.describe(), "field": "id"})  # e.g. longer than a key
+        return Status(400, {"error": "not a journal row Id", "field": "id"})  # e.g. too long
     if row is None:
-        return Status(404, {"error": f"no journal row has Id {id!r}", "field": None})
-    return Status(200, masked_row(row))
+        return Status(
+            404, {"error": f"this token wrote no journal row with Id {id!r}", "field": None}
+        )
+    return Status(200, row)

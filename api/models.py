@@ -8,13 +8,19 @@ from django.db import models
 
 
 class ApiToken(models.Model):
-    """One producer's bearer token. Only its SHA-256 is stored; ``prefix`` identifies it."""
+    """One producer's bearer token. Only its SHA-256 is stored; ``prefix`` identifies it.
+
+    Its id is also its tenancy: the rows it writes are keyed and owned ``api:<id>`` (``namespace``),
+    so tokens are revoked, never deleted (a reused id would inherit another producer's rows).
+    """
 
     name = models.CharField(max_length=100, help_text="The producer, e.g. 'publishing-service'.")
     prefix = models.CharField(max_length=16, editable=False)
     token_hash = models.CharField(max_length=64, unique=True, editable=False)
-    requests_per_minute = models.PositiveIntegerField(
-        default=60, help_text="This token's own limit on API requests; 0 means no limit."
+    emails_per_minute = models.PositiveIntegerField(
+        default=60,
+        help_text="Emails (recipients) this token may send per minute; each read counts as one. "
+        "0 means no limit.",
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, editable=False
@@ -33,3 +39,7 @@ class ApiToken(models.Model):
     @property
     def active(self) -> bool:
         return self.revoked_at is None
+
+    @property
+    def namespace(self) -> str:
+        return f"api:{self.pk}"

@@ -1,8 +1,10 @@
-"""Each token's own limit: a fixed one-minute window in Redis, shared by every API process.
+"""Each token's own limit on emails per minute: a fixed one-minute window in Redis, shared by every
+API process.
 
-One Lua script increments the window's counter and sets its expiry in one atomic step. If Redis
-cannot be reached the request is let through (and logged): the per-token limit guards against a
-runaway producer, while SES's own send rate is guarded by the pipeline's limiter.
+One Lua script checks the window's counter, adds the request's cost (its recipients) only if it
+fits, and sets the expiry, in one atomic step: a refused request costs nothing. If Redis cannot
+be reached the request is refused (RateLimitUnavailable → 503 + Retry-After): letting everything
+through would turn a Redis outage into an unlimited send path.
 """
 
 from __future__ import annotations
@@ -20,17 +22,33 @@ from redis.retry import Retry
 
 from emailops.core.events import EventLog
 
-__all__ = ["Decision", "TokenRateLimiter", "connect", "token_rate_limiter"]
+__all__ = [
+    "Decision",
+    "RateLimitUnavailable",
+    "TokenRateLimiter",
+    "connect",
+    "token_rate_limiter",
+]
 
 logger = logging.getLogger("emailops.api")
 
 WINDOW_SECONDS = 60
 KEY_PREFIX = "emailops:api:rpm:"  # then the token's hash, then the window number
+# KEYS[1] the window; ARGV: expiry seconds, cost, limit. Returns the new count, or -1 if refused.
 _INCREMENT = """
-local count = redis.call('INCR', KEYS[1])
-if count == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
+local count = tonumber(redis.call('GET', KEYS[1]) or '0')
+if count + tonumber(ARGV[2]) > tonumber(ARGV[3]) then return -1 end
+count = redis.call('INCRBY', KEYS[1], ARGV[2])
+if count == tonumber(ARGV[2]) then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
 return count
 """
+RETRY_AFTER_UNAVAILABLE = 5
+
+
+class RateLimitUnavailable(Exception):
+    """The shared counter cannot be reached: refuse rather than let everything through."""
+
+    retry_after = RETRY_AFTER_UNAVAILABLE
 
 
 @dataclass(frozen=True)
@@ -48,26 +66,27 @@ class TokenRateLimiter:
         self.clock = clock
         self._increment = client.register_script(_INCREMENT)
 
-    def hit(self, token_key: str, *, per_minute: int) -> Decision:
-        """Count one request for ``token_key``; refuse it past ``per_minute`` (0: no limit)."""
+    def hit(self, token_key: str, *, per_minute: int, cost: int = 1) -> Decision:
+        """Count ``cost`` emails for ``token_key``; refuse (counting nothing) if they would take
+        the window past ``per_minute`` (0: no limit). Raises RateLimitUnavailable."""
         if per_minute <= 0:
             return Decision(True)
         now = self.clock()
         window = int(now // WINDOW_SECONDS)
         key = f"{self.prefix}{token_key}:{window}"
         try:
-            count = int(self._increment(keys=[key], args=[WINDOW_SECONDS + 1]))
+            count = int(self._increment(keys=[key], args=[WINDOW_SECONDS + 1, cost, per_minute]))
         except redis.RedisError as exc:
-            EventLog(logger).warning("api.rate_limit_unavailable", error=str(exc))
-            return Decision(True)
-        if count <= per_minute:
+            EventLog(logger).error("api.rate_limit_unavailable", error=str(exc))
+            raise RateLimitUnavailable("the rate limiter is unavailable") from exc
+        if count >= 0:
             return Decision(True)
         return Decision(False, retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(now)))
 
 
 def connect(url: str) -> redis.Redis:
     """A client that gives up at once: with Redis down, every API request would otherwise wait
-    out redis-py's retries before being let through."""
+    out redis-py's retries before being refused."""
     return redis.Redis.from_url(
         url, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0)
     )

@@ -1,8 +1,12 @@
 """One EmailRequest through the consumer's own pipeline, inline, and what became of each recipient.
 
 The pipeline is built by ``emailops.wiring.build_pipeline``, exactly as the consumer builds it, so the
-API claims, dedupes, journals (and, once wired there, rate-limits and suppresses) the same way. A
-request repeated with the same dedupeId meets its own SENT rows at the claim and sends nothing.
+API claims, dedupes, journals, rate-limits and suppresses the same way. A request repeated with the
+same dedupeId (by the same token) meets its own SENT rows at the claim and sends nothing.
+
+Each token sends in its own namespace (``ApiToken.namespace``, ``api:<id>``): its rows' keys are the
+queue's keys prefixed with it, and they record it as their Producer. The same dedupeId from two tokens
+is two rows and two emails, and no token is ever handed a row another wrote.
 """
 
 from __future__ import annotations
@@ -11,7 +15,7 @@ import json
 import re
 import time
 import uuid
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from django.conf import settings
@@ -22,7 +26,14 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.pipeline import Action, RecordOutcome
 
-__all__ = ["RecipientResult", "SendResult", "email_send", "invalid_field"]
+__all__ = [
+    "ParsedSend",
+    "RecipientResult",
+    "SendResult",
+    "email_send",
+    "invalid_field",
+    "send_request_parse",
+]
 
 # The claim's lease when CLAIM_LEASE_SECONDS is unset: the API does not read the queue's visibility
 # timeout. An inline send takes seconds; the lease only matters if this process dies mid-send.
@@ -43,10 +54,21 @@ def invalid_field(exc: InvalidRequest) -> str | None:
 
 
 @dataclass(frozen=True)
+class ParsedSend:
+    request: EmailRequest  # in the token's namespace
+    body: str
+
+    @property
+    def emails(self) -> int:
+        """What the request costs against the token's limit: one per distinct recipient entry."""
+        return len(self.request.recipients) + len(self.request.rejected)
+
+
+@dataclass(frozen=True)
 class RecipientResult:
     recipient: str
-    id: str  # the journal row's Id (the dedupe key)
-    row: dict[str, Any] | None  # None: no row (nothing was attempted for this recipient)
+    id: str  # the journal row's Id (the namespaced dedupe key)
+    row: dict[str, Any] | None  # None: no row of this producer (nothing was attempted)
 
 
 @dataclass(frozen=True)
@@ -57,22 +79,44 @@ class SendResult:
     retry_after: int = 0  # for RETRY and WAIT: seconds after which asking again makes sense
 
 
-def email_send(*, body: str | bytes, now: float | None = None) -> SendResult:
-    """Parse (raising InvalidRequest, before anything is written), process, read the rows back.
+def send_request_parse(*, body: str | bytes, namespace: str) -> ParsedSend:
+    """Parse and check the request before anything is written or counted. Raises InvalidRequest,
+    also for more recipients than API_MAX_RECIPIENTS (the API sends inline: a request must fit in
+    one worker's timeout)."""
+    request = replace(parse_complete_request(body), namespace=namespace)
+    if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it
+        body = body.decode(json.detect_encoding(body))
+    parsed = ParsedSend(request=request, body=body)
+    limit = settings.API_MAX_RECIPIENTS
+    if parsed.emails > limit:
+        raise InvalidRequest(
+            "parse request",
+            key=request.message_id,
+            reason=f"recipients has {parsed.emails} entries; the API takes at most {limit} a "
+            f"request (API_MAX_RECIPIENTS={limit}): split it, or put it on the queue",
+        )
+    return parsed
+
+
+def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
+    """Process a parsed request, then read its rows back (only rows of its own producer).
 
     Raises EmailOpsError when the journal cannot be read afterwards (the caller should retry: the
     rows' dedupe keys make a retry safe).
     """
-    request = parse_complete_request(body)  # synchronous: the caller can fix and retry
+    request = parsed.request
     lease = settings.CLAIM_LEASE_SECONDS or DEFAULT_LEASE_SECONDS
     pipeline = wiring.build_pipeline(lease_seconds=lease)
-    if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it
-        body = body.decode(json.detect_encoding(body))
-    outcome = pipeline.process(body, record_id=f"api:{uuid.uuid4()}")
+    outcome = pipeline.process(
+        parsed.body, record_id=f"api:{uuid.uuid4()}", namespace=request.namespace
+    )
     results = []
     for recipient in request.recipients:
         key = dedupe_key(request, recipient.email)
-        results.append(RecipientResult(recipient=recipient.email, id=key, row=_row(key)))
+        row = _row(key)
+        if row is not None and row.get("Producer") != request.namespace:
+            row = None  # a key that collides with a row someone else wrote: never hand it back
+        results.append(RecipientResult(recipient=recipient.email, id=key, row=row))
     return SendResult(
         request=request,
         outcome=outcome,

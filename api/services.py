@@ -52,9 +52,9 @@ def api_token_issue(*, token: ApiToken, user: AbstractBaseUser | None = None) ->
 
 
 def api_token_create(
-    *, name: str, requests_per_minute: int = 60, user: AbstractBaseUser | None = None
+    *, name: str, emails_per_minute: int = 60, user: AbstractBaseUser | None = None
 ) -> NewToken:
-    token = ApiToken(name=name, requests_per_minute=requests_per_minute)
+    token = ApiToken(name=name, emails_per_minute=emails_per_minute)
     return NewToken(token=token, plaintext=api_token_issue(token=token, user=user))
 
 
@@ -84,12 +84,14 @@ def api_token_authenticate(plaintext: str) -> ApiToken | None:
     return token
 
 
-def journal_read_by_token(*, token: ApiToken, action: str, query: str) -> None:
-    """The API audits its journal reads in the console's trail, as every reader does."""
-    journal_read_record(
-        channel=JournalReadAudit.Channel.API,
-        action=action,
-        query=query,
-        actor=f"token {token.name} ({token.prefix}…)",
-        token_prefix=token.prefix,
-    )
+def journal_read_by_token(*, token: ApiToken, action: str, queries: list[str]) -> None:
+    """The API audits its journal reads in the console's trail, as every reader does: one entry
+    per row asked for or handed back (its Id names the recipient, so erasure finds it)."""
+    for query in queries:
+        journal_read_record(
+            channel=JournalReadAudit.Channel.API,
+            action=action,
+            query=query,
+            actor=f"token {token.name} ({token.prefix}…)",
+            token_prefix=token.prefix,
+        )

@@ -147,7 +147,7 @@ JOURNAL_TTL_DAYS = env.int("JOURNAL_TTL_DAYS", default=90)
 JOURNAL_SENSITIVE_KEYS = env.get_value(
     "JOURNAL_SENSITIVE_KEYS",
     cast=list,
-    default="password,passwd,secret,token,key,credential,signature,session,cookie,otp,link",
+    default="password,passwd,secret,token,key,credential,signature,session,cookie,otp,link,url,code,pin",
     parse_default=True,
 )
 # When the Go consumer stopped writing (ISO time): bounds the search for its rows (docs/journal.md).
@@ -169,6 +169,12 @@ CLAIM_LEASE_SECONDS = env.int("CLAIM_LEASE_SECONDS", default=0)
 # A send starts only on a claim with at least this long left; less, and it is extended first (or
 # let go, and the record waits): never a send on a claim that may have lapsed.
 CLAIM_SEND_MARGIN_SECONDS = env.int("CLAIM_SEND_MARGIN_SECONDS", default=5)
+# The send API sends inline: at most this many recipients a request (more is a 400, nothing sent).
+# The API's gunicorn timeout must fit this many sends at the SES rate (docs/deploy.md).
+API_MAX_RECIPIENTS = env.int("API_MAX_RECIPIENTS", default=50)
+# Audit rows (journal reads, mapping changes, email actions, suppression removals, jobs) older than
+# this many days are pruned daily by Celery beat.
+AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=400)
 # The consumer caches templates it fetched from S3 for this long (0 disables).
 TEMPLATE_CACHE_SECONDS = env.int("TEMPLATE_CACHE_SECONDS", default=60)
 # Emails per second across every consumer process on every machine: unset = SES GetSendQuota's

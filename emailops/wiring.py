@@ -19,6 +19,7 @@ from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops.aws.clients import aws_client, lease_client, reset_clients
+from emailops.aws.erasure import RecipientEraser
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
 from emailops.aws.journal_scan import JournalScan
@@ -143,6 +144,14 @@ def _go_cutover() -> int | None:
             "JOURNAL_GO_CUTOVER must be an ISO date or time, e.g. 2026-12-01T09:00:00Z"
         ) from None
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
+
+
+def recipient_eraser() -> RecipientEraser:
+    return RecipientEraser(
+        _client("dynamodb"),
+        journal_table=require("JOURNAL_TABLE"),
+        unmatched_table=settings.SES_EVENTS_UNMATCHED_TABLE,
+    )
 
 
 @functools.cache

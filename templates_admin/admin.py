@@ -116,7 +116,7 @@ admin.site.index_template = admin.site.index_template or "templates_admin/index.
 class JournalReadAuditAdmin(admin.ModelAdmin):
     """The read-only trail of journal reads (Support leads and superusers)."""
 
-    list_display = ("at", "actor", "channel", "action", "query", "filters")
+    list_display = ("at", "actor", "channel", "action", "query", "filters", "rows")
     list_filter = ("channel", "action")
     search_fields = ("actor", "query", "token_prefix")
     date_hierarchy = "at"

@@ -134,6 +134,8 @@ class JournalReadAudit(models.Model):
     action = models.CharField(max_length=40)  # "search", "detail", "email", "recipient", "id"...
     query = models.CharField(max_length=500, db_index=True)  # the search text or the row's Id
     filters = models.JSONField(default=dict, blank=True)
+    # How many rows the read handed over, where that is not one (a CSV export), once known.
+    rows = models.PositiveIntegerField(null=True, blank=True)
 
     class Meta:
         ordering = ["-at", "-id"]
@@ -181,6 +183,7 @@ class OperationsPage(models.Model):
             ("redrive_dead_letters", "Can redrive dead-lettered requests"),
             ("bulk_resend", "Can resend a batch of emails"),
             ("check_templates", "Can run the template check"),
+            ("erase_recipient", "Can erase every journal row of an email address"),
         ]
 
     def __str__(self) -> str:
@@ -195,6 +198,7 @@ class Job(models.Model):
         DLQ_REDRIVE = "dlq_redrive", "Dead-letter redrive"
         BULK_RESEND = "bulk_resend", "Bulk resend"
         TEMPLATE_CHECK = "template_check", "Template check"
+        ERASE_RECIPIENT = "erase_recipient", "Recipient erasure"
 
     class State(models.TextChoices):
         PENDING = "PENDING"

@@ -19,6 +19,7 @@ VIEW_JOBS = "templates_admin.view_jobs"
 REDRIVE_DEAD_LETTERS = "templates_admin.redrive_dead_letters"
 BULK_RESEND = "templates_admin.bulk_resend"
 CHECK_TEMPLATES = "templates_admin.check_templates"
+ERASE_RECIPIENT = "templates_admin.erase_recipient"
 
 # Template owners read the journal too: the send-test page links to the send it made.
 # Removing a suppression lets email reach the address again, like a resend: the same people.
@@ -35,6 +36,7 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
         VIEW_JOBS,
         REDRIVE_DEAD_LETTERS,
         BULK_RESEND,
+        ERASE_RECIPIENT,  # migration 0006: erasure requests are a Support lead's call
     ],
     TEMPLATE_OWNERS: [
         MANAGE_MAPPINGS,

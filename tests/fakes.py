@@ -7,7 +7,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from emailops.core.errors import EmailOpsError
+from emailops.core.errors import EmailOpsError, ForeignRow
 from emailops.core.ports import (
     Claim,
     ClaimResult,
@@ -103,12 +103,19 @@ class InMemoryJournal:
             "TemplateKey": claim.template_key,
             "TemplateVersion": claim.template_version,
             "ExpiresAt": claim.now + claim.ttl_seconds,
-        }
+        } | ({"Producer": claim.producer} if claim.producer else {})
+
+    @staticmethod
+    def _foreign(row: dict[str, Any] | None, claim: Claim) -> bool:
+        """The row exists and another producer wrote it (the adapter's ownership condition)."""
+        return row is not None and row.get("Producer", "") != claim.producer
 
     def claim(self, claim: Claim) -> ClaimResult:
         self._maybe_fail("claim")
         with self.lock:
             row = self.rows.get(claim.key)
+            if self._foreign(row, claim):
+                raise ForeignRow("claim journal row", key=claim.key, reason="another producer's")
             if not self._claimable(row, claim):
                 if row["Status"] in (Status.SENT, Status.SUPPRESSED):
                     return ClaimResult(ClaimState.ALREADY_SENT)
@@ -154,14 +161,16 @@ class InMemoryJournal:
 
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         with self.lock:
-            if not self._claimable(self.rows.get(claim.key), claim):
+            row = self.rows.get(claim.key)
+            if self._foreign(row, claim) or not self._claimable(row, claim):
                 return False
             self.rows[claim.key] = self._values(claim, Status.FAILED) | {"Error": error}
             return True
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         with self.lock:
-            if not self._claimable(self.rows.get(claim.key), claim):
+            row = self.rows.get(claim.key)
+            if self._foreign(row, claim) or not self._claimable(row, claim):
                 return False
             self.rows[claim.key] = self._values(claim, Status.SUPPRESSED) | {"Error": reason}
             return True

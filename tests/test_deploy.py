@@ -98,3 +98,15 @@ print("imported", len(sys.modules))
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("imported")
+
+
+def test_the_api_runs_on_its_own_gunicorn_with_a_timeout_that_fits_its_largest_request(compose):
+    from django.conf import settings
+
+    api = compose["services"]["api"]
+    command = api["command"].split()
+    assert command[0] == "gunicorn" and "emailops.wsgi:application" in command
+    timeout = int(command[command.index("--timeout") + 1])
+    sandbox_rate = 1  # emails per second: moto's GetSendQuota, and SES's sandbox
+    assert timeout >= settings.API_MAX_RECIPIENTS / sandbox_rate + 30
+    assert api["healthcheck"]["test"]

@@ -3,7 +3,8 @@
 ``consume_emails_batch`` drains the queue once (for Celery beat, instead of a long-running
 consumer process); ``enqueue_email_request`` lets web requests hand queueing off to a worker;
 ``run_job`` runs a console job (redrive, bulk resend, template check) by its id; the
-``check_*``/``find_*`` tasks are Celery beat's periodic checks (schedule in emailops/celery.py).
+``check_*``/``find_*`` tasks are Celery beat's periodic checks, and ``prune_audit_trails`` its daily
+retention of the audit trails (schedule in emailops/celery.py).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from django.conf import settings
 
 from emailops import wiring
 from emailops.core.contract import parse_request
+from templates_admin import retention
 from templates_admin.jobs import monitoring, services
 from worker.wiring import build_consumer
 
@@ -55,3 +57,8 @@ def find_stuck_claims() -> int:
 @shared_task(name="worker.check_templates_daily")
 def check_templates_daily() -> int:
     return monitoring.template_check_daily().pk
+
+
+@shared_task(name="worker.prune_audit_trails")
+def prune_audit_trails() -> dict[str, int]:
+    return retention.audit_prune()

@@ -2,8 +2,9 @@
 
 Attributes are those the Go consumer writes (Id, MessageId, Recipient, Status, Timestamp, SentAtKey,
 MessageSent, SesMessageId, Error, Context, ExpiresAt) plus ours: ClaimExpiresAt, Attempts, Subject,
-TemplateKey, TemplateVersion (which published version of TemplateKey was rendered) and RecipientKey
-(the lowercased recipient, for case-insensitive search).
+TemplateKey, TemplateVersion (which published version of TemplateKey was rendered), RecipientKey (the
+lowercased recipient, for case-insensitive search) and, on rows the send API wrote, Producer (which
+token wrote it: ``api:<token id>``, also the prefix of the row's key).
 
 Every rule that guards against a double send sits in a conditional write, never in a read-then-write.
 A claim is one conditional UpdateItem rather than a PutItem so that ``Attempts`` can count claims:
@@ -23,6 +24,7 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.core.errors import ForeignRow
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 
 __all__ = ["DynamoJournal", "from_dynamo", "item_from_dynamo", "sent_at_key", "to_dynamo"]
@@ -44,7 +46,12 @@ _NAMES = {
     "#lease": "ClaimExpiresAt",
     "#attempts": "Attempts",
     "#err": "Error",
+    "#producer": "Producer",
 }
+# Every write also finds the row absent or its writer's own: an SQS dedupeId that mimics an API key
+# cannot take that producer's row, nor one token another's. Queue (and Go-era) rows have no Producer.
+_OWNED = "(attribute_not_exists(#id) OR #producer = :producer)"
+_UNOWNED = "attribute_not_exists(#producer)"
 
 
 def sent_at_key(timestamp: int) -> str:
@@ -128,7 +135,7 @@ class DynamoJournal:
             "Subject": claim.subject,
             "TemplateKey": claim.template_key,
             "TemplateVersion": claim.template_version,
-        }
+        } | ({"Producer": claim.producer} if claim.producer else {})
 
     def _conditional_update(
         self,
@@ -174,14 +181,18 @@ class DynamoJournal:
             "queued": Status.QUEUED.value,
             "now": claim.now,
             "stale": claim.now - claim.lease_seconds,
-        }
+        } | ({"producer": claim.producer} if claim.producer else {})
+
+    @staticmethod
+    def _claimable(claim: Claim) -> str:
+        return f"({_CLAIMABLE}) AND {_OWNED if claim.producer else _UNOWNED}"
 
     def claim(self, claim: Claim) -> ClaimResult:
         sets = self._row_values(claim, Status.QUEUED) | {"ClaimExpiresAt": claim.lease_ends_at}
         result = self._conditional_update(
             claim.key,
             sets=sets,
-            condition=_CLAIMABLE,
+            condition=self._claimable(claim),
             values=self._claim_values(claim) | {"one": 1},
             extra="ADD #attempts :one REMOVE MessageSent, SesMessageId, #err",
             what="claim journal row",
@@ -195,6 +206,10 @@ class DynamoJournal:
         current = result.response.get("Item") and item_from_dynamo(result.response["Item"])
         if not current:  # a store that does not return the old item: look it up
             current = self.get(claim.key) or {}
+        if current.get("Producer", "") != claim.producer:
+            raise ForeignRow(
+                "claim journal row", key=claim.key, reason="the row belongs to another producer"
+            )
         # A SUPPRESSED row is as final as a SENT one: that request is never sent to that address.
         if current.get("Status") in (Status.SENT.value, Status.SUPPRESSED.value):
             return ClaimResult(ClaimState.ALREADY_SENT)
@@ -266,7 +281,7 @@ class DynamoJournal:
         result = self._conditional_update(
             claim.key,
             sets=self._row_values(claim, Status.FAILED) | {"Error": error},
-            condition=_CLAIMABLE,
+            condition=self._claimable(claim),
             values=self._claim_values(claim),
             what="record FAILED journal row",
         )
@@ -276,7 +291,7 @@ class DynamoJournal:
         result = self._conditional_update(
             claim.key,
             sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason},
-            condition=_CLAIMABLE,
+            condition=self._claimable(claim),
             values=self._claim_values(claim),
             what="record SUPPRESSED journal row",
         )

@@ -56,6 +56,9 @@ class EmailRequest:
     dedupe_id: str = ""
     rejected: tuple[RejectedRecipient, ...] = ()
     warnings: tuple[str, ...] = ()  # problems that did not stop the request (log them)
+    # Never from the wire: the producer's own key space (the send API gives each token one).
+    # Empty on the queue path, whose keys stay the Go consumer's.
+    namespace: str = ""
 
     @property
     def organization_id(self) -> str | None:

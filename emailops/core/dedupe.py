@@ -14,7 +14,7 @@ from typing import Any
 
 from emailops.core.contract import EmailRequest, go_text
 
-__all__ = ["canonical_context", "dedupe_key", "go_json"]
+__all__ = ["canonical_context", "dedupe_key", "go_dedupe_key", "go_json"]
 
 _HEX = "0123456789abcdef"
 # Go's encodeState escapes these even though they are printable: HTML-significant bytes and the two
@@ -97,7 +97,14 @@ def canonical_context(context: dict[str, Any] | None) -> str:
 
 
 def dedupe_key(request: EmailRequest, recipient_email: str) -> str:
-    """The journal ``Id`` for one (request, recipient)."""
+    """The journal ``Id`` for one (request, recipient): the Go consumer's key, prefixed by the
+    request's namespace when it has one (``api:7:reset-42:pat@example.com``)."""
+    key = go_dedupe_key(request, recipient_email)
+    return f"{request.namespace}:{key}" if request.namespace else key
+
+
+def go_dedupe_key(request: EmailRequest, recipient_email: str) -> str:
+    """Exactly the Go consumer's ``EmailRequest.DedupeKey`` (the queue path's journal ``Id``)."""
     if request.dedupe_id:
         return f"{request.dedupe_id}:{recipient_email}"
     parts = (request.message_id, recipient_email, canonical_context(request.context))

@@ -80,6 +80,10 @@ class ConcurrentUpdate(PermanentError):
         super().__init__(what, key=key, reason=reason)
 
 
+class ForeignRow(PermanentError):
+    """A journal row with this key exists but another producer wrote it: not ours to touch."""
+
+
 class ConfigurationError(PermanentError):
     """A resource the service needs is missing or misconfigured (no DLQ, no table...)."""
 

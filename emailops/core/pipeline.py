@@ -218,16 +218,20 @@ class EmailPipeline:
         record_id: str = "",
         state: RetryState | None = None,
         held: HeldClaims | None = None,
+        namespace: str = "",
     ) -> RecordOutcome:
+        """``namespace``: the producer's own key space and row owner (the API's token); the
+        queue path leaves it empty, so its keys and rows stay the Go consumer's."""
         state = state or RetryState()
         log = EventLog(logger, sqsMessageId=record_id or None)
         started = int(self.clock())
         try:
-            request = parse_request(body)
+            request = replace(parse_request(body), namespace=namespace)
         except InvalidRequest as exc:
             log.warning("request.invalid", error=exc.describe())
             if exc.request is not None:
-                self._record_failures(exc.request, exc.describe(), log.bind(messageId=exc.key))
+                failed = replace(exc.request, namespace=namespace)
+                self._record_failures(failed, exc.describe(), log.bind(messageId=exc.key))
             return RecordOutcome(
                 Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or "", state=state
             )
@@ -526,6 +530,7 @@ class EmailPipeline:
             subject=composed.subject if composed else "",
             template_key=composed.template_key if composed else "",
             template_version=composed.template_version if composed else "",
+            producer=request.namespace,
         )
 
     def _release(self, key: str, attempt: int, log: EventLog) -> None:

@@ -71,6 +71,9 @@ class Claim:
     subject: str = ""
     template_key: str = ""
     template_version: str = ""  # which published version of template_key was rendered
+    # Who may own the row ("" on the queue path): a namespaced producer's claim never takes,
+    # overwrites or reports a row another producer wrote.
+    producer: str = ""
 
     @property
     def lease_ends_at(self) -> int:

@@ -1,4 +1,5 @@
-"""The forms that start jobs: a redrive (from the dead-letter page) and a bulk resend."""
+"""The forms that start jobs: a redrive (from the dead-letter page), a bulk resend and a
+recipient erasure."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
-from templates_admin.jobs import bulk_resend, dlq
+from templates_admin.jobs import bulk_resend, dlq, erasure
 
 
 class RedriveForm(forms.Form):
@@ -100,6 +101,34 @@ class BulkResendForm(forms.Form):
                 rate=data["rate"],
                 recipients=data.get("recipients", "").split(),
             )
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+class EraseRecipientForm(forms.Form):
+    address = forms.CharField(label="Email address", max_length=320)
+    confirm = forms.CharField(
+        label="Type the address again",
+        max_length=320,
+        help_text="Erasure cannot be undone.",
+    )
+    reason = forms.CharField(
+        label="Why erase?",
+        max_length=2000,
+        widget=forms.Textarea(attrs={"rows": 2, "cols": 60}),
+        help_text="Required, e.g. the erasure request's reference. Kept with the job, with your "
+        "name.",
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        if data["address"].strip().lower() != data["confirm"].strip().lower():
+            raise forms.ValidationError("the two addresses differ")
+        try:
+            data["inputs"] = erasure.erasure_inputs(address=data["address"], reason=data["reason"])
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data

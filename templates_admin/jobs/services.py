@@ -42,6 +42,7 @@ JOB_PERMISSIONS = {
     Job.Kind.DLQ_REDRIVE: roles.REDRIVE_DEAD_LETTERS,
     Job.Kind.BULK_RESEND: roles.BULK_RESEND,
     Job.Kind.TEMPLATE_CHECK: roles.CHECK_TEMPLATES,
+    Job.Kind.ERASE_RECIPIENT: roles.ERASE_RECIPIENT,
 }
 # A RUNNING job whose heartbeat is older than this is taken to be orphaned (its worker died).
 HEARTBEAT_TIMEOUT = timedelta(minutes=2)
@@ -85,13 +86,14 @@ RUNNERS: dict[str, Runner] = {}
 
 def _runners() -> dict[str, Runner]:
     if not RUNNERS:  # imported here: the kinds import services themselves
-        from templates_admin.jobs import bulk_resend, dlq, template_check
+        from templates_admin.jobs import bulk_resend, dlq, erasure, template_check
 
         RUNNERS.update(
             {
                 Job.Kind.DLQ_REDRIVE: dlq.redrive_run,
                 Job.Kind.BULK_RESEND: bulk_resend.bulk_resend_run,
                 Job.Kind.TEMPLATE_CHECK: template_check.template_check_run,
+                Job.Kind.ERASE_RECIPIENT: erasure.erasure_run,
             }
         )
     return RUNNERS

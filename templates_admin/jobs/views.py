@@ -22,7 +22,7 @@ from templates_admin import roles
 from templates_admin.console import console_view
 from templates_admin.csp import POLLING_POLICY
 from templates_admin.jobs import dlq, selectors, services
-from templates_admin.jobs.forms import BulkResendForm, RedriveForm
+from templates_admin.jobs.forms import BulkResendForm, EraseRecipientForm, RedriveForm
 from templates_admin.models import Job, OperationsPage
 
 TEMPLATES = "templates_admin/jobs/"
@@ -44,6 +44,7 @@ def _page(
         "can_redrive": user.has_perm(roles.REDRIVE_DEAD_LETTERS),
         "can_bulk_resend": user.has_perm(roles.BULK_RESEND),
         "can_check_templates": user.has_perm(roles.CHECK_TEMPLATES),
+        "can_erase_recipient": user.has_perm(roles.ERASE_RECIPIENT),
         **context,
     }
     return TemplateResponse(request, TEMPLATES + template, context, status=status)
@@ -111,6 +112,20 @@ def bulk_resend(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
         admin_site,
         "bulk_resend.html",
         {"title": "Bulk resend", "form": form},
+        status=400 if form.errors else 200,
+    )
+
+
+@console_view(roles.VIEW_JOBS, roles.ERASE_RECIPIENT)
+def erase_recipient(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    form = EraseRecipientForm(request.POST or None)
+    if request.method == "POST" and form.is_valid():
+        return _start(request, admin_site, Job.Kind.ERASE_RECIPIENT, form.cleaned_data["inputs"])
+    return _page(
+        request,
+        admin_site,
+        "erase_recipient.html",
+        {"title": "Erase a recipient", "form": form},
         status=400 if form.errors else 200,
     )
 

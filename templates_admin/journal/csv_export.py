@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import csv
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,25 +73,35 @@ def _cells(row: dict[str, Any]) -> list[str]:
     return [_safe(value) for value in values]
 
 
-def csv_lines(pages: Iterable[JournalSearchResult], *, max_rows: int) -> Iterator[str]:
+def csv_lines(
+    pages: Iterable[JournalSearchResult],
+    *,
+    max_rows: int,
+    on_done: Callable[[int], None] | None = None,
+) -> Iterator[str]:
     """The header, one line per row, and a last line when the export did not get every row: the
     row cap was reached, or the journal could not be read part-way (the response has started by
-    then, so the file itself must say so)."""
+    then, so the file itself must say so). ``on_done`` gets the number of rows written, also
+    when the download was cut short (the audit records what actually left)."""
     writer = csv.writer(_Echo())
-    yield writer.writerow(COLUMNS)
     count, more = 0, False
     try:
-        for page in pages:
-            for row in page.rows:
-                count += 1
-                yield writer.writerow(_cells(row))
-            more = bool(page.next_cursor)
-    except EmailOpsError as exc:
-        yield writer.writerow(
-            [f"# export stopped after {count} rows: the journal could not be read: "
-             f"{exc.describe()}"]
-        )  # fmt: skip
-        return
+        yield writer.writerow(COLUMNS)
+        try:
+            for page in pages:
+                for row in page.rows:
+                    yield writer.writerow(_cells(row))
+                    count += 1
+                more = bool(page.next_cursor)
+        except EmailOpsError as exc:
+            yield writer.writerow(
+                [f"# export stopped after {count} rows: the journal could not be read: "
+                 f"{exc.describe()}"]
+            )  # fmt: skip
+            return
+    finally:
+        if on_done is not None:
+            on_done(count)
     if more and count >= max_rows:
         yield writer.writerow(
             [f"# stopped at {max_rows} rows, the export's limit: narrow the search (dates, "

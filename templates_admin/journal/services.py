@@ -31,6 +31,7 @@ from templates_admin.models import EmailAction, JournalReadAudit
 __all__ = [
     "email_resend",
     "journal_read_by_console",
+    "journal_read_counted",
     "journal_read_record",
     "new_resend_dedupe_id",
 ]
@@ -163,3 +164,9 @@ def journal_read_by_console(
         user=request.user,
         filters=filters,
     )
+
+
+def journal_read_counted(*, audit: JournalReadAudit, rows: int) -> None:
+    """Record how many rows a read (a CSV export, known only once streamed) handed over."""
+    JournalReadAudit.objects.filter(pk=audit.pk).update(rows=rows)
+    audit.rows = rows

@@ -25,7 +25,11 @@ from templates_admin import roles
 from templates_admin.console import console_view
 from templates_admin.journal import csv_export, delivery, presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
-from templates_admin.journal.services import email_resend, new_resend_dedupe_id
+from templates_admin.journal.services import (
+    email_resend,
+    journal_read_counted,
+    new_resend_dedupe_id,
+)
 from templates_admin.journal.services import journal_read_by_console as _audit
 from templates_admin.models import EmailJournalPage
 from templates_admin.suppression import selectors as suppression_selectors
@@ -105,10 +109,16 @@ def export(request: HttpRequest, admin_site) -> HttpResponse:
         first = next(pages)  # errors in the search itself still get a page, not half a file
     except selectors.JournalSearchError:
         return redirect(f"{search_page}?{request.GET.urlencode()}")
-    response = StreamingHttpResponse(
-        csv_export.csv_lines(itertools.chain([first], pages), max_rows=selectors.EXPORT_MAX_ROWS),
-        content_type="text/csv; charset=utf-8",
+    # Audited before the first byte leaves; the row count is added once the stream ends.
+    audit = _audit(request, "export", arguments["query"], arguments)
+
+    def counted(rows: int) -> None:
+        journal_read_counted(audit=audit, rows=rows)
+
+    lines = csv_export.csv_lines(
+        itertools.chain([first], pages), max_rows=selectors.EXPORT_MAX_ROWS, on_done=counted
     )
+    response = StreamingHttpResponse(lines, content_type="text/csv; charset=utf-8")
     name = csv_export.filename(arguments["query"], now=timezone.now())
     response["Content-Disposition"] = f'attachment; filename="{name}"'
     return response
@@ -248,6 +258,7 @@ def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
 
 @console_view(roles.SEARCH_JOURNAL, roles.RESEND_EMAIL)
 def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
+    _audit(request, "resend", key)  # the page shows the row, as the detail page does
     entry = selectors.journal_entry(key=key)
     detail_url = _entry_url(admin_site, "detail", key)
     if entry.row is None:

@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import json
+import uuid
 from typing import Any
 
 import pytest
+import redis
 
+from api import ratelimit
 from api.services import api_token_create
+from tests.conftest import skip_or_fail
 
 
 @pytest.fixture
 def token(db):
     """A fresh producer token without a rate limit (the limit has its own tests)."""
-    return api_token_create(name="test-producer", requests_per_minute=0)
+    return api_token_create(name="test-producer", emails_per_minute=0)
 
 
 class ApiClient:
@@ -34,3 +38,28 @@ class ApiClient:
 @pytest.fixture
 def api_client(client, token) -> ApiClient:
     return ApiClient(client, token.plaintext)
+
+
+@pytest.fixture
+def redis_client(settings):
+    client = ratelimit.connect(settings.REDIS_URL)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        skip_or_fail(f"Redis at {settings.REDIS_URL} is not reachable: {exc}")
+    return client
+
+
+@pytest.fixture
+def clock():
+    return [1_800_000_000.0]  # the start of a minute
+
+
+@pytest.fixture
+def limiter(redis_client, clock, monkeypatch):
+    """The API's limiter on real Redis, with a clock the test moves and keys of its own."""
+    made = ratelimit.TokenRateLimiter(
+        redis_client, prefix=f"test:api:{uuid.uuid4().hex}:", clock=lambda: clock[0]
+    )
+    monkeypatch.setattr(ratelimit, "token_rate_limiter", lambda: made)
+    return made

@@ -20,7 +20,7 @@ def superuser_client(client, make_user):
 
 def test_a_created_token_is_shown_once_and_never_again(superuser_client):
     response = superuser_client.post(
-        f"{TOKENS}add/", {"name": "publishing", "requests_per_minute": "10"}
+        f"{TOKENS}add/", {"name": "publishing", "emails_per_minute": "10"}
     )
 
     assert response.status_code == 200
@@ -28,7 +28,7 @@ def test_a_created_token_is_shown_once_and_never_again(superuser_client):
     plaintext = response.context["plaintext"]
     assert plaintext in response.content.decode()
     token = api_token_authenticate(plaintext)
-    assert token.name == "publishing" and token.requests_per_minute == 10
+    assert token.name == "publishing" and token.emails_per_minute == 10
     assert token.created_by.is_superuser
     for page in (TOKENS, f"{TOKENS}{token.pk}/change/"):
         content = superuser_client.get(page).content.decode()
@@ -70,7 +70,5 @@ def test_tokens_cannot_be_deleted(superuser_client):
 def test_console_groups_cannot_manage_tokens(client, make_user, group):
     client.force_login(make_user(group))
     assert client.get(TOKENS).status_code == 403
-    assert (
-        client.post(f"{TOKENS}add/", {"name": "x", "requests_per_minute": "1"}).status_code == 403
-    )
+    assert client.post(f"{TOKENS}add/", {"name": "x", "emails_per_minute": "1"}).status_code == 403
     assert not ApiToken.objects.exists()

@@ -47,7 +47,7 @@ def stack(aws):
 
 @pytest.fixture
 def bearer(db) -> dict[str, str]:
-    return {"Authorization": f"Bearer {api_token_create(name='schemathesis', requests_per_minute=0).plaintext}"}  # fmt: skip
+    return {"Authorization": f"Bearer {api_token_create(name='schemathesis', emails_per_minute=0).plaintext}"}  # fmt: skip
 
 
 # Loaded at collection (pytest-django has set Django up by then); the document needs neither the
@@ -81,7 +81,7 @@ def test_the_document_describes_the_api(client):
     assert send["requestBody"]["content"]["application/json"]["schema"]["$ref"].endswith(
         "/EmailRequest"
     )
-    assert set(send["responses"]) == {"200", "400", "401", "422", "429", "503"}
+    assert set(send["responses"]) == {"200", "400", "401", "413", "422", "429", "503"}
     assert "/api/v1/sends/{id}" in document["paths"]
 
 

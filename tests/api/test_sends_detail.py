@@ -1,10 +1,10 @@
-"""GET /api/v1/sends/{id}: one journal row, masked as the console masks it, and audited."""
+"""GET /api/v1/sends/{id}: one journal row this token wrote, the manifest's variables only (masked
+as the console masks them), and audited."""
 
 from __future__ import annotations
 
 import pytest
 
-from templates_admin.journal.presentation import MASK
 from templates_admin.models import JournalReadAudit
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
@@ -22,8 +22,8 @@ ROW = journal_row(
 )
 
 
-def test_a_row_is_returned_with_sensitive_context_masked(aws, api_client, token):
-    put_rows(aws.dynamodb, "email-journal", [ROW])
+def test_a_row_is_returned_with_only_declared_context(aws, api_client, token):
+    put_rows(aws.dynamodb, "email-journal", [ROW | {"Producer": token.token.namespace}])
 
     response = api_client.row(ROW["Id"])
 
@@ -31,7 +31,7 @@ def test_a_row_is_returned_with_sensitive_context_masked(aws, api_client, token)
     row = response.json()
     assert row["Id"] == ROW["Id"] and row["Status"] == "SENT"
     assert row["SesMessageId"] == ROW["SesMessageId"] and row["Timestamp"] == BASE_TIME
-    assert row["Context"] == {"teamName": "Curators", "resetLink": MASK, "nested": {"apiKey": MASK}}
+    assert row["Context"] == {"teamName": "Curators"}  # added-to-team declares no resetLink
     assert b"s3cr3t" not in response.content
     audit = JournalReadAudit.objects.get()
     assert (audit.channel, audit.action, audit.query) == ("api", "get", ROW["Id"])

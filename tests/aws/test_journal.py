@@ -43,6 +43,7 @@ def claim(key="k1", *, now=NOW, recipient="Alice@Example.com", context=None, **k
         ttl_seconds=TTL,
         subject=kwargs.pop("subject", "Dataset accepted"),
         template_key=kwargs.pop("template_key", "default/dataset-publication-accepted.html"),
+        producer=kwargs.pop("producer", ""),
     )
 
 
@@ -420,3 +421,18 @@ def test_a_suppressed_row_is_never_claimed(aws, journal):
     assert journal.record_suppressed(claim(), reason="hard bounce")
     assert journal.claim(claim(now=NOW + 10_000)).state is ClaimState.ALREADY_SENT
     assert raw(aws, "k1")["Status"] == {"S": "SUPPRESSED"}
+
+
+def test_a_row_is_only_ever_claimed_or_recorded_by_its_own_producer(aws, journal):
+    from emailops.core.errors import ForeignRow
+
+    journal.claim(claim("shared", producer="api:1"))
+    journal.mark_failed("shared", attempt=1, error="boom")  # FAILED: claimable, but not by others
+
+    for other in ("api:2", ""):  # another token, and the queue path
+        with pytest.raises(ForeignRow):
+            journal.claim(claim("shared", producer=other))
+        assert journal.record_failure(claim("shared", producer=other), error="x") is False
+        assert journal.record_suppressed(claim("shared", producer=other), reason="x") is False
+    assert journal.claim(claim("shared", producer="api:1")).state is ClaimState.CLAIMED
+    assert journal.get("shared")["Producer"] == "api:1"

@@ -117,3 +117,17 @@ def test_a_read_failure_part_way_is_written_into_the_file(rows):
         "# export stopped after 4 rows: the journal could not be read: "
         "search journal [joe@example.com]: throttled"
     ]
+
+
+def test_the_export_is_audited_with_its_filters_and_row_count(rows, client, make_user):
+    from templates_admin.models import JournalReadAudit
+
+    client.force_login(make_user("Support"))
+    response = client.get(EXPORT, {"q": "joe@example.com", "status": "SENT"})
+    assert JournalReadAudit.objects.filter(action="export").count() == 1  # before any byte left
+    lines = read_csv(response)
+
+    audit = JournalReadAudit.objects.get(action="export")
+    assert (audit.channel, audit.actor, audit.query) == ("console", "support", "joe@example.com")
+    assert audit.filters["status"] == "SENT"
+    assert audit.rows == len(lines) - 1 == 11

@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from emailops import wiring
-from templates_admin.models import EmailAction
+from templates_admin.models import EmailAction, JournalReadAudit
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, send_through_pipeline
 
 pytestmark = pytest.mark.django_db
@@ -299,3 +299,12 @@ def test_pages_show_aws_trouble_as_a_page_not_a_server_error(aws, lead, settings
     assert response.status_code == 503
     assert "could not reach" in text(response) and "read journal row" in text(response)
     assert "default-src 'none'" in response["Content-Security-Policy"]
+
+
+def test_the_resend_page_is_an_audited_read(sent, lead):
+    row = next(r for r in rows_for("dana@example.com") if r["Status"] == "SENT")
+
+    assert lead.get(entry_url(row["Id"], "resend/")).status_code == 200
+
+    audit = JournalReadAudit.objects.get(action="resend")
+    assert (audit.channel, audit.query, audit.actor) == ("console", row["Id"], "support-leads")

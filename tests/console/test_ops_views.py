@@ -176,3 +176,38 @@ def test_a_bulk_resend_result_links_each_new_row(client, make_user):
     assert "1</strong> resent" in page and "stopped at its read bound" in page
     assert "/admin/templates_admin/emailjournalpage/entry/new%3Akey/" in page
     assert "Resume this job" not in page
+
+
+def test_a_lead_erases_a_recipient_with_a_reason_and_sees_what_went(
+    aws, client, make_user, django_capture_on_commit_callbacks
+):
+    from tests.journal_factory import BASE_TIME, journal_row, put_rows
+
+    rows = [
+        journal_row("pat@example.com", at=BASE_TIME),
+        journal_row("pat@example.com", at=BASE_TIME + 1, go_row=True),
+        journal_row("kim@example.com", at=BASE_TIME + 2),
+    ]
+    put_rows(aws.dynamodb, "email-journal", rows)
+    client.force_login(make_user("Support"))
+    assert client.get(BASE + "erase-recipient/").status_code == 403
+    client.force_login(make_user("Support leads"))
+    form = {"address": "pat@example.com", "confirm": "pat@example.com", "reason": ""}
+    assert client.post(BASE + "erase-recipient/", form).status_code == 400  # no reason
+    mismatch = form | {"confirm": "pam@example.com", "reason": "ticket 7"}
+    assert client.post(BASE + "erase-recipient/", mismatch).status_code == 400
+    assert not Job.objects.exists()
+
+    with django_capture_on_commit_callbacks() as callbacks:
+        started = client.post(BASE + "erase-recipient/", form | {"reason": "ticket 7"})
+    assert started.status_code == 302 and len(callbacks) == 1
+    job = Job.objects.get()
+    assert job.inputs == {"address": "pat@example.com", "reason": "ticket 7"}
+    assert job.created_by.username == "support-leads"
+    assert job_run(job_id=job.pk).state == Job.State.SUCCEEDED
+
+    page = text(client.get(started["Location"]))
+    assert "removed 1 journal row(s) written by emailops" in page
+    assert "removed 1 journal row(s) written by the Go consumer" in page
+    left = aws.dynamodb.scan(TableName="email-journal")["Items"]
+    assert [item["Id"]["S"] for item in left] == [rows[2]["Id"]]

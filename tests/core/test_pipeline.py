@@ -574,3 +574,31 @@ def test_deeply_nested_context_is_dead_lettered_not_crashed(stack, depth):
     assert outcome.action is Action.DEAD_LETTER
     assert "nested" in outcome.reason or "recursion" in outcome.reason
     assert stack.journal.rows == {}
+
+
+# --- a producer's namespace (the send API's tenancy) ---------------------------------------------
+
+
+def test_a_namespace_prefixes_the_go_key_and_owns_its_rows(stack):
+    body = fixture_body("with-dedupe-id.json")
+    go_key = "team-invite-evt-12345:carol@example.com"
+
+    assert stack.pipeline.process(body, namespace="api:1").action is Action.DELETE
+    assert stack.pipeline.process(body, namespace="api:2").action is Action.DELETE
+    assert stack.process(body).action is Action.DELETE  # the queue path: the Go key, unchanged
+
+    assert stack.journal.rows[f"api:1:{go_key}"]["Producer"] == "api:1"
+    assert stack.journal.rows[f"api:2:{go_key}"]["Producer"] == "api:2"
+    assert "Producer" not in stack.journal.rows[go_key]
+    assert len(stack.sender.sent) == 3
+
+
+def test_a_row_of_another_producer_under_the_same_key_is_never_taken(stack):
+    body = fixture_body("with-dedupe-id.json")
+    key = "api:1:team-invite-evt-12345:carol@example.com"
+    stack.journal.rows[key] = {"Id": key, "Status": "SENT", "Timestamp": 0, "SesMessageId": "x"}
+
+    outcome = stack.pipeline.process(body, namespace="api:1")
+
+    assert outcome.action is Action.DEAD_LETTER and "another producer" in outcome.reason
+    assert stack.sender.sent == [] and "Producer" not in stack.journal.rows[key]

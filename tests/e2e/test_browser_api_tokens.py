@@ -28,7 +28,7 @@ def test_superuser_creates_a_token_sees_it_once_and_revokes_it(login, make_user,
     page.click("text=API tokens")
     page.click("text=Add API token")
     page.fill("#id_name", "publishing-service")
-    page.fill("#id_requests_per_minute", "120")
+    page.fill("#id_emails_per_minute", "120")
     page.click("input[name=_save]")
 
     token = page.locator("#api-token-plaintext").inner_text().strip()

@@ -20,7 +20,7 @@ class Command(BaseCommand):
             "--rate",
             type=int,
             default=60,
-            help="this token's requests per minute (0: no limit; default 60)",
+            help="emails per minute this token may send (0: no limit; default 60)",
         )
 
     def handle(self, *args, name: str, rate: int, **options) -> None:
@@ -28,8 +28,8 @@ class Command(BaseCommand):
             raise CommandError("NAME must not be empty")
         if rate < 0:
             raise CommandError("--rate must be 0 (no limit) or more")
-        new = api_token_create(name=name.strip(), requests_per_minute=rate)
-        limit = f"{rate} requests per minute" if rate else "no rate limit"
+        new = api_token_create(name=name.strip(), emails_per_minute=rate)
+        limit = f"{rate} emails per minute" if rate else "no rate limit"
         self.stdout.write(
             f"Created API token {new.token.prefix}… for {new.token.name} ({limit}). "
             "It is shown once, below; only its hash is stored."

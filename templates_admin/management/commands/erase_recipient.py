@@ -1,0 +1,57 @@
+"""python manage.py erase_recipient ADDRESS [--yes] [--reason TEXT] — honour an erasure request.
+
+Deletes every journal row of ADDRESS (new and Go-era, found through the recipient indexes), its
+unmatched delivery events and the API's read-audit entries naming it, and prints what it removed
+per kind. Its suppression entry is kept (it is what stops mail to the address). Without --yes it
+shows what it would remove and asks first. Recorded as a Recipient erasure job (the audit).
+"""
+
+from __future__ import annotations
+
+import getpass
+
+from django.core.management.base import BaseCommand, CommandError
+
+from emailops.core.errors import EmailOpsError
+from templates_admin.jobs import erasure
+from templates_admin.jobs.services import job_create, job_run
+from templates_admin.journal.erasure import recipient_erase_preview
+from templates_admin.models import Job
+
+
+class Command(BaseCommand):
+    help = "Erase every journal row of one email address (keeps its suppression entry)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("address")
+        parser.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+        parser.add_argument(
+            "--reason", default="erasure request (command line)", help="kept with the job"
+        )
+
+    def handle(self, *args, address: str, yes: bool, reason: str, **options) -> None:
+        try:
+            inputs = erasure.erasure_inputs(address=address, reason=reason)
+            if not yes:
+                for line in recipient_erase_preview(address=inputs["address"]).lines():
+                    self.stdout.write(f"  {line}")
+                answer = input(f"Erase {inputs['address']}? This cannot be undone. [y/N] ")
+                if answer.strip().lower() not in ("y", "yes"):
+                    raise CommandError("nothing erased")
+        except ValueError as exc:
+            raise CommandError(str(exc)) from None
+        except EmailOpsError as exc:
+            raise CommandError(exc.describe()) from None
+        job = job_create(
+            kind=Job.Kind.ERASE_RECIPIENT,
+            inputs=inputs,
+            user=None,
+            origin=f"cli:{getpass.getuser()}",
+            dispatch=False,
+        )
+        job = job_run(job_id=job.pk)
+        if job.state != Job.State.SUCCEEDED:
+            raise CommandError(f"job #{job.pk} failed: {job.error} (run the command again)")
+        self.stdout.write(f"Erased {inputs['address']} (job #{job.pk}):")
+        for line in job.result["lines"]:
+            self.stdout.write(f"  {line}")
