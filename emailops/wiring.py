@@ -85,8 +85,8 @@ def sender_addresses() -> tuple[str, tuple[str, ...]]:
     raise ImproperlyConfigured("EMAIL_SENDER is not set (nor PENNSIEVE_DOMAIN to derive it from)")
 
 
-def _client(service: str):
-    return aws_client(service, region=settings.AWS_REGION)
+def _client(service: str, *, sdk_retries: bool = True):
+    return aws_client(service, region=settings.AWS_REGION, sdk_retries=sdk_retries)
 
 
 @functools.cache
@@ -139,7 +139,10 @@ def queue() -> SqsQueue:
 
 @functools.cache
 def sender() -> SesSender | SimulatingSender:
-    ses = SesSender(_client("ses"), configuration_set=settings.SES_CONFIGURATION_SET)
+    # Sends are never repeated by botocore (see emailops.aws.clients._NO_RETRIES).
+    ses = SesSender(
+        _client("ses", sdk_retries=False), configuration_set=settings.SES_CONFIGURATION_SET
+    )
     if not settings.SES_SIMULATE_EVENTS:
         return ses
     sns = _client("sns")
