@@ -11,7 +11,9 @@ An event adds these attributes to its journal row (see ``emailops.aws.journal`` 
   ``DeliveryEventCount`` (events applied; the optimistic-concurrency guard).
 
 An event that would reconcile a row (below) while a consumer still holds a live claim on it waits
-(the message is retried) rather than race that consumer's own SENT mark.
+(the message is retried) rather than race that consumer's own SENT mark. The live-claim check is
+in the write's condition too: a claim taken between the read and the write fails the write, and
+the event is decided again on the fresh row.
 
 Each event is one read and one conditional write: the write holds only if no other event was
 applied since the read (``DeliveryEventCount``), and a reconciliation only if ``Status`` is still
@@ -110,7 +112,7 @@ class DynamoEventJournal:
             )
             if live_claim and self._reconcilable(row, event):
                 return ApplyResult.CLAIMED
-            if self._write(key, row, timeline, event):
+            if self._write(key, row, timeline, event, now=now):
                 return ApplyResult.APPLIED
         raise TransientError(
             "apply delivery event", key=key, reason="the row kept changing; will retry"
@@ -123,7 +125,13 @@ class DynamoEventJournal:
         )
 
     def _write(
-        self, key: str, row: dict[str, Any], timeline: list[dict], event: DeliveryEvent
+        self,
+        key: str,
+        row: dict[str, Any],
+        timeline: list[dict],
+        event: DeliveryEvent,
+        *,
+        now: int,
     ) -> bool:
         entry = {
             "Type": event.raw_type,
@@ -176,6 +184,10 @@ class DynamoEventJournal:
             names["#status"] = "Status"
             conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]
             values[":was"] = row["Status"]
+            if row["Status"] == Status.QUEUED.value:  # nobody's claim may be live at the write
+                names["#lease"] = "ClaimExpiresAt"
+                conditions.append("(attribute_not_exists(#lease) OR #lease <= :now)")
+                values[":now"] = now
 
         update_names = {f"#s{i}": attr for i, attr in enumerate(sets)}
         update = "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets)))
