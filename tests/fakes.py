@@ -152,6 +152,7 @@ class InMemoryJournal:
         return self._mark(key, attempt, ClaimExpiresAt=0)
 
     def record_failure(self, claim: Claim, *, error: str) -> bool:
+        self._maybe_fail("record_failure")
         with self.lock:
             if not self._claimable(self.rows.get(claim.key), claim):
                 return False

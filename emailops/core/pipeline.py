@@ -458,7 +458,9 @@ class EmailPipeline:
     def _refuse(self, request: EmailRequest, address: str, reason: str, log: EventLog) -> _Result:
         """One recipient's bad input: a FAILED row for it; the others are still sent."""
         key = dedupe_key(request, address)
-        self._record_failures(request, reason, log, addresses=[address])
+        if self._record_failures(request, reason, log, addresses=[address]):
+            # No FAILED row yet: deleting the record now would leave no trace of this recipient.
+            return _Result(_Kind.TRANSIENT, key, f"{reason} (its FAILED row is not stored yet)")
         return _Result(_Kind.REFUSED, key, reason)
 
     def _record_failures(
@@ -469,8 +471,10 @@ class EmailPipeline:
         *,
         only: set[str] | None = None,
         addresses: Iterable[str] | None = None,
-    ) -> None:
-        """A request (or recipient) that can never be sent still leaves a FAILED row."""
+    ) -> set[str]:
+        """A request (or recipient) that can never be sent still leaves a FAILED row. Returns
+        the keys whose row could not be written."""
+        unwritten: set[str] = set()
         if addresses is None:
             addresses = [r.email for r in request.recipients]
             addresses += [r.address for r in request.rejected]
@@ -485,9 +489,11 @@ class EmailPipeline:
                 )
             except EmailOpsError as exc:
                 rlog.error("record_failure.failed", error=exc.describe())
+                unwritten.add(key)
                 continue
             rlog.info(
                 "recipient.failed" if written else "recipient.failure_not_recorded",
                 error=error,
                 reason=None if written else "row is SENT or claimed",
             )
+        return unwritten

@@ -237,3 +237,20 @@ def test_claims_are_held_during_the_send_and_released_after(stack):
     stack.pipeline.process(MINIMAL, held=held)
     key = alice_row(stack)["Id"]
     assert seen == [{key: 1}] and held.snapshot() == {}
+
+
+# --- a refused recipient's FAILED row ----------------------------------------------------------
+
+
+def test_a_refused_recipient_whose_failed_row_cannot_be_written_is_retried_not_dropped(stack):
+    body = request_body(recipients=[{"email": "a@example.com"}, {"email": "not an address"}])
+    stack.journal.fail_next["record_failure"] = TransientError(
+        "record FAILED journal row", reason="ServiceUnavailable"
+    )
+    first = stack.process(body)
+    assert first.action is Action.RETRY and first.sent == 1
+    assert stack.row(body, "not an address") is None
+    second = stack.process(body, state=first.state)  # the journal is back
+    assert second.action is Action.DELETE and second.skipped == 1
+    assert stack.row(body, "not an address")["Status"] == Status.FAILED
+    assert [e.to for e in stack.sender.sent] == ["a@example.com"]
