@@ -237,8 +237,9 @@ def composer(*, cache_seconds: float = 0) -> Composer:
     never does (an edit there must show at once)."""
     mappings, templates = mapping_store(), template_store()
     if cache_seconds > 0:
-        mappings = CachedMappingStore(mappings, seconds=cache_seconds)
-        templates = CachedTemplateStore(templates, seconds=cache_seconds)
+        size = settings.TEMPLATE_CACHE_MAX_ENTRIES
+        mappings = CachedMappingStore(mappings, seconds=cache_seconds, max_entries=size)
+        templates = CachedTemplateStore(templates, seconds=cache_seconds, max_entries=size)
     return Composer(mappings=mappings, templates=templates, renderer=renderer())
 
 
