@@ -216,6 +216,7 @@ def send_rate_limiter() -> SharedRateLimiter:
         fallback=LocalBucketStore(),
         log=log,
         pause_seconds=settings.SES_QUOTA_PAUSE_SECONDS,
+        fallback_consumers=settings.SES_RATE_FALLBACK_CONSUMERS,
     )
 
 
