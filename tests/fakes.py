@@ -143,6 +143,14 @@ class InMemoryJournal:
             if row and row["Status"] != Status.SENT:
                 row.update(Status=Status.SENT, SesMessageId=provider_id)
 
+    def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
+        self._maybe_fail("note_extra_send")
+        with self.lock:
+            row = self.rows.get(key)
+            if row is not None:
+                entry = {"SesMessageId": provider_id, "Attempt": attempt, "At": sent_at}
+                row["ExtraSends"] = [*row.get("ExtraSends", []), entry]
+
     def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
         self._maybe_fail("extend_claim")
         return self._mark(key, attempt, ClaimExpiresAt=until)

@@ -2,7 +2,9 @@
 
 Attributes are those the Go consumer writes (Id, MessageId, Recipient, Status, Timestamp, SentAtKey,
 MessageSent, SesMessageId, Error, Context, ExpiresAt) plus ours: ClaimExpiresAt, Attempts, Subject,
-TemplateKey and RecipientKey (the lowercased recipient, for case-insensitive search).
+TemplateKey and RecipientKey (the lowercased recipient, for case-insensitive search), and
+ExtraSends: sends made after their claim was lost (``{SesMessageId, Attempt, At}``), so the journal
+shows every email SES accepted for the row even when another consumer's send is the one marked.
 
 Every rule that guards against a double send sits in a conditional write, never in a read-then-write.
 A claim is one conditional UpdateItem rather than a PutItem so that ``Attempts`` can count claims:
@@ -147,7 +149,7 @@ class DynamoJournal:
             names[f"#a{i}"] = attr
             attr_values[f":a{i}"] = _av(value)
             exprs.append(f"#a{i} = :a{i}")
-        update = f"SET {', '.join(exprs)} {extra}".strip()
+        update = f"SET {', '.join(exprs)} {extra}" if exprs else extra
         used = set(re.findall(r"#\w+", update + " " + condition))
         try:
             return self.client.update_item(
@@ -238,6 +240,19 @@ class DynamoJournal:
             values={"sent": Status.SENT.value},
             extra="REMOVE #err",
             what="mark journal row SENT (earlier send)",
+        )
+
+    def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
+        # No claim fence on purpose (the claim is lost), and nothing but the list is touched: the
+        # row's Status and SesMessageId stay with whoever holds it now.
+        entry = {"SesMessageId": provider_id, "Attempt": attempt, "At": rfc3339(sent_at)}
+        self._conditional_update(
+            key,
+            sets={},
+            condition="attribute_exists(#id)",
+            values={"entry": [entry], "none": []},
+            extra="SET ExtraSends = list_append(if_not_exists(ExtraSends, :none), :entry)",
+            what="note a send after the claim was lost",
         )
 
     def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:

@@ -339,13 +339,29 @@ class EmailPipeline:
             if still_ours:
                 log.info("recipient.sent", attempt=attempt, sesMessageId=provider_id)
             else:
-                log.warning(
-                    "recipient.sent_after_lease_lost", attempt=attempt, sesMessageId=provider_id
-                )
+                self._note_extra_send(key, attempt, provider_id, log)
             return _Result(_Kind.SENT, key, provider_id=provider_id, rate_wait=rate_wait)
         log.error("mark_sent.pending", sesMessageId=provider_id, error=error)
         return _Result(
             _Kind.ACCEPTED, key, f"SENT mark not stored: {error}", provider_id=provider_id
+        )
+
+    def _note_extra_send(self, key: str, attempt: int, provider_id: str, log: EventLog) -> None:
+        """Our claim ended before the mark (another consumer may have sent too): the row keeps
+        its holder's outcome and records this send beside it, so the extra email is visible."""
+        noted = True
+        try:
+            self.journal.note_extra_send(
+                key, attempt=attempt, provider_id=provider_id, sent_at=int(self.clock())
+            )
+        except EmailOpsError as exc:
+            noted = False
+            log.error("extra_send.not_noted", sesMessageId=provider_id, error=exc.describe())
+        log.error(
+            "recipient.sent_after_lease_lost",
+            attempt=attempt,
+            sesMessageId=provider_id,
+            noted=noted,
         )
 
     def _mark_accepted(self, key: str, provider_id: str, log: EventLog) -> _Result:

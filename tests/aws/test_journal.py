@@ -420,3 +420,20 @@ def test_a_suppressed_row_is_never_claimed(aws, journal):
     assert journal.record_suppressed(claim(), reason="hard bounce")
     assert journal.claim(claim(now=NOW + 10_000)).state is ClaimState.ALREADY_SENT
     assert raw(aws, "k1")["Status"] == {"S": "SUPPRESSED"}
+
+
+def test_an_extra_send_is_appended_to_the_row_and_never_changes_its_outcome(aws):
+    journal = wiring.journal()
+    journal.claim(claim("k1"))
+    journal.claim(claim("k1", now=NOW + 10 * LEASE))  # another consumer's claim: attempt 2
+    assert journal.mark_sent("k1", attempt=2, provider_id="ses-theirs", sent_at=NOW + 301)
+    journal.note_extra_send("k1", attempt=1, provider_id="ses-ours", sent_at=NOW + 302)
+    journal.note_extra_send("k1", attempt=1, provider_id="ses-again", sent_at=NOW + 303)
+    row = journal.get("k1")
+    assert (row["Status"], row["SesMessageId"]) == ("SENT", "ses-theirs")
+    assert [e["SesMessageId"] for e in row["ExtraSends"]] == ["ses-ours", "ses-again"]
+    assert row["ExtraSends"][0] == {
+        "SesMessageId": "ses-ours",
+        "Attempt": 1,
+        "At": "2025-06-15T15:11:42Z",
+    }

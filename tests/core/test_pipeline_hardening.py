@@ -254,3 +254,30 @@ def test_a_refused_recipient_whose_failed_row_cannot_be_written_is_retried_not_d
     assert second.action is Action.DELETE and second.skipped == 1
     assert stack.row(body, "not an address")["Status"] == Status.FAILED
     assert [e.to for e in stack.sender.sent] == ["a@example.com"]
+
+
+# --- a send after the lease was lost ---------------------------------------------------------
+
+
+class ClaimedMeanwhile:
+    """SES takes so long that our lease ends and another consumer claims the row meanwhile."""
+
+    def __init__(self, stack: Stack, body: str) -> None:
+        self.stack, self.body = stack, body
+
+    def send(self, email):
+        row = self.stack.row(self.body, "alice@example.com")
+        row["Attempts"] += 1  # the other consumer's claim; it will send and mark its own
+        return "ses-late"
+
+
+def test_a_send_after_the_lease_was_lost_is_written_on_the_row_without_overwriting_it(
+    stack, caplog
+):
+    stack.pipeline.sender = ClaimedMeanwhile(stack, MINIMAL)
+    outcome = stack.process(MINIMAL)
+    assert outcome.sent == 1
+    row = alice_row(stack)
+    assert row["Status"] == Status.QUEUED and "SesMessageId" not in row  # the other's to mark
+    assert [(e["SesMessageId"], e["Attempt"]) for e in row["ExtraSends"]] == [("ses-late", 1)]
+    assert "ERROR" in caplog.text and "event=recipient.sent_after_lease_lost" in caplog.text
