@@ -6,6 +6,11 @@ TemplateKey and RecipientKey (the lowercased recipient, for case-insensitive sea
 ExtraSends: sends made after their claim was lost (``{SesMessageId, Attempt, At}``), so the journal
 shows every email SES accepted for the row even when another consumer's send is the one marked.
 
+A row must stay under DynamoDB's 400 KB: the producer's context is stored whole up to
+``MAX_CONTEXT_BYTES``; beyond that its largest top-level values are replaced by
+``"[trimmed: N bytes]"`` and ``ContextTrimmed`` holds the original size (the request itself, on the
+queue, is untouched). Delivery events are capped on their side (``journal_events``).
+
 Every rule that guards against a double send sits in a conditional write, never in a read-then-write.
 A claim is one conditional UpdateItem rather than a PutItem so that ``Attempts`` can count claims:
 the counter also identifies *our* claim when we mark the row afterwards.
@@ -26,7 +31,21 @@ from botocore.exceptions import BotoCoreError, ClientError
 from emailops.aws.clients import error_code, translate_error
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 
-__all__ = ["DynamoJournal", "from_dynamo", "item_from_dynamo", "sent_at_key", "to_dynamo"]
+__all__ = [
+    "MAX_CONTEXT_BYTES",
+    "DynamoJournal",
+    "bounded_context",
+    "from_dynamo",
+    "item_from_dynamo",
+    "sent_at_key",
+    "to_dynamo",
+]
+
+# The context's share of a row: with the capped timeline (~60 KB) and the other attributes the
+# row stays well under DynamoDB's 400 KB.
+MAX_CONTEXT_BYTES = 150_000
+_MAX_ERROR = 4000  # characters of an Error attribute
+_MAX_NAME = 200  # characters of a trimmed value's key
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -79,6 +98,41 @@ def to_dynamo(value: Any) -> Any:
     return str(value)
 
 
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+
+
+def bounded_context(context: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The context as stored: whole when it fits ``MAX_CONTEXT_BYTES``, else with its largest
+    top-level values replaced by a "[trimmed: N bytes]" note (the smallest are kept, as many as
+    fit). Returns (context, original size in bytes when trimmed, else 0)."""
+    total = _size(context)
+    if total <= MAX_CONTEXT_BYTES:
+        return context, 0
+    sizes = {key: _size(key) + _size(value) + 4 for key, value in context.items()}  # ": ", ", "
+    keep: set[str] = set()
+    budget = MAX_CONTEXT_BYTES - 8192  # room for the notes
+    for key in sorted(context, key=sizes.__getitem__):
+        if sizes[key] > budget or len(key) > _MAX_NAME:
+            break
+        keep.add(key)
+        budget -= sizes[key]
+    stored: dict[str, Any] = {}
+    notes, dropped = 8192 - 64, 0
+    for key, value in context.items():
+        if key in keep:
+            stored[key] = value
+        elif notes > 0:
+            note = f"[trimmed: {sizes[key]} bytes]"
+            stored[key[:_MAX_NAME]] = note
+            notes -= _size(key[:_MAX_NAME]) + _size(note) + 4
+        else:
+            dropped += 1
+    if dropped:
+        stored["[trimmed]"] = f"{dropped} more keys"
+    return stored, total
+
+
 def from_dynamo(value: Any) -> Any:
     """Deserialized DynamoDB data → plain JSON-like Python (Decimals become int or float)."""
     if isinstance(value, Decimal):
@@ -117,6 +171,7 @@ class DynamoJournal:
         self.table = table
 
     def _row_values(self, claim: Claim, status: Status) -> dict[str, Any]:
+        context, trimmed = bounded_context(claim.context)
         return {
             "MessageId": claim.message_id,
             "Recipient": claim.recipient,
@@ -124,11 +179,11 @@ class DynamoJournal:
             "Status": status.value,
             "Timestamp": claim.now,
             "SentAtKey": sent_at_key(claim.now),
-            "Context": claim.context,
+            "Context": context,
             "ExpiresAt": claim.now + claim.ttl_seconds,
             "Subject": claim.subject,
             "TemplateKey": claim.template_key,
-        }
+        } | ({"ContextTrimmed": trimmed} if trimmed else {})
 
     def _conditional_update(
         self,
@@ -220,7 +275,7 @@ class DynamoJournal:
     def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
         result = self._conditional_update(
             key,
-            sets={"Status": Status.FAILED.value, "Error": error},
+            sets={"Status": Status.FAILED.value, "Error": error[:_MAX_ERROR]},
             condition=_OURS,
             values={"queued": Status.QUEUED.value, "attempt": attempt},
             what="mark journal row FAILED",
@@ -278,7 +333,7 @@ class DynamoJournal:
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         result = self._conditional_update(
             claim.key,
-            sets=self._row_values(claim, Status.FAILED) | {"Error": error},
+            sets=self._row_values(claim, Status.FAILED) | {"Error": error[:_MAX_ERROR]},
             condition=_CLAIMABLE,
             values=self._claim_values(claim),
             what="record FAILED journal row",
@@ -288,7 +343,7 @@ class DynamoJournal:
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         result = self._conditional_update(
             claim.key,
-            sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason},
+            sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason[:_MAX_ERROR]},
             condition=_CLAIMABLE,
             values=self._claim_values(claim),
             what="record SUPPRESSED journal row",

@@ -3,6 +3,7 @@ attributes documented at the top of emailops/aws/journal.py (the Go consumer's p
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -437,3 +438,14 @@ def test_an_extra_send_is_appended_to_the_row_and_never_changes_its_outcome(aws)
         "Attempt": 1,
         "At": "2025-06-15T15:11:42Z",
     }
+
+
+def test_a_context_of_many_keys_is_bounded_too():
+    from emailops.aws.journal import MAX_CONTEXT_BYTES, bounded_context
+
+    context = {f"k{i}": "v" * 90 for i in range(20_000)}  # ~2 MB in 20,000 small values
+    stored, size = bounded_context(context)
+    assert size > 2_000_000
+    assert len(json.dumps(stored).encode()) <= MAX_CONTEXT_BYTES
+    assert stored["k0"] == "v" * 90 and stored["[trimmed]"].endswith("more keys")
+    assert bounded_context({"a": 1}) == ({"a": 1}, 0)

@@ -11,7 +11,7 @@ import time
 import pytest
 
 from emailops import wiring
-from emailops.aws.journal_events import MAX_TIMELINE, DynamoEventJournal
+from emailops.aws.journal_events import MAX_SUMMARY, MAX_TIMELINE, DynamoEventJournal
 from emailops.core.delivery_events import parse_envelope, parse_event
 from emailops.core.delivery_handler import ApplyResult, EventAction
 from tests.aws.test_journal import LEASE, NOW, claim, raw
@@ -325,3 +325,38 @@ def test_a_claim_taken_between_read_and_write_keeps_the_row_from_reconciling(aws
     current = row(aws_events)
     assert current["Status"] == "QUEUED" and "SesMessageId" not in current
     assert current["Attempts"] == 2  # the new claim stands; its consumer marks the row itself
+
+
+# --- a row stays under DynamoDB's 400 KB --------------------------------------------------------
+
+
+def clicks(count: int, link_bytes: int) -> list[str]:
+    bodies = []
+    for i in range(count):
+        click = at(ses_event("click.json"), f"2017-08-09T23:{i // 60:02d}:{i % 60:02d}.000Z")
+        click["click"]["link"] = f"https://example.com/{i}/" + "x" * link_bytes
+        bodies.append(json.dumps(click))
+    return bodies
+
+
+def test_event_summaries_are_capped_so_the_timeline_cannot_outgrow_the_row(aws_events, handler):
+    sent_row()
+    for body in clicks(MAX_TIMELINE + 2, 20_000):  # 50 uncapped summaries: ~1 MB
+        assert handler.handle(body).result == "applied"
+    timeline = row(aws_events)["DeliveryEvents"]
+    assert len(timeline) == MAX_TIMELINE
+    assert all(len(e["Summary"]) <= MAX_SUMMARY for e in timeline)
+    assert timeline[-1]["Summary"].endswith("[trimmed]")
+
+
+def test_a_large_context_is_trimmed_so_the_row_fits_beside_a_full_timeline(aws_events, handler):
+    journal = wiring.journal()
+    context = {"datasetName": "Mine", "blob": "y" * 250_000, "other": "z" * 120_000}
+    journal.claim(claim(KEY, recipient="recipient@example.com", context=context))
+    assert journal.mark_sent(KEY, attempt=1, provider_id=SES_ID, sent_at=NOW)
+    for body in clicks(MAX_TIMELINE, 20_000):
+        assert handler.handle(body).result == "applied"
+    current = row(aws_events)
+    assert current["Context"]["datasetName"] == "Mine"  # small values are kept as they were
+    assert current["Context"]["blob"].startswith("[trimmed:")
+    assert current["ContextTrimmed"] > 370_000  # the original size, in bytes
