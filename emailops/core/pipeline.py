@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from email.utils import formataddr
 from enum import Enum
 from typing import TypeVar
@@ -363,6 +363,21 @@ class EmailPipeline:
             sesMessageId=provider_id,
             noted=noted,
         )
+
+    def settle_accepted(self, state: RetryState, log: EventLog) -> RetryState:
+        """Mark SENT now the sends ``state`` says SES accepted, for a record that cannot carry
+        its state to the next attempt (its copy could not be sent): the state without those
+        now marked. What stays unmarked is logged as ERROR, key by key."""
+        if not state.accepted:
+            return state
+        left = {
+            key: provider_id
+            for key, provider_id in state.accepted.items()
+            if self._mark_accepted(key, provider_id, log.bind(key=key)).kind is _Kind.ACCEPTED
+        }
+        for key, provider_id in left.items():
+            log.error("accepted.unmarked", key=key, sesMessageId=provider_id)
+        return replace(state, accepted=left)
 
     def _mark_accepted(self, key: str, provider_id: str, log: EventLog) -> _Result:
         try:
