@@ -330,10 +330,15 @@ class SqsQueue:
             self._carried_attributes(message, extra)
         except PermanentError:
             # Too large with what it carries: the reason matters most in the dead-letter queue,
-            # so it goes alone, cut to the room left.
+            # so it goes alone, cut to the room left; with no room at all, the copy goes as the
+            # producer sent it (the caller has logged the reason).
             bare = self._attributes_for(message, {FAILURE_REASON_ATTRIBUTE: ""})
-            room = max(0, self.max_message_bytes - message_bytes(message.body, bare))
-            extra = {FAILURE_REASON_ATTRIBUTE: reason.encode()[:room].decode(errors="ignore")}
+            room = self.max_message_bytes - message_bytes(message.body, bare)
+            extra = (
+                {FAILURE_REASON_ATTRIBUTE: reason.encode()[:room].decode(errors="ignore")}
+                if room > 0
+                else {}
+            )
         self._move(message, dead_letter_url, extra, "move message to the dead-letter queue")
 
     def requeue(

@@ -227,3 +227,15 @@ def test_a_copy_too_large_for_the_queue_is_refused_as_permanent_before_sqs_sees_
     small.dead_letter(message, aws.dlq_url, "too big", carried={"EmailOpsState": "{}" * 20})
     [dead] = aws.queue_messages(aws.dlq_url)  # the reason still goes; the state could not
     assert dead["MessageAttributes"][FAILURE_REASON_ATTRIBUTE]["StringValue"] == "too big"
+
+
+def test_a_dead_letter_copy_with_no_room_for_a_reason_still_moves(aws):
+    tight = SqsQueue(aws.sqs, aws.queue_url, max_message_bytes=1000)
+    attributes = {f"P{i}": {"DataType": "String", "StringValue": "v"} for i in range(10)}
+    body = "x" * (1000 - 10 * (2 + 6 + 1))  # exactly full with the producer's ten attributes
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=body, MessageAttributes=attributes)
+    [message] = tight.receive(wait_seconds=0)
+    tight.dead_letter(message, aws.dlq_url, "gave up", carried={"EmailOpsState": "{}"})
+    [dead] = aws.queue_messages(aws.dlq_url)
+    assert set(dead["MessageAttributes"]) == set(attributes)
+    assert aws.queue_messages(aws.queue_url) == []
