@@ -177,6 +177,9 @@ API_MAX_RECIPIENTS = env.int("API_MAX_RECIPIENTS", default=50)
 AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=400)
 # The consumer caches templates it fetched from S3 for this long (0 disables).
 TEMPLATE_CACHE_SECONDS = env.int("TEMPLATE_CACHE_SECONDS", default=60)
+# At most this many mappings and as many templates cached (hits and misses; least recently used
+# go first): producers choose the keys.
+TEMPLATE_CACHE_MAX_ENTRIES = env.int("TEMPLATE_CACHE_MAX_ENTRIES", default=1000)
 # Emails per second across every consumer process on every machine: unset = SES GetSendQuota's
 # MaxSendRate (re-read every 5 minutes), 0 = no limit.
 SES_MAX_SEND_RATE = env.str("SES_MAX_SEND_RATE", default="")
@@ -187,6 +190,9 @@ SES_QUOTA_PAUSE_SECONDS = env.int("SES_QUOTA_PAUSE_SECONDS", default=600)
 REDIS_URL = env.str("REDIS_URL", default="redis://127.0.0.1:6379/0")
 # One bucket per SES account: stacks that share a Redis but not an account need different keys.
 SES_RATE_REDIS_KEY = env.str("SES_RATE_REDIS_KEY", default="emailops:ses-rate")
+# While Redis is unreachable each process sends at most the rate divided by this (about the number
+# of consumer processes), so together they stay near the account's rate.
+SES_RATE_FALLBACK_CONSUMERS = env.int("SES_RATE_FALLBACK_CONSUMERS", default=4)
 # The manifest of variables each template expects (the console's preview uses it).
 TEMPLATE_VARIABLES_PATH = env.path(
     "TEMPLATE_VARIABLES_PATH", default=BASE_DIR / "emailops" / "data" / "template-variables.json"

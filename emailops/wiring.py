@@ -88,8 +88,8 @@ def sender_addresses() -> tuple[str, tuple[str, ...]]:
     raise ImproperlyConfigured("EMAIL_SENDER is not set (nor PENNSIEVE_DOMAIN to derive it from)")
 
 
-def _client(service: str):
-    return aws_client(service, region=settings.AWS_REGION)
+def _client(service: str, *, sdk_retries: bool = True):
+    return aws_client(service, region=settings.AWS_REGION, sdk_retries=sdk_retries)
 
 
 @functools.cache
@@ -166,7 +166,10 @@ def queue() -> SqsQueue:
 
 @functools.cache
 def sender() -> SesSender | SimulatingSender:
-    ses = SesSender(_client("ses"), configuration_set=settings.SES_CONFIGURATION_SET)
+    # Sends are never repeated by botocore (see emailops.aws.clients._NO_RETRIES).
+    ses = SesSender(
+        _client("ses", sdk_retries=False), configuration_set=settings.SES_CONFIGURATION_SET
+    )
     if not settings.SES_SIMULATE_EVENTS:
         return ses
     sns = _client("sns")
@@ -240,6 +243,7 @@ def send_rate_limiter() -> SharedRateLimiter:
         fallback=LocalBucketStore(),
         log=log,
         pause_seconds=settings.SES_QUOTA_PAUSE_SECONDS,
+        fallback_consumers=settings.SES_RATE_FALLBACK_CONSUMERS,
     )
 
 
@@ -261,8 +265,9 @@ def composer(*, cache_seconds: float = 0) -> Composer:
     never does (an edit there must show at once)."""
     mappings, templates = mapping_store(), template_store()
     if cache_seconds > 0:
-        mappings = CachedMappingStore(mappings, seconds=cache_seconds)
-        templates = CachedTemplateStore(templates, seconds=cache_seconds)
+        size = settings.TEMPLATE_CACHE_MAX_ENTRIES
+        mappings = CachedMappingStore(mappings, seconds=cache_seconds, max_entries=size)
+        templates = CachedTemplateStore(templates, seconds=cache_seconds, max_entries=size)
     return Composer(mappings=mappings, templates=templates, renderer=renderer())
 
 

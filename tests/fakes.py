@@ -151,6 +151,14 @@ class InMemoryJournal:
             if row and row["Status"] != Status.SENT:
                 row.update(Status=Status.SENT, SesMessageId=provider_id)
 
+    def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
+        self._maybe_fail("note_extra_send")
+        with self.lock:
+            row = self.rows.get(key)
+            if row is not None:
+                entry = {"SesMessageId": provider_id, "Attempt": attempt, "At": sent_at}
+                row["ExtraSends"] = [*row.get("ExtraSends", []), entry]
+
     def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
         self._maybe_fail("extend_claim")
         return self._mark(key, attempt, ClaimExpiresAt=until)
@@ -160,6 +168,7 @@ class InMemoryJournal:
         return self._mark(key, attempt, ClaimExpiresAt=0)
 
     def record_failure(self, claim: Claim, *, error: str) -> bool:
+        self._maybe_fail("record_failure")
         with self.lock:
             row = self.rows.get(claim.key)
             if self._foreign(row, claim) or not self._claimable(row, claim):

@@ -48,14 +48,15 @@ def test_unset_reads_ses_send_quota(aws, fresh):
     fresh.SES_MAX_SEND_RATE = ""
     calls: list[dict] = []
     record = lambda params, **_: calls.append(params)  # noqa: E731
-    aws.ses.meta.events.register("provide-client-params.ses.GetSendQuota", record)
+    ses = wiring.sender().client  # the sender's own client (SDK retries off)
+    ses.meta.events.register("provide-client-params.ses.GetSendQuota", record)
     try:
         limiter = wiring.send_rate_limiter()
         assert len(calls) == 1  # read at start-up
         assert limiter.max_rate() == 1.0  # moto answers with SES's sandbox rate
         assert len(calls) == 1  # and not again for 5 minutes
     finally:
-        aws.ses.meta.events.unregister("provide-client-params.ses.GetSendQuota", record)
+        ses.meta.events.unregister("provide-client-params.ses.GetSendQuota", record)
 
 
 def test_the_consumers_composer_caches_mappings_and_the_consoles_does_not(aws):

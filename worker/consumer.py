@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from emailops.aws.sqs import QueueMessage, SqsQueue
+from emailops.aws.sqs import OriginalKept, QueueMessage, SqsQueue
 from emailops.core.errors import ConfigurationFault, EmailOpsError
 from emailops.core.events import EventLog, logfmt
 from emailops.core.pipeline import Action, EmailPipeline, RecordOutcome
@@ -412,18 +412,39 @@ class Consumer:
         self._requeue(message, delay, marked, reason="dead-letter move failed")
 
     def _requeue(self, message: QueueMessage, delay: int, state: RetryState, reason: str) -> None:
+        """A fresh copy carrying ``state``. When no copy can carry it, the original stays without
+        it: the sends SES accepted are marked in the journal now instead (they must never be sent
+        again), and a record too large ever to carry its state is dead-lettered, since its retry
+        budget could never advance."""
         log = EventLog(logger, sqsMessageId=message.message_id)
         try:
             self.queue.requeue(
                 message, delay_seconds=delay, carried={STATE_ATTRIBUTE: state.to_json()}
             )
             log.info("record.requeued", seconds=delay, attempts=state.attempts, reason=reason)
+            return
+        except OriginalKept as exc:  # the copy carries the state; the original waits 12 h
+            log.error("requeue.original_kept", error=exc.describe())
+            return
         except EmailOpsError as exc:
-            # The original stays (maybe beside its copy): it reappears after its back-off, or,
-            # for a refresh, after its visibility timeout (not at once: each receive counts).
-            log.warning("requeue.failed", error=exc.describe())
-            if delay:
-                self._set_visibility(message, delay, log)
+            error = exc
+        state = self.pipeline.settle_accepted(state, log)
+        if error.permanent and self.settings.dead_letter_url:
+            log.error("requeue.impossible", error=error.describe(), consequence="dead-lettered")
+            self._act(
+                message,
+                RecordOutcome(
+                    Action.DEAD_LETTER,
+                    reason=f"cannot be retried: {error.describe()}; last error: {reason}",
+                    state=state,
+                ),
+            )
+            return
+        # The original stays: it reappears after its back-off, or, for a refresh, after its
+        # visibility timeout (not at once: each receive counts).
+        log.warning("requeue.failed", error=error.describe(), accepted=len(state.accepted))
+        if delay:
+            self._set_visibility(message, delay, log)
 
     def _set_visibility(self, message: QueueMessage, seconds: int, log: EventLog) -> None:
         try:

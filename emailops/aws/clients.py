@@ -32,7 +32,7 @@ __all__ = [
 
 _CONFIG = Config(
     # Three calls in all (botocore's max_attempts would be three *retries*): the consumer has its
-    # own retry budget, and each SES retry after a lost reply is a possible duplicate.
+    # own retry budget.
     retries={"mode": "standard", "total_max_attempts": 3},
     connect_timeout=5,
     read_timeout=30,  # above SQS's 20 s long poll
@@ -49,6 +49,10 @@ _LEASE_CONFIG = Config(
     parameter_validation=False,
     max_pool_connections=16,
 )
+# One call, never retried by the SDK: a SendEmail whose reply was lost (ReadTimeoutError) may have
+# gone out, and botocore would send it again at once, before the SES Send event could reconcile
+# the row. The pipeline's own back-off decides instead.
+_NO_RETRIES = Config(retries={"mode": "standard", "total_max_attempts": 1})
 _lock = threading.Lock()
 _pool = {"size": 10}  # botocore's default; the consumer sizes it to its concurrency
 
@@ -66,10 +70,11 @@ def _session(region: str | None) -> boto3.session.Session:
     return boto3.session.Session(region_name=region)
 
 
-def aws_client(service: str, *, region: str | None = None) -> Any:
-    """A boto3 client; creating one is not thread-safe in boto3, so it happens under a lock."""
+def aws_client(service: str, *, region: str | None = None, sdk_retries: bool = True) -> Any:
+    """A boto3 client; creating one is not thread-safe in boto3, so it happens under a lock.
+    ``sdk_retries=False``: a separate client whose calls botocore never repeats (SES sends)."""
     with _lock:
-        return _cached_client(service, region)
+        return _cached_client(service, region, sdk_retries)
 
 
 def lease_client(service: str, *, region: str | None = None) -> Any:
@@ -84,8 +89,10 @@ def _cached_lease_client(service: str, region: str | None) -> Any:
 
 
 @functools.cache
-def _cached_client(service: str, region: str | None) -> Any:
+def _cached_client(service: str, region: str | None, sdk_retries: bool = True) -> Any:
     config = _CONFIG.merge(Config(max_pool_connections=_pool["size"]))
+    if not sdk_retries:
+        config = config.merge(_NO_RETRIES)
     return _session(region).client(service, config=config)
 
 

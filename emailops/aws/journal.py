@@ -3,8 +3,15 @@
 Attributes are those the Go consumer writes (Id, MessageId, Recipient, Status, Timestamp, SentAtKey,
 MessageSent, SesMessageId, Error, Context, ExpiresAt) plus ours: ClaimExpiresAt, Attempts, Subject,
 TemplateKey, TemplateVersion (which published version of TemplateKey was rendered), RecipientKey (the
-lowercased recipient, for case-insensitive search) and, on rows the send API wrote, Producer (which
-token wrote it: ``api:<token id>``, also the prefix of the row's key).
+lowercased recipient, for case-insensitive search), on rows the send API wrote, Producer (which
+token wrote it: ``api:<token id>``, also the prefix of the row's key), and ExtraSends: sends made
+after their claim was lost (``{SesMessageId, Attempt, At}``), so the journal shows every email SES
+accepted for the row even when another consumer's send is the one marked.
+
+A row must stay under DynamoDB's 400 KB: the producer's context is stored whole up to
+``MAX_CONTEXT_BYTES``; beyond that its largest top-level values are replaced by
+``"[trimmed: N bytes]"`` and ``ContextTrimmed`` holds the original size (the request itself, on the
+queue, is untouched). Delivery events are capped on their side (``journal_events``).
 
 Every rule that guards against a double send sits in a conditional write, never in a read-then-write.
 A claim is one conditional UpdateItem rather than a PutItem so that ``Attempts`` can count claims:
@@ -27,7 +34,21 @@ from emailops.aws.clients import error_code, translate_error
 from emailops.core.errors import ForeignRow
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 
-__all__ = ["DynamoJournal", "from_dynamo", "item_from_dynamo", "sent_at_key", "to_dynamo"]
+__all__ = [
+    "MAX_CONTEXT_BYTES",
+    "DynamoJournal",
+    "bounded_context",
+    "from_dynamo",
+    "item_from_dynamo",
+    "sent_at_key",
+    "to_dynamo",
+]
+
+# The context's share of a row: with the capped timeline (~60 KB) and the other attributes the
+# row stays well under DynamoDB's 400 KB.
+MAX_CONTEXT_BYTES = 150_000
+_MAX_ERROR = 4000  # characters of an Error attribute
+_MAX_NAME = 200  # characters of a trimmed value's key
 
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
@@ -85,6 +106,41 @@ def to_dynamo(value: Any) -> Any:
     return str(value)
 
 
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
+
+
+def bounded_context(context: dict[str, Any]) -> tuple[dict[str, Any], int]:
+    """The context as stored: whole when it fits ``MAX_CONTEXT_BYTES``, else with its largest
+    top-level values replaced by a "[trimmed: N bytes]" note (the smallest are kept, as many as
+    fit). Returns (context, original size in bytes when trimmed, else 0)."""
+    total = _size(context)
+    if total <= MAX_CONTEXT_BYTES:
+        return context, 0
+    sizes = {key: _size(key) + _size(value) + 4 for key, value in context.items()}  # ": ", ", "
+    keep: set[str] = set()
+    budget = MAX_CONTEXT_BYTES - 8192  # room for the notes
+    for key in sorted(context, key=sizes.__getitem__):
+        if sizes[key] > budget or len(key) > _MAX_NAME:
+            break
+        keep.add(key)
+        budget -= sizes[key]
+    stored: dict[str, Any] = {}
+    notes, dropped = 8192 - 64, 0
+    for key, value in context.items():
+        if key in keep:
+            stored[key] = value
+        elif notes > 0:
+            note = f"[trimmed: {sizes[key]} bytes]"
+            stored[key[:_MAX_NAME]] = note
+            notes -= _size(key[:_MAX_NAME]) + _size(note) + 4
+        else:
+            dropped += 1
+    if dropped:
+        stored["[trimmed]"] = f"{dropped} more keys"
+    return stored, total
+
+
 def from_dynamo(value: Any) -> Any:
     """Deserialized DynamoDB data → plain JSON-like Python (Decimals become int or float)."""
     if isinstance(value, Decimal):
@@ -123,19 +179,25 @@ class DynamoJournal:
         self.table = table
 
     def _row_values(self, claim: Claim, status: Status) -> dict[str, Any]:
-        return {
+        context, trimmed = bounded_context(claim.context)
+        row = {
             "MessageId": claim.message_id,
             "Recipient": claim.recipient,
             "RecipientKey": claim.recipient.lower(),
             "Status": status.value,
             "Timestamp": claim.now,
             "SentAtKey": sent_at_key(claim.now),
-            "Context": claim.context,
+            "Context": context,
             "ExpiresAt": claim.now + claim.ttl_seconds,
             "Subject": claim.subject,
             "TemplateKey": claim.template_key,
             "TemplateVersion": claim.template_version,
-        } | ({"Producer": claim.producer} if claim.producer else {})
+        }
+        return (
+            row
+            | ({"Producer": claim.producer} if claim.producer else {})
+            | ({"ContextTrimmed": trimmed} if trimmed else {})
+        )
 
     def _conditional_update(
         self,
@@ -156,7 +218,7 @@ class DynamoJournal:
             names[f"#a{i}"] = attr
             attr_values[f":a{i}"] = _av(value)
             exprs.append(f"#a{i} = :a{i}")
-        update = f"SET {', '.join(exprs)} {extra}".strip()
+        update = f"SET {', '.join(exprs)} {extra}" if exprs else extra
         used = set(re.findall(r"#\w+", update + " " + condition))
         try:
             return self.client.update_item(
@@ -235,7 +297,7 @@ class DynamoJournal:
     def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
         result = self._conditional_update(
             key,
-            sets={"Status": Status.FAILED.value, "Error": error},
+            sets={"Status": Status.FAILED.value, "Error": error[:_MAX_ERROR]},
             condition=_OURS,
             values={"queued": Status.QUEUED.value, "attempt": attempt},
             what="mark journal row FAILED",
@@ -255,6 +317,19 @@ class DynamoJournal:
             values={"sent": Status.SENT.value},
             extra="REMOVE #err",
             what="mark journal row SENT (earlier send)",
+        )
+
+    def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
+        # No claim fence on purpose (the claim is lost), and nothing but the list is touched: the
+        # row's Status and SesMessageId stay with whoever holds it now.
+        entry = {"SesMessageId": provider_id, "Attempt": attempt, "At": rfc3339(sent_at)}
+        self._conditional_update(
+            key,
+            sets={},
+            condition="attribute_exists(#id)",
+            values={"entry": [entry], "none": []},
+            extra="SET ExtraSends = list_append(if_not_exists(ExtraSends, :none), :entry)",
+            what="note a send after the claim was lost",
         )
 
     def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
@@ -280,7 +355,7 @@ class DynamoJournal:
     def record_failure(self, claim: Claim, *, error: str) -> bool:
         result = self._conditional_update(
             claim.key,
-            sets=self._row_values(claim, Status.FAILED) | {"Error": error},
+            sets=self._row_values(claim, Status.FAILED) | {"Error": error[:_MAX_ERROR]},
             condition=self._claimable(claim),
             values=self._claim_values(claim),
             what="record FAILED journal row",
@@ -290,7 +365,7 @@ class DynamoJournal:
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         result = self._conditional_update(
             claim.key,
-            sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason},
+            sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason[:_MAX_ERROR]},
             condition=self._claimable(claim),
             values=self._claim_values(claim),
             what="record SUPPRESSED journal row",

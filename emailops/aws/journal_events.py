@@ -6,12 +6,16 @@ An event adds these attributes to its journal row (see ``emailops.aws.journal`` 
   (SES's timestamp of the winning event), and for bounces ``BounceType``, ``BounceSubType`` and
   ``DiagnosticCode``;
 - ``DeliveryEvents``: the timeline, oldest first by SES time, at most 50 maps
-  ``{Type, At, Id, Summary}``;
+  ``{Type, At, Id, Summary}``, each Summary at most ``MAX_SUMMARY`` characters (a longer one, e.g.
+  a click on a huge link, ends in ``[trimmed]``) so that the row stays under DynamoDB's 400 KB
+  beside the request's context (itself capped, see ``emailops.aws.journal``);
 - ``DeliveryOrder`` (rank * 10^14 + SES epoch ms of the winning event: one number to compare) and
   ``DeliveryEventCount`` (events applied; the optimistic-concurrency guard).
 
 An event that would reconcile a row (below) while a consumer still holds a live claim on it waits
-(the message is retried) rather than race that consumer's own SENT mark.
+(the message is retried) rather than race that consumer's own SENT mark. The live-claim check is
+in the write's condition too: a claim taken between the read and the write fails the write, and
+the event is decided again on the fresh row.
 
 Each event is one read and one conditional write: the write holds only if no other event was
 applied since the read (``DeliveryEventCount``), and a reconciliation only if ``Status`` is still
@@ -34,14 +38,26 @@ from emailops.core.delivery_handler import ApplyResult
 from emailops.core.errors import TransientError
 from emailops.core.ports import Status
 
-__all__ = ["MAX_TIMELINE", "DynamoEventJournal", "DynamoUnmatchedEvents", "delivery_order"]
+__all__ = [
+    "MAX_SUMMARY",
+    "MAX_TIMELINE",
+    "DynamoEventJournal",
+    "DynamoUnmatchedEvents",
+    "delivery_order",
+]
 
 MAX_TIMELINE = 50
+MAX_SUMMARY = 1000  # characters: 50 entries stay under ~60 KB of the row's 400 KB
+_MAX_FIELD = 200  # SES's own short fields (type, timestamp, bounce type)
 _ORDER_SCALE = 10**14  # above any epoch-milliseconds value for millennia
 _RECONCILABLE = (Status.QUEUED.value, Status.FAILED.value)
 _READ = (
     "Id, #status, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount, DeliveryOrder"
 )
+
+
+def _capped(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - len(" … [trimmed]")] + " … [trimmed]"
 
 
 def delivery_order(event: DeliveryEvent) -> int:
@@ -110,7 +126,7 @@ class DynamoEventJournal:
             )
             if live_claim and self._reconcilable(row, event):
                 return ApplyResult.CLAIMED
-            if self._write(key, row, timeline, event):
+            if self._write(key, row, timeline, event, now=now):
                 return ApplyResult.APPLIED
         raise TransientError(
             "apply delivery event", key=key, reason="the row kept changing; will retry"
@@ -123,13 +139,19 @@ class DynamoEventJournal:
         )
 
     def _write(
-        self, key: str, row: dict[str, Any], timeline: list[dict], event: DeliveryEvent
+        self,
+        key: str,
+        row: dict[str, Any],
+        timeline: list[dict],
+        event: DeliveryEvent,
+        *,
+        now: int,
     ) -> bool:
         entry = {
-            "Type": event.raw_type,
-            "At": event.at,
+            "Type": _capped(event.raw_type, _MAX_FIELD),
+            "At": _capped(event.at, _MAX_FIELD),
             "Id": event.event_id,
-            "Summary": event.summary,
+            "Summary": _capped(event.summary, MAX_SUMMARY),
         }
         timeline = sorted([*timeline, entry], key=lambda e: timestamp_ms(e.get("At", "")))
         count = int(row.get("DeliveryEventCount") or 0)
@@ -150,13 +172,16 @@ class DynamoEventJournal:
         if order and order >= int(row.get("DeliveryOrder") or 0):
             sets |= {
                 "DeliveryStatus": event.delivery_status.value,
-                "DeliveryStatusAt": event.at,
+                "DeliveryStatusAt": _capped(event.at, _MAX_FIELD),
                 "DeliveryOrder": order,
             }
             if event.bounce_type:
-                sets |= {"BounceType": event.bounce_type, "BounceSubType": event.bounce_subtype}
+                sets |= {
+                    "BounceType": _capped(event.bounce_type, _MAX_FIELD),
+                    "BounceSubType": _capped(event.bounce_subtype, _MAX_FIELD),
+                }
                 if event.diagnostic_code:
-                    sets["DiagnosticCode"] = event.diagnostic_code
+                    sets["DiagnosticCode"] = _capped(event.diagnostic_code, MAX_SUMMARY)
                 else:
                     removes.append("DiagnosticCode")
 
@@ -176,6 +201,10 @@ class DynamoEventJournal:
             names["#status"] = "Status"
             conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]
             values[":was"] = row["Status"]
+            if row["Status"] == Status.QUEUED.value:  # nobody's claim may be live at the write
+                names["#lease"] = "ClaimExpiresAt"
+                conditions.append("(attribute_not_exists(#lease) OR #lease <= :now)")
+                values[":now"] = now
 
         update_names = {f"#s{i}": attr for i, attr in enumerate(sets)}
         update = "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets)))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from dataclasses import dataclass, field
@@ -10,10 +11,12 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
-from emailops.core.errors import TransientError
+from emailops.core.errors import PermanentError, TransientError
 
 __all__ = [
     "FAILURE_REASON_ATTRIBUTE",
+    "OVERFLOW_ATTRIBUTE",
+    "OriginalKept",
     "QueueDepth",
     "QueueInfo",
     "QueueMessage",
@@ -26,6 +29,59 @@ MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling (12 hours)
 MAX_DELAY_SECONDS = 900  # SQS's ceiling for DelaySeconds (15 minutes)
 _MOVE_PAUSES = (0.5, 1.0, 2.0, None)  # between attempts of a copy or delete (botocore retries too)
 _MAX_ATTRIBUTES = 10  # SQS's limit per message
+# Producer attributes that do not fit beside ours travel inside this one, as JSON
+# {name: {DataType, StringValue | BinaryValue (base64)}}: a copy never drops one silently.
+OVERFLOW_ATTRIBUTE = "EmailOpsAttributes"
+DEFAULT_MAX_MESSAGE_BYTES = 262_144  # until describe() reads the queue's MaximumMessageSize
+
+
+class OriginalKept(TransientError):
+    """The copy was sent but the original could not be deleted. The original is hidden as long
+    as SQS allows (12 hours) when possible, so the copy, which carries the state, is decided
+    first; when the original comes back, its rows are already SENT (or FAILED) and it ends."""
+
+
+def message_bytes(body: str, attributes: dict[str, Any]) -> int:
+    """A message's size as SQS counts it against MaximumMessageSize: body plus every attribute's
+    name, data type and value."""
+    size = len(body.encode())
+    for name, value in attributes.items():
+        size += len(name.encode()) + len(str(value.get("DataType", "")).encode())
+        if "StringValue" in value:
+            size += len(str(value["StringValue"]).encode())
+        elif "BinaryValue" in value:
+            size += len(value["BinaryValue"])
+    return size
+
+
+def _packed(value: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value.get("BinaryValue"), bytes | bytearray):
+        return value | {"BinaryValue": base64.b64encode(value["BinaryValue"]).decode()}
+    return value
+
+
+def _unpacked(value: dict[str, Any]) -> dict[str, Any]:
+    if isinstance(value.get("BinaryValue"), str):
+        return value | {"BinaryValue": base64.b64decode(value["BinaryValue"])}
+    return value
+
+
+def producer_attributes(attributes: dict[str, Any], *, drop: tuple[str, ...] = ()) -> dict:
+    """The producer's own attributes, those that travelled inside ``OVERFLOW_ATTRIBUTE`` too."""
+    found = forwardable_attributes(attributes, drop=(OVERFLOW_ATTRIBUTE, *drop))
+    packed = (attributes.get(OVERFLOW_ATTRIBUTE) or {}).get("StringValue")
+    if packed:
+        try:
+            inner = json.loads(packed)
+        except ValueError:
+            inner = None
+        if isinstance(inner, dict):
+            found |= {
+                str(k): _unpacked(v)
+                for k, v in inner.items()
+                if isinstance(v, dict) and str(k) not in drop
+            }
+    return found
 
 
 @dataclass(frozen=True)
@@ -71,9 +127,12 @@ def forwardable_attributes(
 
 
 class SqsQueue:
-    def __init__(self, client: Any, url: str) -> None:
+    def __init__(
+        self, client: Any, url: str, *, max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    ) -> None:
         self.client = client
         self.url = url
+        self.max_message_bytes = max_message_bytes
 
     def _call(self, operation: str, what: str, key: str | None = None, **kwargs: Any) -> Any:
         try:
@@ -86,8 +145,9 @@ class SqsQueue:
             "get_queue_attributes",
             "read queue attributes",
             QueueUrl=self.url,
-            AttributeNames=["VisibilityTimeout", "RedrivePolicy"],
+            AttributeNames=["VisibilityTimeout", "RedrivePolicy", "MaximumMessageSize"],
         )["Attributes"]
+        self.max_message_bytes = int(attrs.get("MaximumMessageSize") or self.max_message_bytes)
         policy = json.loads(attrs.get("RedrivePolicy") or "{}")
         dead_letter_url = None
         if arn := policy.get("deadLetterTargetArn"):
@@ -166,10 +226,38 @@ class SqsQueue:
     def _carried_attributes(
         self, message: QueueMessage, extra: dict[str, str]
     ) -> dict[str, dict[str, Any]]:
+        """The message's attributes for a copy (see _attributes_for). Raises PermanentError when
+        the copy would exceed the queue's MaximumMessageSize (SQS would refuse it as
+        InvalidParameterValue)."""
+        kept = self._attributes_for(message, extra)
+        size = message_bytes(message.body, kept)
+        if size > self.max_message_bytes:
+            raise PermanentError(
+                "copy message",
+                key=message.message_id,
+                reason=f"the copy with its state would be {size} bytes, over the queue's "
+                f"MaximumMessageSize of {self.max_message_bytes}",
+            )
+        return kept
+
+    def _attributes_for(
+        self, message: QueueMessage, extra: dict[str, str]
+    ) -> dict[str, dict[str, Any]]:
         """The message's attributes for a copy, ours replaced by ``extra`` (string attributes),
-        within SQS's limit of ten."""
-        kept = forwardable_attributes(message.attributes, drop=(FAILURE_REASON_ATTRIBUTE, *extra))
-        kept = dict(list(kept.items())[: _MAX_ATTRIBUTES - len(extra)])
+        within SQS's limit of ten: producer attributes that do not fit travel inside
+        ``OVERFLOW_ATTRIBUTE``."""
+        producer = producer_attributes(message.attributes, drop=(FAILURE_REASON_ATTRIBUTE, *extra))
+        room = _MAX_ATTRIBUTES - len(extra)
+        names = list(producer)
+        if len(names) > room:
+            kept = {name: producer[name] for name in names[: room - 1]}
+            overflow = {name: _packed(producer[name]) for name in names[room - 1 :]}
+            kept[OVERFLOW_ATTRIBUTE] = {
+                "DataType": "String",
+                "StringValue": json.dumps(overflow, separators=(",", ":")),
+            }
+        else:
+            kept = dict(producer)
         for name, value in extra.items():
             kept[name] = {"DataType": "String", "StringValue": value}
         return kept
@@ -180,7 +268,8 @@ class SqsQueue:
         """Send a copy, then delete the original. In that order: a crash between the two leaves
         a duplicate (the journal's claim makes it harmless), never a loss. Each step rides out a
         short SQS outage: giving up would cost the record a receive, and SQS dead-letters a
-        record that runs out of receives without a reason."""
+        record that runs out of receives without a reason. If the delete still fails, the
+        original is hidden for 12 hours and OriginalKept raised (see there)."""
         self._patiently(
             "send_message",
             what,
@@ -190,13 +279,34 @@ class SqsQueue:
             MessageAttributes=self._carried_attributes(message, extra),
             **kwargs,
         )
-        self._patiently(
-            "delete_message",
-            f"delete original after: {what}",
-            key=message.message_id,
-            QueueUrl=self.url,
-            ReceiptHandle=message.receipt_handle,
-        )
+        try:
+            self._patiently(
+                "delete_message",
+                f"delete original after: {what}",
+                key=message.message_id,
+                QueueUrl=self.url,
+                ReceiptHandle=message.receipt_handle,
+            )
+        except TransientError as exc:
+            hidden = self._hide_for_good([message]) == []
+            raise OriginalKept(
+                what,
+                key=message.message_id,
+                reason=f"the copy was sent but the original was not deleted ({exc.reason}); "
+                + ("it is hidden for 12 hours" if hidden else "it could not be hidden either"),
+            ) from exc
+
+    def _hide_for_good(self, messages: list[QueueMessage]) -> list[str]:
+        """Hide originals whose copy was sent as long as SQS allows; returns the ids refused."""
+        try:
+            return self._batch(
+                "change_message_visibility_batch",
+                "hide original after its copy",
+                messages,
+                VisibilityTimeout=MAX_VISIBILITY_SECONDS,
+            )
+        except TransientError:
+            return [m.message_id for m in messages]
 
     def _patiently(self, operation: str, what: str, **kwargs: Any) -> Any:
         for pause in _MOVE_PAUSES:
@@ -216,6 +326,19 @@ class SqsQueue:
     ) -> None:
         """Move the message to the DLQ with the reason attached (and what it carries)."""
         extra = dict(carried or {}) | {FAILURE_REASON_ATTRIBUTE: reason[:4000]}
+        try:
+            self._carried_attributes(message, extra)
+        except PermanentError:
+            # Too large with what it carries: the reason matters most in the dead-letter queue,
+            # so it goes alone, cut to the room left; with no room at all, the copy goes as the
+            # producer sent it (the caller has logged the reason).
+            bare = self._attributes_for(message, {FAILURE_REASON_ATTRIBUTE: ""})
+            room = self.max_message_bytes - message_bytes(message.body, bare)
+            extra = (
+                {FAILURE_REASON_ATTRIBUTE: reason.encode()[:room].decode(errors="ignore")}
+                if room > 0
+                else {}
+            )
         self._move(message, dead_letter_url, extra, "move message to the dead-letter queue")
 
     def requeue(
@@ -233,22 +356,31 @@ class SqsQueue:
 
     def requeue_now(self, items: list[tuple[QueueMessage, dict[str, str]]]) -> list[str]:
         """Fresh copies of up to ten messages at once (one call), carrying each its ``carried``,
-        then the originals deleted (one call); returns the ids not moved."""
-        entries = [
-            {
-                "Id": str(i),
-                "MessageBody": message.body,
-                "MessageAttributes": self._carried_attributes(message, carried),
-            }
-            for i, (message, carried) in enumerate(items)
-        ]
-        response = self._patiently(
-            "send_message_batch", "re-enqueue messages", QueueUrl=self.url, Entries=entries
-        )
-        unsent = {int(f["Id"]) for f in response.get("Failed", [])}
+        then the originals deleted (one call); returns the ids not copied. An original whose
+        copy went out but which could not be deleted is hidden for 12 hours (see OriginalKept)."""
+        entries, unsent = [], set()
+        for i, (message, carried) in enumerate(items):
+            try:
+                attributes = self._carried_attributes(message, carried)
+            except PermanentError:
+                unsent.add(i)  # too large for a batch entry: the caller copies it on its own
+                continue
+            entries.append(
+                {"Id": str(i), "MessageBody": message.body, "MessageAttributes": attributes}
+            )
+        if entries:
+            response = self._patiently(
+                "send_message_batch", "re-enqueue messages", QueueUrl=self.url, Entries=entries
+            )
+            unsent |= {int(f["Id"]) for f in response.get("Failed", [])}
         sent = [message for i, (message, _) in enumerate(items) if i not in unsent]
-        not_deleted = self._batch("delete_message_batch", "delete originals", sent)
-        return [items[i][0].message_id for i in sorted(unsent)] + not_deleted
+        try:
+            not_deleted = set(self._batch("delete_message_batch", "delete originals", sent))
+        except TransientError:
+            not_deleted = {m.message_id for m in sent}
+        if not_deleted:
+            self._hide_for_good([m for m in sent if m.message_id in not_deleted])
+        return [items[i][0].message_id for i in sorted(unsent)]
 
     def send(self, body: str) -> str:
         """Put one request on the queue (enqueue_email, send-test, resend); returns its id."""

@@ -423,14 +423,45 @@ class EmailPipeline:
             if still_ours:
                 log.info("recipient.sent", attempt=attempt, sesMessageId=provider_id)
             else:
-                log.warning(
-                    "recipient.sent_after_lease_lost", attempt=attempt, sesMessageId=provider_id
-                )
+                self._note_extra_send(key, attempt, provider_id, log)
             return _Result(_Kind.SENT, key, provider_id=provider_id, rate_wait=rate_wait)
         log.error("mark_sent.pending", sesMessageId=provider_id, error=error)
         return _Result(
             _Kind.ACCEPTED, key, f"SENT mark not stored: {error}", provider_id=provider_id
         )
+
+    def _note_extra_send(self, key: str, attempt: int, provider_id: str, log: EventLog) -> None:
+        """Our claim ended before the mark (another consumer may have sent too): the row keeps
+        its holder's outcome and records this send beside it, so the extra email is visible."""
+        noted = True
+        try:
+            self.journal.note_extra_send(
+                key, attempt=attempt, provider_id=provider_id, sent_at=int(self.clock())
+            )
+        except EmailOpsError as exc:
+            noted = False
+            log.error("extra_send.not_noted", sesMessageId=provider_id, error=exc.describe())
+        log.error(
+            "recipient.sent_after_lease_lost",
+            attempt=attempt,
+            sesMessageId=provider_id,
+            noted=noted,
+        )
+
+    def settle_accepted(self, state: RetryState, log: EventLog) -> RetryState:
+        """Mark SENT now the sends ``state`` says SES accepted, for a record that cannot carry
+        its state to the next attempt (its copy could not be sent): the state without those
+        now marked. What stays unmarked is logged as ERROR, key by key."""
+        if not state.accepted:
+            return state
+        left = {
+            key: provider_id
+            for key, provider_id in state.accepted.items()
+            if self._mark_accepted(key, provider_id, log.bind(key=key)).kind is _Kind.ACCEPTED
+        }
+        for key, provider_id in left.items():
+            log.error("accepted.unmarked", key=key, sesMessageId=provider_id)
+        return replace(state, accepted=left)
 
     def _mark_accepted(self, key: str, provider_id: str, log: EventLog) -> _Result:
         try:
@@ -549,7 +580,9 @@ class EmailPipeline:
     def _refuse(self, request: EmailRequest, address: str, reason: str, log: EventLog) -> _Result:
         """One recipient's bad input: a FAILED row for it; the others are still sent."""
         key = dedupe_key(request, address)
-        self._record_failures(request, reason, log, addresses=[address])
+        if self._record_failures(request, reason, log, addresses=[address]):
+            # No FAILED row yet: deleting the record now would leave no trace of this recipient.
+            return _Result(_Kind.TRANSIENT, key, f"{reason} (its FAILED row is not stored yet)")
         return _Result(_Kind.REFUSED, key, reason)
 
     def _record_failures(
@@ -560,8 +593,10 @@ class EmailPipeline:
         *,
         only: set[str] | None = None,
         addresses: Iterable[str] | None = None,
-    ) -> None:
-        """A request (or recipient) that can never be sent still leaves a FAILED row."""
+    ) -> set[str]:
+        """A request (or recipient) that can never be sent still leaves a FAILED row. Returns
+        the keys whose row could not be written."""
+        unwritten: set[str] = set()
         if addresses is None:
             addresses = [r.email for r in request.recipients]
             addresses += [r.address for r in request.rejected]
@@ -576,9 +611,11 @@ class EmailPipeline:
                 )
             except EmailOpsError as exc:
                 rlog.error("record_failure.failed", error=exc.describe())
+                unwritten.add(key)
                 continue
             rlog.info(
                 "recipient.failed" if written else "recipient.failure_not_recorded",
                 error=error,
                 reason=None if written else "row is SENT or claimed",
             )
+        return unwritten

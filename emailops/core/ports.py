@@ -134,6 +134,11 @@ class Journal(Protocol):
         now (SES accepted it: it is sent). A row already SENT is left alone."""
         ...
 
+    def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
+        """Append a send made under claim ``attempt`` after that claim was lost to the row's
+        ``ExtraSends``, changing nothing else: the row's outcome belongs to whoever holds it."""
+        ...
+
     def extend_claim(self, key: str, *, attempt: int, until: int) -> bool:
         """Push claim ``attempt``'s lease to ``until`` while it is still ours."""
         ...

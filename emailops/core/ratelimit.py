@@ -24,7 +24,7 @@ import math
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from emailops.core.errors import DailyQuotaExceeded, EmailOpsError
@@ -45,6 +45,9 @@ __all__ = [
 ]
 
 PACING = 0.95
+# A send leaves at its slot and SES answers within about this long: a throttle that late after a
+# slot still comes from a send reserved before the cut.
+SEND_SLACK = 1.0
 
 
 class BucketUnavailable(Exception):
@@ -59,7 +62,9 @@ class Aimd:
     floor: float = 0.1  # never below this fraction of the max (nor below 1/s, see floor_for)
     step: float = 0.05  # recovery: + this fraction of the max ...
     every: float = 5.0  # ... every this many seconds without throttling
-    cooldown: float = 1.0  # throttles within this long of a cut are the same overload: one cut
+    # Throttles within this long of a cut are the same overload: one cut. SharedRateLimiter
+    # raises it above its reservation horizon (see there).
+    cooldown: float = 1.0
 
     def floor_for(self, max_rate: float) -> float:
         """The floor as a factor: 10 % of the max, or 1/s when that is more (capped at the max)."""
@@ -199,7 +204,14 @@ class SharedRateLimiter:
     """The pipeline's SendRateLimiter: ``acquire()`` before each SES send.
 
     ``max_rate`` is a callable (a constant, or QuotaRate); 0 or less means no limit. ``store`` is
-    the shared store (Redis), ``fallback`` the per-process one used while ``store`` is down.
+    the shared store (Redis), ``fallback`` the per-process one used while ``store`` is down; each
+    process then takes ``1/fallback_consumers`` of the rate (SES_RATE_FALLBACK_CONSUMERS), so the
+    consumers together stay near the account's rate rather than each sending at all of it.
+
+    Slots are reserved up to ``horizon`` seconds ahead, so for that long after a cut, sends reserved
+    at the old rate still leave and are throttled too. The AIMD cooldown is therefore at least
+    ``horizon + SEND_SLACK``: one overload is one cut (0.5, not 0.5 -> 0.25 -> 0.125 -> floor,
+    which took about 90 s to recover from).
     """
 
     def __init__(
@@ -216,10 +228,13 @@ class SharedRateLimiter:
         horizon: float = 5.0,  # reserve at most this far ahead (bounds a stale reservation)
         probe_every: float = 5.0,  # while down, try the shared store again this often
         alarm_every: float = 60.0,  # while down, log the ERROR at most this often
+        fallback_consumers: int = 4,
     ) -> None:
         self.max_rate, self.store, self.fallback = max_rate, store, fallback
         self.log, self.sleep, self.clock = log, sleep, clock
-        self.aimd, self.pause_seconds, self.horizon = aimd, pause_seconds, horizon
+        self.aimd = replace(aimd, cooldown=max(aimd.cooldown, horizon + SEND_SLACK))
+        self.pause_seconds, self.horizon = pause_seconds, horizon
+        self.fallback_consumers = max(1, fallback_consumers)
         self.probe_every, self.alarm_every = probe_every, alarm_every
         self._lock = threading.Lock()
         self._down = False  # the shared store failed; using the fallback
@@ -243,7 +258,9 @@ class SharedRateLimiter:
             return 0.0
         while True:
             grant = self._call(
-                lambda s: s.reserve(rate=rate * PACING, aimd=self.aimd, horizon=self.horizon)
+                lambda s: s.reserve(
+                    rate=rate * PACING / self._share(s), aimd=self.aimd, horizon=self.horizon
+                )
             )
             self._rate, self._factor = rate, grant.factor
             if grant.paused > 0:  # another consumer met the quota: remember it, skip the store
@@ -295,6 +312,10 @@ class SharedRateLimiter:
 
     # --- internals -------------------------------------------------------------------------------
 
+    def _share(self, store: BucketStore) -> int:
+        """How many processes split the rate on ``store``: all of them on the shared one."""
+        return self.fallback_consumers if store is self.fallback else 1
+
     def _raise_if_paused(self, remaining: float) -> None:
         if remaining > 0:
             raise DailyQuotaExceeded(
@@ -335,12 +356,16 @@ class SharedRateLimiter:
             if alarm:
                 self._next_alarm = now + self.alarm_every
         if alarm:
+            consumers = self.fallback_consumers
             self.log.error(
                 "rate_limit.backend_unreachable",
                 backend=self.store.backend,
                 fallback=self.fallback.backend,
                 reason=reason,
-                note="each process now limits itself to the full rate",
+                fallback_consumers=consumers,
+                fallback_rate=round(self.max_rate() / consumers, 3),
+                note=f"each process now sends at most 1/{consumers} of the rate "
+                "(SES_RATE_FALLBACK_CONSUMERS)",
             )
 
 

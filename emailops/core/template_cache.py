@@ -5,12 +5,17 @@ the branded lookup misses; caching hits and misses for ``seconds`` takes DynamoD
 path, at the price of an edit taking up to that long to reach the consumer. When a template's time
 is up and the store can revalidate (an S3 conditional GET by ETag), an unchanged template is kept
 without downloading it again. Errors are never cached.
+
+Keys come from producers (any messageId, any organization's ``custom/O{org}/...``), so each cache
+holds at most ``max_entries`` (``TEMPLATE_CACHE_MAX_ENTRIES``), hits and misses alike, and drops the
+least recently used first: an evicted entry is only looked up again.
 """
 
 from __future__ import annotations
 
 import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -25,6 +30,7 @@ __all__ = [
 ]
 
 V = TypeVar("V")
+DEFAULT_MAX_ENTRIES = 1000
 
 
 @dataclass(frozen=True)
@@ -54,18 +60,25 @@ class _Entry(Generic[V]):
 
 
 class _Entries(Generic[V]):
-    """A dict of expiring entries under a lock; lookups go to the store outside the lock, so one
-    slow fetch never serializes the others."""
+    """A bounded LRU of expiring entries under a lock; lookups go to the store outside the lock,
+    so one slow fetch never serializes the others."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float]) -> None:
+    def __init__(self, seconds: float, clock: Callable[[], float], max_entries: int) -> None:
         self.seconds, self.clock = seconds, clock
-        self._entries: dict[str, _Entry[V]] = {}
+        self.max_entries = max(1, max_entries)
+        self._entries: OrderedDict[str, _Entry[V]] = OrderedDict()
         self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def get(self, key: str) -> tuple[float, _Entry[V] | None]:
         now = self.clock()
         with self._lock:
-            return now, self._entries.get(key)
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+            return now, entry
 
     def put(
         self, key: str, now: float, value: V, etag: str | None = None, version: str = ""
@@ -73,16 +86,27 @@ class _Entries(Generic[V]):
         entry = _Entry(now + self.seconds, value, etag, version)
         with self._lock:
             self._entries[key] = entry
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
         return entry
 
 
 class CachedTemplateStore:
     def __init__(
-        self, store: TemplateStore, *, seconds: float, clock: Callable[[], float] = time.monotonic
+        self,
+        store: TemplateStore,
+        *,
+        seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         self.store = store
         self.seconds = seconds
-        self._entries: _Entries[str | None] = _Entries(seconds, clock)
+        self._entries: _Entries[str | None] = _Entries(seconds, clock, max_entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def read_template(self, key: str) -> str | None:
         return self.fetch_template(key).source
@@ -109,11 +133,19 @@ class CachedTemplateStore:
 
 class CachedMappingStore:
     def __init__(
-        self, store: MappingStore, *, seconds: float, clock: Callable[[], float] = time.monotonic
+        self,
+        store: MappingStore,
+        *,
+        seconds: float,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         self.store = store
         self.seconds = seconds
-        self._entries: _Entries[TemplateMapping | None] = _Entries(seconds, clock)
+        self._entries: _Entries[TemplateMapping | None] = _Entries(seconds, clock, max_entries)
+
+    def __len__(self) -> int:
+        return len(self._entries)
 
     def get_mapping(self, message_id: str) -> TemplateMapping | None:
         now, entry = self._entries.get(message_id)

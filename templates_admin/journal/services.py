@@ -67,6 +67,11 @@ def email_resend(
     row = wiring.journal().get(key)
     if row is None:
         raise ValidationError(f"there is no journal row {key!r} to resend")
+    if row.get("ContextTrimmed"):
+        raise ValidationError(
+            f"this row cannot be resent: its context ({row['ContextTrimmed']} bytes) was trimmed "
+            "to fit the journal; send the original request again instead"
+        )
     recipient = str(row.get("Recipient", ""))
     request = EmailRequest(
         message_id=str(row.get("MessageId", "")),

@@ -154,3 +154,40 @@ def test_clients_are_cached_per_service_and_region(aws_env):
         assert aws_client("ses", region="us-east-1") is not before
     finally:
         reset_clients()
+
+
+def test_the_senders_ses_client_never_resends_after_a_lost_reply(aws_env, settings):
+    """A ReadTimeoutError after SendEmail went out: botocore's standard mode would send it again
+    at once, up to twice; only the pipeline's own policy (after back-off) may decide that."""
+    from emailops import wiring
+    from emailops.aws.ses import SesSender
+    from emailops.core.ports import OutgoingEmail
+
+    settings.SES_SIMULATE_EVENTS = False
+    settings.AWS_REGION = "us-east-1"
+    wiring.reset()
+    sender = wiring.sender()
+    assert isinstance(sender, SesSender)
+    calls = []
+
+    def lost_reply(request, **_):
+        calls.append(request.url)
+        raise ReadTimeoutError(endpoint_url=request.url)
+
+    sender.client.meta.events.register("before-send.ses.SendEmail", lost_reply)
+    email = OutgoingEmail(
+        from_address="a@example.com", to="b@example.com", subject="s", html="<p>h</p>"
+    )
+    try:
+        with pytest.raises(TransientError):
+            sender.send(email)
+        assert len(calls) == 1
+    finally:
+        sender.client.meta.events.unregister("before-send.ses.SendEmail", lost_reply)
+        wiring.reset()
+
+
+def test_other_clients_keep_the_sdks_retries():
+    reset_clients()
+    config = aws_client("dynamodb", region="us-east-1").meta.config
+    assert config.retries["total_max_attempts"] == 3

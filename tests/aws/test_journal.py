@@ -3,6 +3,7 @@ attributes documented at the top of emailops/aws/journal.py (the Go consumer's p
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 
 import pytest
@@ -95,6 +96,7 @@ def test_claim_on_no_row_writes_the_documented_attributes(aws, journal):
         "Attempts",
         "Subject",
         "TemplateKey",
+        "TemplateVersion",
     }
     assert item["Id"] == {"S": "k1"}
     assert item["MessageId"] == {"S": "dataset-publication-accepted"}
@@ -436,3 +438,31 @@ def test_a_row_is_only_ever_claimed_or_recorded_by_its_own_producer(aws, journal
         assert journal.record_suppressed(claim("shared", producer=other), reason="x") is False
     assert journal.claim(claim("shared", producer="api:1")).state is ClaimState.CLAIMED
     assert journal.get("shared")["Producer"] == "api:1"
+
+
+def test_an_extra_send_is_appended_to_the_row_and_never_changes_its_outcome(aws):
+    journal = wiring.journal()
+    journal.claim(claim("k1"))
+    journal.claim(claim("k1", now=NOW + 10 * LEASE))  # another consumer's claim: attempt 2
+    assert journal.mark_sent("k1", attempt=2, provider_id="ses-theirs", sent_at=NOW + 301)
+    journal.note_extra_send("k1", attempt=1, provider_id="ses-ours", sent_at=NOW + 302)
+    journal.note_extra_send("k1", attempt=1, provider_id="ses-again", sent_at=NOW + 303)
+    row = journal.get("k1")
+    assert (row["Status"], row["SesMessageId"]) == ("SENT", "ses-theirs")
+    assert [e["SesMessageId"] for e in row["ExtraSends"]] == ["ses-ours", "ses-again"]
+    assert row["ExtraSends"][0] == {
+        "SesMessageId": "ses-ours",
+        "Attempt": 1,
+        "At": "2025-06-15T15:11:42Z",
+    }
+
+
+def test_a_context_of_many_keys_is_bounded_too():
+    from emailops.aws.journal import MAX_CONTEXT_BYTES, bounded_context
+
+    context = {f"k{i}": "v" * 90 for i in range(20_000)}  # ~2 MB in 20,000 small values
+    stored, size = bounded_context(context)
+    assert size > 2_000_000
+    assert len(json.dumps(stored).encode()) <= MAX_CONTEXT_BYTES
+    assert stored["k0"] == "v" * 90 and stored["[trimmed]"].endswith("more keys")
+    assert bounded_context({"a": 1}) == ({"a": 1}, 0)

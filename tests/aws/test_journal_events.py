@@ -11,10 +11,10 @@ import time
 import pytest
 
 from emailops import wiring
-from emailops.aws.journal_events import MAX_TIMELINE, DynamoEventJournal
+from emailops.aws.journal_events import MAX_SUMMARY, MAX_TIMELINE, DynamoEventJournal
 from emailops.core.delivery_events import parse_envelope, parse_event
 from emailops.core.delivery_handler import ApplyResult, EventAction
-from tests.aws.test_journal import NOW, claim, raw
+from tests.aws.test_journal import LEASE, NOW, claim, raw
 from tests.core.test_delivery_events import SES_ID, envelope, ses_event
 
 KEY = "journal-key-1"  # what the fixtures' tag carries
@@ -263,13 +263,13 @@ class RacingJournal(DynamoEventJournal):
         self.rival = rival
         self.races = 0
 
-    def _write(self, key, row, timeline, event):
+    def _write(self, key, row, timeline, event, **kwargs):
         if self.rival is not None:
             rival, self.rival = self.rival, None
             rival_journal = DynamoEventJournal(self.client, self.table)
             assert rival_journal.apply_event(key, rival, now=NOW) is ApplyResult.APPLIED
             self.races += 1
-        return super()._write(key, row, timeline, event)
+        return super()._write(key, row, timeline, event, **kwargs)
 
 
 def parsed(body: str):
@@ -294,3 +294,69 @@ def test_a_vanished_row_is_gone(aws_events):
     send = parsed(json.dumps(ses_event("send.json")))
     assert journal.apply_event("no-such-row", send, now=NOW) is ApplyResult.GONE
     assert raw(aws_events, "no-such-row") == {}
+
+
+class ClaimingJournal(DynamoEventJournal):
+    """Lets a consumer claim the row (its lease had ended) between our read and our write."""
+
+    def __init__(self, client, table, *, now):
+        super().__init__(client, table)
+        self.now = now
+        self.claims = 0
+
+    def _write(self, key, row, timeline, event, **kwargs):
+        if not self.claims:
+            self.claims += 1
+            result = wiring.journal().claim(
+                claim(key, recipient="recipient@example.com", now=self.now)
+            )
+            assert result.state.value == "claimed"
+        return super()._write(key, row, timeline, event, **kwargs)
+
+
+def test_a_claim_taken_between_read_and_write_keeps_the_row_from_reconciling(aws_events):
+    """The live-claim check is part of the write's condition, not only of the read before it."""
+    journal = wiring.journal()
+    journal.claim(claim(KEY, recipient="recipient@example.com"))  # its lease ends at NOW + LEASE
+    later = NOW + 10 * LEASE
+    racing = ClaimingJournal(aws_events.dynamodb, "email-journal", now=later)
+    send = parsed(json.dumps(ses_event("send.json")))
+    assert racing.apply_event(KEY, send, now=later) is ApplyResult.CLAIMED
+    current = row(aws_events)
+    assert current["Status"] == "QUEUED" and "SesMessageId" not in current
+    assert current["Attempts"] == 2  # the new claim stands; its consumer marks the row itself
+
+
+# --- a row stays under DynamoDB's 400 KB --------------------------------------------------------
+
+
+def clicks(count: int, link_bytes: int) -> list[str]:
+    bodies = []
+    for i in range(count):
+        click = at(ses_event("click.json"), f"2017-08-09T23:{i // 60:02d}:{i % 60:02d}.000Z")
+        click["click"]["link"] = f"https://example.com/{i}/" + "x" * link_bytes
+        bodies.append(json.dumps(click))
+    return bodies
+
+
+def test_event_summaries_are_capped_so_the_timeline_cannot_outgrow_the_row(aws_events, handler):
+    sent_row()
+    for body in clicks(MAX_TIMELINE + 2, 20_000):  # 50 uncapped summaries: ~1 MB
+        assert handler.handle(body).result == "applied"
+    timeline = row(aws_events)["DeliveryEvents"]
+    assert len(timeline) == MAX_TIMELINE
+    assert all(len(e["Summary"]) <= MAX_SUMMARY for e in timeline)
+    assert timeline[-1]["Summary"].endswith("[trimmed]")
+
+
+def test_a_large_context_is_trimmed_so_the_row_fits_beside_a_full_timeline(aws_events, handler):
+    journal = wiring.journal()
+    context = {"datasetName": "Mine", "blob": "y" * 250_000, "other": "z" * 120_000}
+    journal.claim(claim(KEY, recipient="recipient@example.com", context=context))
+    assert journal.mark_sent(KEY, attempt=1, provider_id=SES_ID, sent_at=NOW)
+    for body in clicks(MAX_TIMELINE, 20_000):
+        assert handler.handle(body).result == "applied"
+    current = row(aws_events)
+    assert current["Context"]["datasetName"] == "Mine"  # small values are kept as they were
+    assert current["Context"]["blob"].startswith("[trimmed:")
+    assert current["ContextTrimmed"] > 370_000  # the original size, in bytes

@@ -34,16 +34,16 @@ def sender(aws) -> SesSender:
 
 
 @pytest.fixture
-def requests(aws):
+def requests(sender):
     """The parameters of each SendEmail call, as botocore builds them (moto keeps only some)."""
     seen: list[dict] = []
 
     def record(params, **_):
         seen.append(params)
 
-    aws.ses.meta.events.register("provide-client-params.ses.SendEmail", record)
+    sender.client.meta.events.register("provide-client-params.ses.SendEmail", record)
     yield seen
-    aws.ses.meta.events.unregister("provide-client-params.ses.SendEmail", record)
+    sender.client.meta.events.unregister("provide-client-params.ses.SendEmail", record)
 
 
 def test_send(aws, sender, requests):

@@ -176,3 +176,66 @@ def test_redrive_policy_is_what_provision_wrote(aws):
         ]["RedrivePolicy"]
     )
     assert policy["deadLetterTargetArn"].endswith(":email-service-queue-dlq")
+
+
+# --- producers' attributes: all ten travel with every copy -----------------------------------
+
+
+def ten_producer_attributes(aws) -> dict:
+    attributes = {f"P{i}": {"DataType": "String", "StringValue": f"v{i}"} for i in range(9)}
+    attributes["Blob"] = {"DataType": "Binary", "BinaryValue": b"\x00\xffbinary"}
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody="body", MessageAttributes=attributes)
+    return attributes
+
+
+def producers(message) -> dict:
+    from emailops.aws.sqs import producer_attributes
+
+    found = producer_attributes(message.attributes, drop=("EmailOpsState", "FailureReason"))
+    return {k: v.get("StringValue", v.get("BinaryValue")) for k, v in found.items()}
+
+
+def test_a_retry_keeps_all_ten_producer_attributes_beside_its_state(aws, queue):
+    ten_producer_attributes(aws)
+    expected = {f"P{i}": f"v{i}" for i in range(9)} | {"Blob": b"\x00\xffbinary"}
+    [message] = queue.receive(wait_seconds=0)
+    for attempt in range(1, 4):  # copies of copies do not nest or lose anything
+        queue.requeue(message, delay_seconds=0, carried={"EmailOpsState": f"s{attempt}"})
+        [message] = queue.receive(wait_seconds=0)
+        assert len(message.attributes) == 10
+        assert message.string_attribute("EmailOpsState") == f"s{attempt}"
+        assert producers(message) == expected
+
+
+def test_a_dead_letter_move_keeps_every_producer_attribute_with_state_and_reason(aws, queue):
+    ten_producer_attributes(aws)
+    [message] = queue.receive(wait_seconds=0)
+    queue.dead_letter(message, aws.dlq_url, "gave up", carried={"EmailOpsState": "{}"})
+    [dead] = SqsQueue(aws.sqs, aws.dlq_url).receive(wait_seconds=0)
+    assert dead.string_attribute(FAILURE_REASON_ATTRIBUTE) == "gave up"
+    assert dead.string_attribute("EmailOpsState") == "{}"
+    assert producers(dead) == {f"P{i}": f"v{i}" for i in range(9)} | {"Blob": b"\x00\xffbinary"}
+
+
+def test_a_copy_too_large_for_the_queue_is_refused_as_permanent_before_sqs_sees_it(aws):
+    small = SqsQueue(aws.sqs, aws.queue_url, max_message_bytes=1000)
+    send(aws, "x" * 960)
+    [message] = small.receive(wait_seconds=0)
+    with pytest.raises(EmailOpsError) as caught:
+        small.requeue(message, delay_seconds=0, carried={"EmailOpsState": "{}" * 20})
+    assert caught.value.permanent and "MaximumMessageSize of 1000" in caught.value.describe()
+    small.dead_letter(message, aws.dlq_url, "too big", carried={"EmailOpsState": "{}" * 20})
+    [dead] = aws.queue_messages(aws.dlq_url)  # the reason still goes; the state could not
+    assert dead["MessageAttributes"][FAILURE_REASON_ATTRIBUTE]["StringValue"] == "too big"
+
+
+def test_a_dead_letter_copy_with_no_room_for_a_reason_still_moves(aws):
+    tight = SqsQueue(aws.sqs, aws.queue_url, max_message_bytes=1000)
+    attributes = {f"P{i}": {"DataType": "String", "StringValue": "v"} for i in range(10)}
+    body = "x" * (1000 - 10 * (2 + 6 + 1))  # exactly full with the producer's ten attributes
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=body, MessageAttributes=attributes)
+    [message] = tight.receive(wait_seconds=0)
+    tight.dead_letter(message, aws.dlq_url, "gave up", carried={"EmailOpsState": "{}"})
+    [dead] = aws.queue_messages(aws.dlq_url)
+    assert set(dead["MessageAttributes"]) == set(attributes)
+    assert aws.queue_messages(aws.queue_url) == []

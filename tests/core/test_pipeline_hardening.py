@@ -237,3 +237,47 @@ def test_claims_are_held_during_the_send_and_released_after(stack):
     stack.pipeline.process(MINIMAL, held=held)
     key = alice_row(stack)["Id"]
     assert seen == [{key: 1}] and held.snapshot() == {}
+
+
+# --- a refused recipient's FAILED row ----------------------------------------------------------
+
+
+def test_a_refused_recipient_whose_failed_row_cannot_be_written_is_retried_not_dropped(stack):
+    body = request_body(recipients=[{"email": "a@example.com"}, {"email": "not an address"}])
+    stack.journal.fail_next["record_failure"] = TransientError(
+        "record FAILED journal row", reason="ServiceUnavailable"
+    )
+    first = stack.process(body)
+    assert first.action is Action.RETRY and first.sent == 1
+    assert stack.row(body, "not an address") is None
+    second = stack.process(body, state=first.state)  # the journal is back
+    assert second.action is Action.DELETE and second.skipped == 1
+    assert stack.row(body, "not an address")["Status"] == Status.FAILED
+    assert [e.to for e in stack.sender.sent] == ["a@example.com"]
+
+
+# --- a send after the lease was lost ---------------------------------------------------------
+
+
+class ClaimedMeanwhile:
+    """SES takes so long that our lease ends and another consumer claims the row meanwhile."""
+
+    def __init__(self, stack: Stack, body: str) -> None:
+        self.stack, self.body = stack, body
+
+    def send(self, email):
+        row = self.stack.row(self.body, "alice@example.com")
+        row["Attempts"] += 1  # the other consumer's claim; it will send and mark its own
+        return "ses-late"
+
+
+def test_a_send_after_the_lease_was_lost_is_written_on_the_row_without_overwriting_it(
+    stack, caplog
+):
+    stack.pipeline.sender = ClaimedMeanwhile(stack, MINIMAL)
+    outcome = stack.process(MINIMAL)
+    assert outcome.sent == 1
+    row = alice_row(stack)
+    assert row["Status"] == Status.QUEUED and "SesMessageId" not in row  # the other's to mark
+    assert [(e["SesMessageId"], e["Attempt"]) for e in row["ExtraSends"]] == [("ses-late", 1)]
+    assert "ERROR" in caplog.text and "event=recipient.sent_after_lease_lost" in caplog.text

@@ -210,10 +210,23 @@ def test_a_burst_of_throttles_is_one_cut(time_, shared, caplog):
     for _ in range(10):
         limiter.on_throttled()  # many threads hitting the same overload
     assert limiter.effective_rate == 10
-    time_.now += 1  # the cooldown
+    time_.now += limiter.aimd.cooldown
     limiter.on_throttled()
-    assert limiter.effective_rate == 5
-    assert "event=ses.throttled max_rate=20 effective_rate=5.0" in events(caplog)
+    assert limiter.effective_rate == pytest.approx(5.5)  # one recovery step, then the cut
+    assert "event=ses.throttled max_rate=20 effective_rate=5.5" in events(caplog)
+
+
+def test_sends_reserved_before_a_cut_are_the_same_overload_not_new_cuts(time_, shared):
+    """Slots are handed out up to ``horizon`` ahead, so sends reserved at the old rate keep
+    leaving (and being throttled) for that long after a cut: they must not cut again."""
+    limiter = make(time_, shared, rate=0.5 / 0.1, horizon=5.0)  # floor: 1/s = 0.2 of the max
+    limiter.on_throttled()
+    for delay in (1.5, 1.5, 1.9, 1.0):  # throttles of sends reserved before the cut
+        time_.now += delay
+        limiter.on_throttled()
+    # Halved once (then one +5 % recovery step at 5 s), not 0.5 -> 0.25 -> 0.2 (the floor).
+    assert limiter.effective_rate == pytest.approx(5 * (0.5 + 0.05))
+    assert limiter.aimd.cooldown > limiter.horizon
 
 
 @pytest.mark.parametrize(("rate", "floor"), [(20, 2), (5, 1), (0.5, 0.5)])
@@ -221,7 +234,8 @@ def test_cuts_stop_at_the_floor(time_, shared, rate, floor):
     limiter = make(time_, shared, rate=rate)
     for _ in range(20):
         limiter.on_throttled()
-        time_.now += 1
+        time_.now += limiter.aimd.cooldown
+    limiter.on_throttled()
     assert limiter.effective_rate == pytest.approx(floor)  # 10 % of the max, at least 1/s
 
 
@@ -285,9 +299,9 @@ def test_an_unreachable_store_falls_back_loudly_and_comes_back(time_, shared, ca
     assert "ConnectionError" in alarm
 
     calls = shared.calls
-    times = send_times(limiter, time_, 40)  # ~2 s: probes every 5 s, not per send
+    times = send_times(limiter, time_, 10)  # ~2 s: probes every 5 s, not per send
     assert shared.calls == calls
-    assert busiest_second(times) <= 20
+    assert busiest_second(times) <= 5  # a quarter of the rate: 4 consumers stay near 20/s
     time_.now += 5
     limiter.acquire()
     assert shared.calls == calls + 1  # one probe, failed
@@ -304,6 +318,17 @@ def test_an_unreachable_store_falls_back_loudly_and_comes_back(time_, shared, ca
     calls = shared.calls
     limiter.acquire()
     assert shared.calls == calls + 1  # every send goes to the shared store again
+
+
+def test_without_the_shared_store_each_process_takes_its_share_of_the_rate(time_, shared, caplog):
+    caplog.set_level(logging.ERROR, logger=LOGGER)
+    limiter = make(time_, shared, rate=20, fallback_consumers=5)
+    shared.down = True
+    times = send_times(limiter, time_, 20)
+    assert busiest_second(times) <= 4  # 20/s shared by 5 consumers, not 20/s each
+    assert times[-1] - times[0] == pytest.approx(19 / (4 * PACING))
+    [alarm] = events(caplog, logging.ERROR)
+    assert "fallback_consumers=5" in alarm and "fallback_rate=4.0" in alarm
 
 
 def test_throttling_and_pausing_still_work_while_the_store_is_down(time_, shared):

@@ -229,3 +229,27 @@ def test_the_version_travels_with_the_cached_template(revalidating, s3_like, clo
     clock.now += 60
     fetched = revalidating.fetch_template("default/a.html")
     assert (fetched.source, fetched.version) == ("A2", EtagTemplates.etag("A2").strip('"'))
+
+
+# --- bounded: keys are chosen by producers ----------------------------------------------------
+
+
+def test_unknown_message_ids_from_producers_cannot_grow_the_mapping_cache_without_bound():
+    mappings = CountingMappings(TemplateMapping("welcome", "w.html", "Hi"))
+    cached = CachedMappingStore(mappings, seconds=60, clock=Clock(), max_entries=100)
+    cached.get_mapping("welcome")
+    for i in range(5000):
+        assert cached.get_mapping(f"unknown-{i}") is None  # negative entries, one per key
+        if i % 50 == 0:
+            cached.get_mapping("welcome")  # used often: stays (least recently used go first)
+    assert len(cached) <= 100
+    assert mappings.lookups.count("welcome") == 1
+    # An evicted miss is simply looked up again.
+    assert cached.get_mapping("unknown-0") is None and mappings.lookups.count("unknown-0") == 2
+
+
+def test_custom_template_keys_cannot_grow_the_template_cache_without_bound(store):
+    cached = CachedTemplateStore(store, seconds=60, clock=Clock(), max_entries=10)
+    for org in range(1000):
+        assert cached.read_template(f"custom/O{org}/a.html") is None
+    assert len(cached) <= 10

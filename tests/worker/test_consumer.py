@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from botocore.exceptions import ClientError
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
@@ -197,3 +198,89 @@ def test_a_non_ascii_sender_name_is_mime_encoded_for_ses(settings):
     assert wiring.sender_addresses()[0] == "=?utf-8?q?Pennsieve_=C3=9Cber?= <support@pennsieve.io>"
     settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.io>"
     assert wiring.sender_addresses()[0] == "Pennsieve <support@pennsieve.io>"
+
+
+# --- a retry whose copy cannot be made --------------------------------------------------------
+
+
+class SqsTrouble:
+    """The SQS client, with some operations failing as in an outage."""
+
+    def __init__(self, client, *failing: str) -> None:
+        self.client, self.failing = client, set(failing)
+
+    def __getattr__(self, name):
+        if name in self.failing:
+
+            def fail(**_):
+                raise ClientError(
+                    {"Error": {"Code": "ServiceUnavailable"}, "ResponseMetadata": {}}, name
+                )
+
+            return fail
+        return getattr(self.client, name)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1_750_000_000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+MARK_DOWN = TransientError("mark journal row SENT", reason="ServiceUnavailable")
+
+
+@pytest.fixture
+def no_pauses(monkeypatch):
+    monkeypatch.setattr("emailops.aws.sqs._MOVE_PAUSES", (None,))
+
+
+def test_an_accepted_send_is_not_lost_when_the_retry_copy_cannot_be_sent(aws, parts, no_pauses):
+    pipeline, sender, queue = parts
+    pipeline.clock, pipeline.sleep = Clock(), lambda _: None
+    pipeline.journal.fail_next["mark_sent"] = [MARK_DOWN] * 5  # SES accepted, no SENT mark
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, backoff_base=1, backoff_cap=1)
+    (message,) = queue.receive(wait_seconds=0)
+    queue.client = SqsTrouble(aws.sqs, "send_message")  # the copy with the state cannot go
+    assert consumer.handle(Held(message)).action is Action.RETRY
+    queue.client = aws.sqs
+    # The original comes back without the state, after the claim's lease has ended.
+    pipeline.clock.now += 10 * 30
+    queue.change_visibility(message, 0)
+    (again,) = queue.receive(wait_seconds=0)
+    assert again.message_id == message.message_id
+    assert consumer.handle(Held(again)).action is Action.DELETE
+    assert len(sender.sent) == 1  # marked SENT when the copy failed: never sent again
+
+
+def test_a_record_too_large_to_carry_its_state_is_dead_lettered_not_retried_forever(aws, parts):
+    pipeline, sender, queue = parts
+    sender.errors.append(TransientError("send email", reason="Throttling"))
+    body = request("a@example.com")
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=body)
+    queue.max_message_bytes = len(body) + 100  # no room for EmailOpsState beside it
+    consumer = make_consumer(queue, pipeline, aws.dlq_url)
+    (message,) = queue.receive(wait_seconds=0)
+    assert consumer.handle(Held(message)).action is Action.RETRY
+    (dead,) = aws.queue_messages(aws.dlq_url)
+    reason = dead["MessageAttributes"]["FailureReason"]["StringValue"]
+    assert reason.startswith("cannot be retried: copy message")  # as much as fits
+    assert aws.queue_messages(aws.queue_url) == []
+
+
+def test_a_copy_whose_original_cannot_be_deleted_is_decided_first(aws, parts, no_pauses):
+    pipeline, sender, queue = parts
+    sender.errors.append(TransientError("send email", reason="Throttling"))
+    aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("a@example.com"))
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, backoff_base=1, backoff_cap=1)
+    (message,) = queue.receive(wait_seconds=0)
+    queue.client = SqsTrouble(aws.sqs, "delete_message")
+    assert consumer.handle(Held(message)).action is Action.RETRY
+    queue.client = aws.sqs
+    # Both would come back after the same one-second back-off and race; only the copy does.
+    back = queue.receive(max_messages=10, wait_seconds=3)
+    assert len(back) == 1 and back[0].message_id != message.message_id
+    assert RetryState.from_json(back[0].string_attribute(STATE_ATTRIBUTE)).attempts == 1
