@@ -196,10 +196,16 @@ SES_CONFIGURATION_SET = env.str("SES_CONFIGURATION_SET", default="emailops")
 SES_EVENTS_QUEUE_URL = env.str("SES_EVENTS_QUEUE_URL", default="")
 # The topic bootstrap_aws creates and the local simulator publishes to.
 SES_EVENTS_TOPIC_NAME = env.str("SES_EVENTS_TOPIC_NAME", default="email-ses-events")
-# Accept SNS messages only from these topic ARNs (comma list); empty accepts any.
+# Accept SNS messages only from these topic ARNs (comma list). Empty accepts any, which is only
+# allowed with verification off: consume_ses_events refuses to start otherwise (bootstrap_aws
+# prints the value to set).
 SES_EVENTS_TOPIC_ARNS = env.list("SES_EVENTS_TOPIC_ARNS", default=[])
 # Verify SNS signatures; on unless DEBUG. The local stack and tests turn it off.
 SES_EVENTS_VERIFY_SIGNATURES = env.bool("SES_EVENTS_VERIFY_SIGNATURES", default=not DEBUG)
+# The events queue is subscribed with raw message delivery: bare events (no SNS envelope, so no
+# signature and no topic to check) are accepted even with verification on. What is trusted then
+# is the queue policy alone (docs/operations.md).
+SES_EVENTS_RAW_DELIVERY = env.bool("SES_EVENTS_RAW_DELIVERY", default=False)
 # Events with no journal row and events of unknown kinds, kept for JOURNAL_TTL_DAYS.
 SES_EVENTS_UNMATCHED_TABLE = env.str(
     "SES_EVENTS_UNMATCHED_TABLE", default="email-delivery-events-unmatched"
