@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import environ
@@ -61,6 +62,27 @@ if _proxy_header and len(_proxy_header) != 2:
         "DJANGO_SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
     )
 SECURE_PROXY_SSL_HEADER = tuple(_proxy_header) if _proxy_header else None
+# Proxies in front that append the client's address to X-Forwarded-For (the ALB: 1). The login
+# throttle counts failures per client address (emailops.security.client_ip). Default: 1 behind a
+# TLS-terminating proxy (the header above is set), else 0 (REMOTE_ADDR).
+TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=1 if _proxy_header else 0)
+
+# --- Sessions: signed out after this long without a request (8 hours) --------------------------
+# Every request saves the session, so its expiry slides: an idle timeout, not a fixed lifetime.
+SESSION_COOKIE_AGE = env.int("DJANGO_SESSION_IDLE_SECONDS", default=8 * 3600)
+SESSION_SAVE_EVERY_REQUEST = True
+
+# --- Login throttle (django-axes): 5 failures per username or per address, then 15 minutes ------
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before the check
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = 5
+AXES_COOLOFF_TIME = timedelta(minutes=15)
+# Each is its own count: one username from many addresses, or many usernames from one address.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_CLIENT_IP_CALLABLE = "emailops.security.client_ip"
+AXES_LOCKOUT_TEMPLATE = "templates_admin/login_locked.html"
 
 INSTALLED_APPS = [
     "django.contrib.admin",
@@ -73,6 +95,7 @@ INSTALLED_APPS = [
     "worker",
     "api",
     "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
+    "axes",  # login throttle
 ]
 
 MIDDLEWARE = [
@@ -80,6 +103,8 @@ MIDDLEWARE = [
     # host check and the HTTPS redirect could refuse them.
     "emailops.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # One Content-Security-Policy on every response; pages may set a stricter one.
+    "emailops.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn, no nginx needed
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -87,6 +112,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 
 ROOT_URLCONF = "emailops.urls"
@@ -211,10 +237,16 @@ SES_CONFIGURATION_SET = env.str("SES_CONFIGURATION_SET", default="emailops")
 SES_EVENTS_QUEUE_URL = env.str("SES_EVENTS_QUEUE_URL", default="")
 # The topic bootstrap_aws creates and the local simulator publishes to.
 SES_EVENTS_TOPIC_NAME = env.str("SES_EVENTS_TOPIC_NAME", default="email-ses-events")
-# Accept SNS messages only from these topic ARNs (comma list); empty accepts any.
+# Accept SNS messages only from these topic ARNs (comma list). Empty accepts any, which is only
+# allowed with verification off: consume_ses_events refuses to start otherwise (bootstrap_aws
+# prints the value to set).
 SES_EVENTS_TOPIC_ARNS = env.list("SES_EVENTS_TOPIC_ARNS", default=[])
 # Verify SNS signatures; on unless DEBUG. The local stack and tests turn it off.
 SES_EVENTS_VERIFY_SIGNATURES = env.bool("SES_EVENTS_VERIFY_SIGNATURES", default=not DEBUG)
+# The events queue is subscribed with raw message delivery: bare events (no SNS envelope, so no
+# signature and no topic to check) are accepted even with verification on. What is trusted then
+# is the queue policy alone (docs/operations.md).
+SES_EVENTS_RAW_DELIVERY = env.bool("SES_EVENTS_RAW_DELIVERY", default=False)
 # Events with no journal row and events of unknown kinds, kept for JOURNAL_TTL_DAYS.
 SES_EVENTS_UNMATCHED_TABLE = env.str(
     "SES_EVENTS_UNMATCHED_TABLE", default="email-delivery-events-unmatched"

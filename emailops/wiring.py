@@ -201,6 +201,7 @@ def sns_verifier() -> SnsVerifier:
     return SnsVerifier(
         verify_signatures=settings.SES_EVENTS_VERIFY_SIGNATURES,
         allowed_topics=settings.SES_EVENTS_TOPIC_ARNS,
+        raw_delivery=settings.SES_EVENTS_RAW_DELIVERY,
     )
 
 

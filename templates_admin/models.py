@@ -196,6 +196,7 @@ class Job(models.Model):
 
     class Kind(models.TextChoices):
         DLQ_REDRIVE = "dlq_redrive", "Dead-letter redrive"
+        DLQ_LIST = "dlq_list", "Dead-letter listing"
         BULK_RESEND = "bulk_resend", "Bulk resend"
         TEMPLATE_CHECK = "template_check", "Template check"
         ERASE_RECIPIENT = "erase_recipient", "Recipient erasure"

@@ -15,6 +15,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.core.exceptions import ImproperlyConfigured
+
 from emailops import wiring
 from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
@@ -169,6 +171,13 @@ def build_events_consumer() -> EventsConsumer:
     """Check settings, read the events queue's DLQ once, and wire the handler."""
     for name in ("SES_EVENTS_QUEUE_URL", "JOURNAL_TABLE", "SUPPRESSION_TABLE"):
         wiring.require(name)
+    verifier = wiring.sns_verifier()
+    if verifier.verify_signatures and not verifier.allowed_topics:
+        # A valid signature only proves SNS sent it: from any topic, an attacker's own included.
+        raise ImproperlyConfigured(
+            "SES_EVENTS_TOPIC_ARNS is empty while SES_EVENTS_VERIFY_SIGNATURES is on: set it to "
+            "the events topic's ARN (bootstrap_aws prints it)"
+        )
     queue = wiring.events_queue()
     info = queue.describe()
     log = EventLog(logger)
@@ -182,8 +191,9 @@ def build_events_consumer() -> EventsConsumer:
         "events_consumer.configured",
         queue=queue.url,
         deadLetterQueue=info.dead_letter_url,
-        verifySignatures=wiring.sns_verifier().verify_signatures,
-        allowedTopics=",".join(sorted(wiring.sns_verifier().allowed_topics)) or "any",
+        verifySignatures=verifier.verify_signatures,
+        rawDelivery=verifier.raw_delivery,
+        allowedTopics=",".join(sorted(verifier.allowed_topics)) or "any",
     )
     return EventsConsumer(
         queue=queue, handler=wiring.delivery_event_handler(), dead_letter_url=info.dead_letter_url

@@ -3,11 +3,14 @@
 SNS signs a canonical string built from the envelope's fields (for a Notification: Message,
 MessageId, Subject if present, Timestamp, TopicArn, Type — each name and value on its own line) with
 the key of the certificate at ``SigningCertURL``; version 1 uses SHA1, version 2 SHA256. The
-certificate URL must be https on an SNS host of AWS, or anyone could sign with their own. Each
-certificate is fetched once and cached.
+certificate URL must be https on exactly ``sns.<region>.amazonaws.com`` (``.amazonaws.com.cn`` in
+China) for the TopicArn's own region, or anyone could sign with their own (an S3 bucket named
+``sns`` is also an amazonaws.com host). Each certificate is fetched once and cached.
 
-Raw message delivery carries no envelope, so no signature: there only the queue policy (which must
-allow ``sqs:SendMessage`` from our topic alone) keeps strangers out.
+With verification on, a message without an envelope is refused: anyone allowed to send to the
+queue could otherwise skip the signature and the topic check by sending a bare event. Only
+``raw_delivery`` (the queue is subscribed with raw message delivery) lets bare events through;
+then the queue policy (``sqs:SendMessage`` from our topic alone) is all that keeps strangers out.
 """
 
 from __future__ import annotations
@@ -28,9 +31,17 @@ from cryptography.hazmat.primitives.asymmetric import padding, rsa
 from emailops.core.delivery_events import BadEvent, SnsEnvelope
 from emailops.core.errors import TransientError
 
-__all__ = ["SnsVerifier", "canonical_string", "fetch_certificate", "is_sns_certificate_url"]
+__all__ = [
+    "SnsVerifier",
+    "canonical_string",
+    "fetch_certificate",
+    "is_sns_certificate_url",
+    "topic_region",
+]
 
-_SNS_HOST = re.compile(r"^sns\.[a-z0-9-]+\.amazonaws\.com(\.cn)?$")
+# A region name (us-east-1, us-gov-west-1, cn-north-1), not any label: "sns.s3.amazonaws.com" is S3.
+_SNS_HOST = re.compile(r"^sns\.(?P<region>[a-z]{2}(?:-[a-z]+)+-\d+)\.amazonaws\.com(?P<cn>\.cn)?$")
+_TOPIC_ARN = re.compile(r"^arn:aws[a-z-]*:sns:(?P<region>[a-z0-9-]+):\d+:[A-Za-z0-9_.-]+$")
 _SIGNED_FIELDS = {
     "Notification": ("Message", "MessageId", "Subject", "Timestamp", "TopicArn", "Type"),
     "SubscriptionConfirmation": (
@@ -55,13 +66,28 @@ def fetch_certificate(url: str, *, timeout: float = 5.0) -> bytes:
         return response.read(65536)
 
 
-def is_sns_certificate_url(url: str) -> bool:
-    parts = urlsplit(url)
+def topic_region(topic_arn: str) -> str | None:
+    """The region of an SNS topic ARN (arn:aws:sns:eu-west-1:123456789012:name), None if not one."""
+    match = _TOPIC_ARN.match(topic_arn)
+    return match["region"] if match else None
+
+
+def is_sns_certificate_url(url: str, *, region: str | None = None) -> bool:
+    """https on sns.<region>.amazonaws.com (China: .amazonaws.com.cn), a .pem path; with
+    ``region``, that region's host only."""
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:  # e.g. a port that is not a number
+        return False
+    host = _SNS_HOST.match(parts.hostname or "")
     return (
         parts.scheme == "https"
-        and parts.port in (None, 443)
+        and port in (None, 443)
         and not parts.username
-        and bool(_SNS_HOST.match(parts.hostname or ""))
+        and host is not None
+        and bool(host["cn"]) == host["region"].startswith("cn-")
+        and (region is None or host["region"] == region)
         and parts.path.endswith(".pem")
     )
 
@@ -89,9 +115,11 @@ class SnsVerifier:
         *,
         verify_signatures: bool,
         allowed_topics: Iterable[str] = (),
+        raw_delivery: bool = False,
         fetch: CertificateFetcher = fetch_certificate,
     ) -> None:
         self.verify_signatures = verify_signatures
+        self.raw_delivery = raw_delivery
         self.allowed_topics = frozenset(t for t in allowed_topics if t)
         self.fetch = fetch
         self._certificates: dict[str, rsa.RSAPublicKey] = {}
@@ -99,7 +127,14 @@ class SnsVerifier:
 
     def __call__(self, envelope: SnsEnvelope | None) -> None:
         if envelope is None:
-            return  # raw delivery: nothing to verify (the queue policy guards it)
+            if self.verify_signatures and not self.raw_delivery:
+                raise BadEvent(
+                    "verify SNS message",
+                    reason="the message has no SNS envelope, so no signature and no topic to "
+                    "check (set SES_EVENTS_RAW_DELIVERY=true only if the queue is subscribed "
+                    "with raw message delivery)",
+                )
+            return  # raw delivery, or verification off: the queue policy guards it
         if self.allowed_topics and envelope.topic_arn not in self.allowed_topics:
             raise BadEvent(
                 "verify SNS message",
@@ -116,8 +151,14 @@ class SnsVerifier:
         algorithm = _HASHES.get(envelope.signature_version)
         if algorithm is None:
             raise bad(f"unsupported SignatureVersion {envelope.signature_version!r}")
-        if not is_sns_certificate_url(envelope.signing_cert_url):
-            raise bad(f"SigningCertURL {envelope.signing_cert_url!r} is not an AWS SNS host")
+        region = topic_region(envelope.topic_arn)
+        if region is None:
+            raise bad(f"TopicArn {envelope.topic_arn!r} is not an SNS topic ARN")
+        if not is_sns_certificate_url(envelope.signing_cert_url, region=region):
+            raise bad(
+                f"SigningCertURL {envelope.signing_cert_url!r} is not the AWS SNS host of "
+                f"{region}, the topic's region"
+            )
         try:
             signature = base64.b64decode(envelope.signature, validate=True)
         except (binascii.Error, ValueError):

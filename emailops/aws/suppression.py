@@ -1,6 +1,7 @@
 """The suppression list (``SUPPRESSION_TABLE``): addresses the consumer must not send to.
 
-One row per lowercased address (key ``Address``) with ``Reason`` (BOUNCE | COMPLAINT | MANUAL), a
+One row per address as ``suppression_key`` spells it (lowercased, needless quotes removed; key
+``Address``) with ``Reason`` (BOUNCE | COMPLAINT | MANUAL), a
 ``Detail`` in plain words, the ``Source`` event and ``CreatedAt`` (epoch seconds). Hard bounces and
 complaints add rows (``emailops.aws.delivery``); Support leads remove them from the console.
 
@@ -19,6 +20,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.core.contract import suppression_key
 from emailops.core.events import EventLog
 
 __all__ = ["REASONS", "DynamoSuppressionList", "SesAccountSuppression", "Suppression"]
@@ -109,7 +111,7 @@ class DynamoSuppressionList:
         return found.in_words if found else None
 
     def get(self, address: str) -> Suppression | None:
-        key = address.strip().lower()
+        key = suppression_key(address)
         item = self._call(
             "get_item",
             "read suppression",
@@ -123,7 +125,7 @@ class DynamoSuppressionList:
         """Suppress ``address``; False (and the first entry kept) when it already is."""
         if reason not in REASONS:
             raise ValueError(f"reason must be one of {', '.join(REASONS)}, not {reason!r}")
-        key = address.strip().lower()
+        key = suppression_key(address)
         item = {
             "Address": {"S": key},
             "Reason": {"S": reason},
@@ -148,7 +150,7 @@ class DynamoSuppressionList:
 
     def remove(self, address: str) -> Suppression | None:
         """Lift the suppression; returns what was removed, or None when there was none."""
-        key = address.strip().lower()
+        key = suppression_key(address)
         old = self._call(
             "delete_item",
             "remove suppression",

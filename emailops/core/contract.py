@@ -27,6 +27,7 @@ __all__ = [
     "parse_complete_request",
     "parse_request",
     "request_to_json",
+    "suppression_key",
 ]
 
 
@@ -187,6 +188,20 @@ def address_problem(address: str) -> str | None:
             " separated by single dots, or a quoted string"
         )
     return _domain_problem(domain)
+
+
+def suppression_key(address: str) -> str:
+    """One spelling per mailbox, for suppression lookups: trimmed, lowercased, and a quoted local
+    part that needs no quotes unquoted (RFC 5321 4.1.2: ``"victim"@example.com`` and
+    ``"vic\\tim"@example.com`` are ``victim@example.com``). A quoted part that does need them
+    (``"john doe"``) is another mailbox and stays quoted."""
+    key = address.strip().lower()
+    local, at, domain = key.rpartition("@")
+    if at and _QUOTED.fullmatch(local):
+        bare = re.sub(r"\\(.)", r"\1", local[1:-1])
+        if _DOT_ATOM.fullmatch(bare):
+            return f"{bare}@{domain}"
+    return key
 
 
 def _domain_problem(domain: str) -> str | None:

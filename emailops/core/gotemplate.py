@@ -36,26 +36,6 @@ _GO_TOKEN = re.compile(
 # A Go pipeline mentions a field as `.name`/`$` after a space or at the start; Jinja never does.
 _LOOKS_GO = re.compile(r"(?:^|[\s(])(?:\$|\.(?:[^\W\d]|\s|$|\)))")
 _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
-_JINJA_KEYWORDS = {
-    "and",
-    "or",
-    "not",
-    "in",
-    "is",
-    "if",
-    "else",
-    "true",
-    "false",
-    "none",
-    "True",
-    "False",
-    "None",
-    "loop",
-    "self",
-    "varargs",
-    "kwargs",
-    "caller",
-}
 
 
 @dataclass
@@ -87,8 +67,10 @@ class _Translator:
         if not base:
             if not parts:
                 return "_root"
+            # Always through the root: as a bare name, `.range` or `.lipsum` missing from the
+            # context would resolve to Jinja's global of that name.
             head, parts = parts[0], parts[1:]
-            base = f"_root[{head!r}]" if head in _JINJA_KEYWORDS else head
+            base = f"_root[{head!r}]"
         return base + "".join(f"[{p!r}]" for p in parts)
 
     def pipeline(self, text: str) -> str:

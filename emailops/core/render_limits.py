@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jinja2.exceptions import SecurityError
+from jinja2.runtime import Undefined
 from jinja2.utils import Namespace
 
 # Limits sized for real emails (a large newsletter is ~100 KB of HTML) with a wide margin.
@@ -37,8 +38,6 @@ MAX_OPERATIONS = 200_000  # calls, lookups, operators, filters, loop steps, outp
 MAX_RENDER_SECONDS = 1.0  # CPU time; real emails render in milliseconds
 MAX_POWER_BITS = 4096  # `n ** e` and `n * m` results beyond this many bits are refused
 MAX_REPEAT = 100_000  # `'x' * n` / `[x] * n` results beyond this length are refused
-MAX_LIPSUM_PARAGRAPHS = 20
-MAX_LIPSUM_WORDS = 100
 
 
 class RenderLimitExceeded(SecurityError):
@@ -189,6 +188,8 @@ def printed_size(value: Any) -> Size:
             stack.extend((v, depth + 1) for v in item)
         elif is_int(item):
             chars += item.bit_length() // 3 + 2
+        elif is_code(item):
+            raise code_printed(item)
         else:
             chars += 8
         if chars > MAX_STRING:
@@ -196,9 +197,28 @@ def printed_size(value: Any) -> Size:
     return Size(chars=chars, nodes=nodes_seen, depth=deepest)
 
 
-def check_printable(value: Any) -> None:
+def is_code(value: Any) -> bool:
+    """A function, method, class or macro: what it prints is its memory address (which helps
+    whoever probes the process), never something an email should say."""
+    return callable(value) and not isinstance(value, Undefined)
+
+
+def code_printed(value: Any) -> SecurityError:
+    return SecurityError(f"a template cannot print a function or class ({type(value).__name__})")
+
+
+def check_measured(value: Any) -> None:
+    """Containers must be small enough to walk (compare, hash, print)."""
     if isinstance(value, CONTAINERS):
         printed_size(value)
+
+
+def check_printable(value: Any) -> None:
+    """About to be turned into text: small enough, and no function anywhere in it."""
+    if isinstance(value, CONTAINERS):
+        printed_size(value)
+    elif is_code(value):
+        raise code_printed(value)
 
 
 def check_result(value: Any) -> Any:

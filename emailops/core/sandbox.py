@@ -34,14 +34,11 @@ from jinja2.sandbox import (
     SandboxedEscapeFormatter,
     SandboxedFormatter,
 )
-from jinja2.utils import generate_lorem_ipsum
 from markupsafe import Markup
 
 from emailops.core.render_limits import (
     CONTAINERS,
     MAX_ITEMS,
-    MAX_LIPSUM_PARAGRAPHS,
-    MAX_LIPSUM_WORDS,
     MAX_POWER_BITS,
     RenderLimitExceeded,
     active_budget,
@@ -50,6 +47,7 @@ from emailops.core.render_limits import (
     check_built,
     check_format_spec,
     check_join,
+    check_measured,
     check_multiply,
     check_percent,
     check_printable,
@@ -176,14 +174,15 @@ def _bounded_filter(name: str, func: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def _bounded_test(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Tests compare (``is in``, ``is eq``...): measure container arguments first."""
+    """Tests compare (``is in``, ``is eq``...): measure container arguments first. They print
+    nothing, so ``range is defined`` may look at a function."""
     skip = 1 if getattr(func, "jinja_pass_arg", None) is not None else 0
 
     @functools.wraps(func)
     def bounded(*args: Any, **kwargs: Any) -> Any:
         tick(clock=True)
         for item in (*args[skip:], *kwargs.values()):
-            check_printable(item)
+            check_measured(item)
         return func(*args, **kwargs)
 
     return bounded
@@ -219,14 +218,6 @@ def _sum(environment: Any, iterable: Any, attribute: Any = None, start: Any = 0)
     return sum(items, start)
 
 
-def _lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100) -> str:
-    if is_int(n) and n > MAX_LIPSUM_PARAGRAPHS:
-        raise RenderLimitExceeded(f"lipsum gives at most {MAX_LIPSUM_PARAGRAPHS} paragraphs")
-    if is_int(max) and max > MAX_LIPSUM_WORDS:
-        raise RenderLimitExceeded(f"lipsum gives at most {MAX_LIPSUM_WORDS} words a paragraph")
-    return generate_lorem_ipsum(n=n, html=html, min=min, max=max)
-
-
 # --- methods called from templates -------------------------------------------------------------
 
 _REFUSED_METHODS = frozenset({"translate", "maketrans"})  # output size depends on a table
@@ -240,7 +231,7 @@ def _check_method(obj: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> tu
     owner = getattr(obj, "__self__", None)
     if isinstance(owner, CONTAINERS):  # `xs.count(x)`, `d.get(k)` compare and hash
         for value in (owner, *args, *kwargs.values()):
-            check_printable(value)
+            check_measured(value)
         return args
     if not isinstance(owner, str | bytes | int | float) or isinstance(owner, bool):
         return args
@@ -351,7 +342,9 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         # carry the same size checks, and a check that fails there leaves it to run time.)
         options.setdefault("optimized", False)
         super().__init__(**options)
-        self.globals["lipsum"] = _lipsum
+        # Functions an email never needs; printed, each showed its memory address.
+        for name in ("lipsum", "cycler", "joiner"):
+            del self.globals[name]
         self.filters[_LOOP_FILTER] = _counted_loop
         self.filters["sum"] = _sum
         self.filters = {
@@ -457,7 +450,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
         return check_built(value)
 
     def compared(self, value: Any) -> Any:
-        check_printable(value)
+        check_measured(value)
         return value
 
 

@@ -1,8 +1,10 @@
 """The request queue's dead-letter queue: look at it without consuming it, and redrive it.
 
-Looking: messages are received with a short visibility, held while the listing collects more (so
-SQS hands out the next ones), then released at once (visibility 0). A look adds one to each
-message's receive count; nothing else changes.
+Looking is a job (``dead_letter_list_run``), started on purpose: messages are received with a
+short visibility, held while the listing collects more (so SQS hands out the next ones), then
+released at once (visibility 0). A look adds one to each message's receive count; nothing else
+changes. The job keeps what it read, contexts and bodies masked as in the journal, and the
+dead-letter page shows the latest such listing: viewing the page never receives from the queue.
 
 Redrive (a job): each message is copied to the source queue with its message attributes, except
 the stale ``FailureReason`` (``EmailOpsState``, the consumer's retry history, survives), and
@@ -31,13 +33,15 @@ from emailops.core.contract import parse_request
 from emailops.core.errors import ConfigurationError, EmailOpsError
 from emailops.core.pacing import Pacer
 from emailops.core.retry import STATE_ATTRIBUTE, RetryState
-from templates_admin.journal.presentation import mask_context
+from templates_admin.journal.presentation import MASK, mask_context
 from templates_admin.models import Job, JobStep
 
 __all__ = [
     "DeadLetter",
     "DeadLetterListing",
     "dead_letter_list",
+    "dead_letter_list_run",
+    "dead_letter_listing",
     "dead_letter_queues",
     "redrive_inputs",
     "redrive_run",
@@ -83,6 +87,19 @@ class DeadLetter:
             "body": self.body if self.request is None else None,
         }
 
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> DeadLetter:
+        return cls(
+            message_id=data["id"],
+            failure_reason=data.get("failureReason", ""),
+            receive_count=data.get("receiveCount", 0),
+            sent_at=data.get("sentAt", 0),
+            body=data.get("body") or "",
+            request=data.get("request"),
+            request_error=data.get("requestError", ""),
+            attribute_names=tuple(data.get("attributes", ())),
+        )
+
 
 @dataclass(frozen=True)
 class DeadLetterListing:
@@ -91,6 +108,16 @@ class DeadLetterListing:
     depth: QueueDepth
     messages: list[DeadLetter] = field(default_factory=list)
     truncated: bool = False  # the listing stopped at its bound; more may exist
+
+
+def masked_body(body: str) -> str:
+    """A body that is not a valid request, masked as the journal masks a context: JSON keeps its
+    shape with sensitive values masked; anything else is not shown (it has no keys to judge)."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return f"{MASK} ({len(body)} characters, not JSON)"
+    return json.dumps(mask_context(data), ensure_ascii=False)[:4000]
 
 
 def dead_letter_of(message: QueueMessage) -> DeadLetter:
@@ -111,7 +138,7 @@ def dead_letter_of(message: QueueMessage) -> DeadLetter:
         failure_reason=(message.string_attribute(FAILURE_REASON_ATTRIBUTE) or ""),
         receive_count=message.receive_count,
         sent_at=message.sent_at,
-        body=message.body[:4000],
+        body=masked_body(message.body),
         request=request,
         request_error=error,
         attribute_names=tuple(sorted(message.attributes)),
@@ -153,6 +180,49 @@ def dead_letter_list(*, limit: int = 100) -> DeadLetterListing:
         )
     finally:
         dlq.release(messages)
+
+
+def dead_letter_list_run(job: Job, progress) -> dict[str, Any]:
+    """The listing job: read the queue once and keep what was read (masked) as the result."""
+    listing = dead_letter_list(limit=int(job.inputs.get("limit") or 100))
+    progress.set_total(len(listing.messages))
+    progress.set_done(len(listing.messages))
+    return {
+        "listed": len(listing.messages),
+        "queue": listing.queue_url,
+        "source": listing.source_url,
+        "depth": listing.depth.total,
+        "truncated": listing.truncated,
+        "messages": [m.as_json() for m in listing.messages],
+    }
+
+
+def dead_letter_listing() -> tuple[Job | None, Job | None, DeadLetterListing | None]:
+    """What the page shows, read from the database only: (the latest listing job, the latest one
+    that succeeded, its listing less the messages redriven since; a redriven message is gone
+    from the dead-letter queue, and never comes back under the same id)."""
+    jobs = Job.objects.filter(kind=Job.Kind.DLQ_LIST).select_related("created_by")
+    latest = jobs.first()
+    done = jobs.filter(state=Job.State.SUCCEEDED).order_by("-finished_at", "-id").first()
+    if done is None or not done.result:
+        return latest, done, None
+    result = done.result
+    ids = [m["id"] for m in result.get("messages", [])]
+    redriven = set(
+        JobStep.objects.filter(
+            job__kind=Job.Kind.DLQ_REDRIVE, outcome=JobStep.Outcome.DONE, key__in=ids
+        ).values_list("key", flat=True)
+    )
+    listing = DeadLetterListing(
+        queue_url=result.get("queue", ""),
+        source_url=result.get("source", ""),
+        depth=QueueDepth(visible=result.get("depth", 0), in_flight=0),
+        messages=[
+            DeadLetter.from_json(m) for m in result.get("messages", []) if m["id"] not in redriven
+        ],
+        truncated=bool(result.get("truncated")),
+    )
+    return latest, done, listing
 
 
 def redrive_inputs(*, ids: list[str] | None, redrive_all: bool, rate: float) -> dict[str, Any]:

@@ -40,6 +40,7 @@ log = EventLog(logger)
 
 JOB_PERMISSIONS = {
     Job.Kind.DLQ_REDRIVE: roles.REDRIVE_DEAD_LETTERS,
+    Job.Kind.DLQ_LIST: roles.VIEW_JOBS,
     Job.Kind.BULK_RESEND: roles.BULK_RESEND,
     Job.Kind.TEMPLATE_CHECK: roles.CHECK_TEMPLATES,
     Job.Kind.ERASE_RECIPIENT: roles.ERASE_RECIPIENT,
@@ -91,6 +92,7 @@ def _runners() -> dict[str, Runner]:
         RUNNERS.update(
             {
                 Job.Kind.DLQ_REDRIVE: dlq.redrive_run,
+                Job.Kind.DLQ_LIST: dlq.dead_letter_list_run,
                 Job.Kind.BULK_RESEND: bulk_resend.bulk_resend_run,
                 Job.Kind.TEMPLATE_CHECK: template_check.template_check_run,
                 Job.Kind.ERASE_RECIPIENT: erasure.erasure_run,

@@ -17,7 +17,6 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from emailops.core.errors import EmailOpsError
 from templates_admin import roles
 from templates_admin.console import console_view
 from templates_admin.csp import POLLING_POLICY
@@ -78,26 +77,33 @@ def index(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
 
 @console_view(roles.VIEW_JOBS)
 def dead_letters(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    """Shows what the latest listing job read; reading the queue again is a job of its own
+    (receiving hides the messages for a while and counts a receive)."""
+    form = None
+    if request.method == "POST" and "read" in request.POST:
+        return _start(request, admin_site, Job.Kind.DLQ_LIST, {"limit": 100})
     if request.method == "POST":
         if not request.user.has_perm(roles.REDRIVE_DEAD_LETTERS):
             return _page(request, admin_site, "denied.html", {"title": "Not allowed"}, status=403)
         form = RedriveForm(request.POST)
         if form.is_valid():
             return _start(request, admin_site, Job.Kind.DLQ_REDRIVE, form.cleaned_data["inputs"])
-    else:
-        form = None
-    listing, error = None, ""
-    try:
-        listing = dlq.dead_letter_list(limit=int(request.GET.get("limit", 100) or 100))
-    except (EmailOpsError, ValueError) as exc:
-        error = exc.describe() if isinstance(exc, EmailOpsError) else str(exc)
+    latest, done, listing = dlq.dead_letter_listing()
     if form is None:
         form = RedriveForm(ids=[m.message_id for m in listing.messages] if listing else [])
     return _page(
         request,
         admin_site,
         "dlq.html",
-        {"title": "Dead-letter queue", "listing": listing, "error": error, "form": form},
+        {
+            "title": "Dead-letter queue",
+            "latest": latest,
+            "latest_url": url(admin_site, "job", latest.pk) if latest else "",
+            "listed": done,
+            "listed_url": url(admin_site, "job", done.pk) if done else "",
+            "listing": listing,
+            "form": form,
+        },
         status=400 if form.errors else 200,
     )
 
@@ -161,6 +167,7 @@ def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse
             "steps": selectors.job_steps(found),
             "progress_url": url(admin_site, "job_progress", found.pk),
             "retry_url": url(admin_site, "job_retry", found.pk),
+            "dlq_url": url(admin_site, "dlq"),
             "can_retry": (found.state == Job.State.FAILED or services.job_is_orphaned(found))
             and request.user.has_perm(services.JOB_PERMISSIONS[found.kind]),
         },

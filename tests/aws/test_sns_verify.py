@@ -138,6 +138,12 @@ def test_a_signature_by_another_key_fails(signer):
         ("https://sns.us-east-1.amazonaws.com:8443/x.pem", False),
         ("https://user@sns.us-east-1.amazonaws.com/x.pem", False),
         ("https://sns.us-east-1.amazonaws.com/x.txt", False),
+        # An S3 bucket named "sns" answers at sns.s3.amazonaws.com: anyone can put a .pem there.
+        ("https://sns.s3.amazonaws.com/x.pem", False),
+        ("https://sns.s3-website.amazonaws.com/x.pem", False),
+        ("https://sns.us-east-1.amazonaws.com.cn/x.pem", False),
+        ("https://sns.cn-north-1.amazonaws.com/x.pem", False),
+        ("https://sns.us-east-1.amazonaws.com:x/x.pem", False),
     ],
 )
 def test_certificate_urls_must_be_aws_sns_hosts(url, ok):
@@ -149,9 +155,41 @@ def test_a_foreign_certificate_host_is_refused_without_fetching(signer):
     fetcher = Fetcher(pem)
     body = json.loads(signed(key))
     body["SigningCertURL"] = "https://attacker.example/SimpleNotificationService-abc.pem"
-    with pytest.raises(BadEvent, match="not an AWS SNS host"):
+    with pytest.raises(BadEvent, match="not the AWS SNS host"):
         check(SnsVerifier(verify_signatures=True, fetch=fetcher), json.dumps(body))
     assert fetcher.calls == []
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "https://sns.s3.amazonaws.com/SimpleNotificationService-abc.pem",
+        "https://sns.eu-west-1.amazonaws.com/SimpleNotificationService-abc.pem",
+    ],
+)
+def test_the_certificate_host_is_the_topics_own_regions_sns(signer, url):
+    """The sns-bucket host, and a real SNS host of another region than the TopicArn's: refused
+    before anything is fetched (the signature itself would verify with the attacker's cert)."""
+    key, pem = signer
+    fetcher = Fetcher(pem)
+    with pytest.raises(BadEvent, match="us-east-1, the topic's region"):
+        check(SnsVerifier(verify_signatures=True, fetch=fetcher), signed(key, SigningCertURL=url))
+    assert fetcher.calls == []
+
+
+def test_a_china_topic_takes_its_certificate_from_amazonaws_com_cn(signer):
+    key, pem = signer
+    topic = "arn:aws-cn:sns:cn-north-1:123456789012:email-ses-events"
+    body = json.loads(signed(key))
+    body.update(
+        TopicArn=topic,
+        SigningCertURL="https://sns.cn-north-1.amazonaws.com.cn/SimpleNotificationService-a.pem",
+    )
+    _, envelope = parse_envelope(json.dumps(body))
+    body["Signature"] = base64.b64encode(
+        key.sign(canonical_string(envelope), padding.PKCS1v15(), hashes.SHA1())
+    ).decode()
+    check(SnsVerifier(verify_signatures=True, fetch=Fetcher(pem)), json.dumps(body))
 
 
 def test_the_certificate_is_fetched_once(signer):
@@ -188,12 +226,24 @@ def test_the_topic_allow_list_applies_with_or_without_signatures(signer):
             check(foreign, body)
 
 
-def test_off_means_unsigned_envelopes_pass_and_raw_delivery_is_never_checked():
+def test_off_means_unsigned_envelopes_and_bare_events_pass():
     unsigned = json.dumps({"Type": "Notification", "TopicArn": TOPIC, "Message": "{}"})
     check(SnsVerifier(verify_signatures=False), unsigned)
     with pytest.raises(BadEvent):
         check(SnsVerifier(verify_signatures=True, fetch=Fetcher(b"")), unsigned)
-    check(SnsVerifier(verify_signatures=True, allowed_topics=[TOPIC]), json.dumps({"x": 1}))
+    check(SnsVerifier(verify_signatures=False, allowed_topics=[TOPIC]), json.dumps({"x": 1}))
+
+
+def test_on_a_bare_event_is_refused_unless_the_queue_has_raw_delivery():
+    """A bare Bounce skipped both the signature and the topic allow-list: anyone who may send to
+    the queue could suppress any address."""
+    bare = json.dumps({"eventType": "Bounce", "bounce": {"bounceType": "Permanent"}})
+    fetcher = Fetcher(b"")
+    with pytest.raises(BadEvent, match=r"no SNS envelope.*SES_EVENTS_RAW_DELIVERY"):
+        check(SnsVerifier(verify_signatures=True, allowed_topics=[TOPIC], fetch=fetcher), bare)
+    raw = SnsVerifier(verify_signatures=True, allowed_topics=[TOPIC], raw_delivery=True)
+    check(raw, bare)  # the topic cannot be checked: the queue policy is what is trusted
+    assert fetcher.calls == []
 
 
 def test_envelopes_signed_by_another_implementation_verify(aws_events):

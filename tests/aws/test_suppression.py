@@ -175,3 +175,28 @@ def test_the_fake_journal_keeps_the_same_rule():
     assert fake.rows["k1"]["Status"] == "SUPPRESSED"
     fake.rows["k1"]["Status"] = "SENT"
     assert not fake.record_suppressed(claim(now=NOW + 1), reason="complaint")
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        '"victim"@example.com',
+        '"Victim"@Example.com',
+        '"vic\\tim"@example.com',
+        " VICTIM@example.com",
+    ],
+)
+def test_a_quoted_local_part_hits_the_suppression_of_the_bare_address(store, spelling):
+    """The finding: "victim"@example.com (the same mailbox, RFC 5321) got past the suppression of
+    victim@example.com."""
+    store.add("victim@example.com", reason="COMPLAINT", detail="abuse", source="e", now=NOW)
+    assert store.suppression_reason(spelling) == "complaint: abuse"
+    assert not store.add(spelling, reason="BOUNCE", detail="", source="e2", now=NOW)
+    assert store.remove(spelling).address == "victim@example.com"
+
+
+def test_a_suppression_added_quoted_is_kept_under_the_bare_address(store):
+    store.add('"victim"@example.com', reason="BOUNCE", detail="", source="e", now=NOW)
+    assert store.get("victim@example.com").address == "victim@example.com"
+    # A quoted part that needs its quotes (a space) is another mailbox.
+    assert store.get('"vic tim"@example.com') is None

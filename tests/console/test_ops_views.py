@@ -34,6 +34,73 @@ def dead_letter(aws, reason: str = "render template [added-to-team]: boom") -> s
     )["MessageId"]
 
 
+def read_queue(client) -> Job:
+    """Press "Read the queue now" and run the listing job it starts."""
+    response = client.post(BASE + "dlq/", {"read": "1"})
+    job = Job.objects.filter(kind="dlq_list").first()
+    assert response.status_code == 302 and response["Location"] == f"{BASE}job/{job.pk}/"
+    job_run(job_id=job.pk)
+    job.refresh_from_db()
+    return job
+
+
+def receive_counts(aws) -> list[int]:
+    messages = aws.sqs.receive_message(
+        QueueUrl=aws.dlq_url, MaxNumberOfMessages=10, AttributeNames=["ApproximateReceiveCount"]
+    )["Messages"]
+    aws.sqs.change_message_visibility_batch(
+        QueueUrl=aws.dlq_url,
+        Entries=[
+            {"Id": str(n), "ReceiptHandle": m["ReceiptHandle"], "VisibilityTimeout": 0}
+            for n, m in enumerate(messages)
+        ],
+    )
+    return sorted(int(m["Attributes"]["ApproximateReceiveCount"]) for m in messages)
+
+
+def test_viewing_the_dead_letter_page_never_receives_from_the_queue(aws, client, make_user):
+    """The finding: every GET received the messages, hiding them for 20 s and raising their
+    receive count."""
+    dead_letter(aws)
+    client.force_login(make_user("Support"))
+    for _ in range(3):
+        page = client.get(BASE + "dlq/")
+        assert page.status_code == 200 and "not been read yet" in text(page)
+    assert receive_counts(aws) == [1]  # only this test's own look
+    job = read_queue(client)  # Support may read it: a job, on purpose, recorded
+    assert job.created_by.username == "support" and job.result["listed"] == 1
+    for _ in range(3):
+        assert "kim@example.com" in text(client.get(BASE + "dlq/"))
+    assert receive_counts(aws) == [3]  # our look, the job's, ours again: no page view counted
+    done = text(client.get(f"{BASE}job/{job.pk}/"))
+    assert "1</strong> message(s) read" in done and f"{BASE}dlq/" in done
+
+
+def test_the_listing_masks_contexts_and_bodies_as_the_journal_does(aws, client, make_user):
+    aws.sqs.send_message(
+        QueueUrl=aws.dlq_url,
+        MessageBody=json.dumps(
+            {
+                "messageId": "password-reset",
+                "recipients": [{"email": "kim@example.com"}],
+                "context": {"resetToken": "tok-SECRET-1", "name": "Kim"},
+            }
+        ),
+    )
+    aws.sqs.send_message(  # not a valid request (no recipients), but JSON with a secret
+        QueueUrl=aws.dlq_url,
+        MessageBody=json.dumps({"messageId": "x", "context": {"password": "pw-SECRET-2"}}),
+    )
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="reset link: https://x/SECRET-3")
+    client.force_login(make_user("Support leads"))
+    job = read_queue(client)
+    page = text(client.get(BASE + "dlq/"))
+    stored = json.dumps(Job.objects.get(pk=job.pk).result)
+    for secret in ("SECRET-1", "SECRET-2", "SECRET-3"):
+        assert secret not in page and secret not in stored
+    assert "Kim" in page and "not a valid request" in page and "not JSON" in page
+
+
 def test_who_sees_which_pages(aws, client, make_user):
     client.force_login(make_user("Support"))
     index = client.get(BASE)
@@ -54,9 +121,11 @@ def test_a_lead_redrives_from_the_page_and_follows_the_job(
 ):
     message_id = dead_letter(aws)
     client.force_login(make_user("Support leads"))
+    read_queue(client)
     page = client.get(BASE + "dlq/")
     assert page["Content-Security-Policy"] == POLICY
     assert "render template [added-to-team]: boom" in text(page) and message_id in text(page)
+    Job.objects.all().delete()
     with django_capture_on_commit_callbacks() as callbacks:
         response = client.post(BASE + "dlq/", {"ids": [message_id], "rate": "10"})
     job = Job.objects.get()
@@ -87,11 +156,14 @@ def test_a_lead_redrives_from_the_page_and_follows_the_job(
     done = text(client.get(f"{BASE}job/{job.pk}/"))
     assert "1</strong> message(s) redriven" in done and 'data-finished="true"' in done
     assert "support-leads" in text(client.get(BASE))
+    # The listing leaves out what was redriven since it was read.
+    assert message_id not in text(client.get(BASE + "dlq/"))
 
 
 def test_redrive_form_errors_are_shown(aws, client, make_user):
     dead_letter(aws)
     client.force_login(make_user("Support leads"))
+    read_queue(client)
     response = client.post(BASE + "dlq/", {"rate": "5"})
     assert response.status_code == 400 and "choose the messages" in text(response)
 

@@ -502,3 +502,22 @@ def test_a_complete_request_refuses_what_the_consumer_would_only_partly_send():
     )
     with pytest.raises(InvalidRequest, match="organizationId"):
         parse_complete_request(fallback)
+
+
+@pytest.mark.parametrize(
+    ("address", "key"),
+    [
+        ("Bob@Example.COM", "bob@example.com"),
+        ('"bob"@example.com', "bob@example.com"),
+        ('"b\\ob"@example.com', "bob@example.com"),
+        ('"bob.smith"@example.com', "bob.smith@example.com"),
+        ('"John Doe"@example.com', '"john doe"@example.com'),  # needs its quotes: kept
+        ('"bob..x"@example.com', '"bob..x"@example.com'),  # not a dot-atom: kept
+        ('"a\\"b"@example.com', '"a\\"b"@example.com'),
+        ("  bob@example.com ", "bob@example.com"),
+    ],
+)
+def test_suppression_key_unquotes_what_needs_no_quotes(address, key):
+    from emailops.core.contract import suppression_key
+
+    assert suppression_key(address) == key

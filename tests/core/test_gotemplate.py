@@ -15,45 +15,54 @@ from emailops.core.gotemplate import translate
 @pytest.mark.parametrize(
     ("go", "jinja"),
     [
-        ("{{.name}}", "{{ name }}"),
-        ("{{ .name }}", "{{ name }}"),
-        ("{{.a.b.c}}", "{{ a['b']['c'] }}"),
+        ("{{.name}}", "{{ _root['name'] }}"),
+        ("{{ .name }}", "{{ _root['name'] }}"),
+        ("{{.a.b.c}}", "{{ _root['a']['b']['c'] }}"),
         ("{{.}}", "{{ _root }}"),
         ("{{$}}", "{{ _root }}"),
         ("{{$.x}}", "{{ _root['x'] }}"),
         ("{{.if}}", "{{ _root['if'] }}"),  # a Jinja keyword as a field name
         ("{{.loop}}", "{{ _root['loop'] }}"),
-        ("{{if .x}}a{{end}}", "{% if x %}a{% endif %}"),
-        ("{{if .x}}a{{else}}b{{end}}", "{% if x %}a{% else %}b{% endif %}"),
-        ("{{if .x}}a{{else if .y}}b{{end}}", "{% if x %}a{% elif y %}b{% endif %}"),
-        ("{{range .xs}}{{.}}{{end}}", "{% for _dot1 in (xs)|go_range %}{{ _dot1 }}{% endfor %}"),
+        ("{{if .x}}a{{end}}", "{% if _root['x'] %}a{% endif %}"),
+        ("{{if .x}}a{{else}}b{{end}}", "{% if _root['x'] %}a{% else %}b{% endif %}"),
+        (
+            "{{if .x}}a{{else if .y}}b{{end}}",
+            "{% if _root['x'] %}a{% elif _root['y'] %}b{% endif %}",
+        ),
+        (
+            "{{range .xs}}{{.}}{{end}}",
+            "{% for _dot1 in (_root['xs'])|go_range %}{{ _dot1 }}{% endfor %}",
+        ),
         (
             "{{with .u}}{{.n}}{{end}}",
-            "{% with _dot1 = u %}{% if _dot1 %}{{ _dot1['n'] }}{% endif %}{% endwith %}",
+            "{% with _dot1 = _root['u'] %}{% if _dot1 %}{{ _dot1['n'] }}{% endif %}{% endwith %}",
         ),
-        ("{{not .x}}", "{{ (not x) }}"),
-        ("{{and .x .y .z}}", "{{ (x and y and z) }}"),
-        ("{{or .x .y}}", "{{ (x or y) }}"),
-        ('{{eq .x "a"}}', '{{ (x == "a") }}'),
-        ("{{ne .x 1}}", "{{ (x != 1) }}"),
-        ("{{lt .x 1.5}}", "{{ (x < 1.5) }}"),
-        ("{{le .x 1}}", "{{ (x <= 1) }}"),
-        ("{{gt .x 1}}", "{{ (x > 1) }}"),
-        ("{{ge .x -1}}", "{{ (x >= -1) }}"),
-        ("{{len .xs}}", "{{ (xs|length) }}"),
-        ('{{index .m "k" 0}}', '{{ m["k"][0] }}'),
-        ("{{html .x}}", "{{ (x|e) }}"),
-        ("{{.x | html}}", "{{ (x|e) }}"),
-        ("{{.x | urlquery}}", "{{ (x|urlencode) }}"),
-        ("{{print .a .b}}", "{{ (a ~ b) }}"),
+        ("{{not .x}}", "{{ (not _root['x']) }}"),
+        ("{{and .x .y .z}}", "{{ (_root['x'] and _root['y'] and _root['z']) }}"),
+        ("{{or .x .y}}", "{{ (_root['x'] or _root['y']) }}"),
+        ('{{eq .x "a"}}', "{{ (_root['x'] == \"a\") }}"),
+        ("{{ne .x 1}}", "{{ (_root['x'] != 1) }}"),
+        ("{{lt .x 1.5}}", "{{ (_root['x'] < 1.5) }}"),
+        ("{{le .x 1}}", "{{ (_root['x'] <= 1) }}"),
+        ("{{gt .x 1}}", "{{ (_root['x'] > 1) }}"),
+        ("{{ge .x -1}}", "{{ (_root['x'] >= -1) }}"),
+        ("{{len .xs}}", "{{ (_root['xs']|length) }}"),
+        ('{{index .m "k" 0}}', "{{ _root['m'][\"k\"][0] }}"),
+        ("{{html .x}}", "{{ (_root['x']|e) }}"),
+        ("{{.x | html}}", "{{ (_root['x']|e) }}"),
+        ("{{.x | urlquery}}", "{{ (_root['x']|urlencode) }}"),
+        ("{{print .a .b}}", "{{ (_root['a'] ~ _root['b']) }}"),
         ("{{.x | printf_free | html}}", None),  # unsupported function: see the errors below
-        ("{{if and .x (not .y)}}a{{end}}", "{% if (x and ((not y))) %}a{% endif %}"),
-        ("{{eq .x `raw`}}", "{{ (x == 'raw') }}"),
-        ("{{eq .x nil}}", "{{ (x == none) }}"),
-        ("{{if eq .x true}}t{{end}}", "{% if (x == true) %}t{% endif %}"),
+        (
+            "{{if and .x (not .y)}}a{{end}}",
+            "{% if (_root['x'] and ((not _root['y']))) %}a{% endif %}",
+        ),
+        ("{{eq .x `raw`}}", "{{ (_root['x'] == 'raw') }}"),
+        ("{{eq .x nil}}", "{{ (_root['x'] == none) }}"),
+        ("{{if eq .x true}}t{{end}}", "{% if (_root['x'] == true) %}t{% endif %}"),
         ("a{{/* note */}}b", "a{##}b"),
-        ("a {{- .x -}} b", "a {{- x -}} b"),
-        ("a {{- if .x -}} b {{- end -}} c", "a {%- if x -%} b {%- endif -%} c"),
+        ("a {{- .x -}} b", "a {{- _root['x'] -}} b"),
+        ("a {{- if .x -}} b {{- end -}} c", "a {%- if _root['x'] -%} b {%- endif -%} c"),
         ("{{-.x}}", "{{-.x}}"),  # Go needs a space after `{{-`: not a trim marker, and not Go
     ],
 )
@@ -68,16 +77,16 @@ def test_translations(go, jinja):
 def test_nested_blocks_restore_dot_after_end_and_in_else():
     source = "{{range .xs}}{{.a}}{{with .b}}{{.c}}{{else}}{{.d}}{{end}}{{.e}}{{end}}{{.f}}"
     assert translate(source) == (
-        "{% for _dot1 in (xs)|go_range %}{{ _dot1['a'] }}"
+        "{% for _dot1 in (_root['xs'])|go_range %}{{ _dot1['a'] }}"
         "{% with _dot2 = _dot1['b'] %}{% if _dot2 %}{{ _dot2['c'] }}"
         "{% else %}{{ _dot1['d'] }}{% endif %}{% endwith %}"
-        "{{ _dot1['e'] }}{% endfor %}{{ f }}"
+        "{{ _dot1['e'] }}{% endfor %}{{ _root['f'] }}"
     )
 
 
 def test_dollar_is_the_root_inside_any_block():
     assert translate("{{range .xs}}{{$.title}}{{$}}{{end}}") == (
-        "{% for _dot1 in (xs)|go_range %}{{ _root['title'] }}{{ _root }}{% endfor %}"
+        "{% for _dot1 in (_root['xs'])|go_range %}{{ _root['title'] }}{{ _root }}{% endfor %}"
     )
 
 
@@ -104,7 +113,7 @@ def test_jinja_is_left_alone(jinja):
 def test_go_and_jinja_mix():
     source = "{% if a %}{{ a }}{% endif %} {{.b}} {{ c.d }} {{if .e}}{{ f }}{{end}}"
     assert translate(source) == (
-        "{% if a %}{{ a }}{% endif %} {{ b }} {{ c.d }} {% if e %}{{ f }}{% endif %}"
+        "{% if a %}{{ a }}{% endif %} {{ _root['b'] }} {{ c.d }} {% if _root['e'] %}{{ f }}{% endif %}"
     )
 
 
@@ -112,7 +121,7 @@ def test_multi_line_actions_keep_their_newlines():
     source = "a\n{{if and .x\n  .y}}b{{end}}\n{{/* one\ntwo */}}c"
     out = translate(source)
     assert out.count("\n") == source.count("\n")
-    assert out == "a\n{% if (x and y) %}{#\n#}b{% endif %}\n{##}{#\n#}c"
+    assert out == "a\n{% if (_root['x'] and _root['y']) %}{#\n#}b{% endif %}\n{##}{#\n#}c"
 
 
 @settings(deadline=None)

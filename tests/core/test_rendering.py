@@ -174,7 +174,7 @@ def test_missing_is_per_render_even_across_threads(renderer):
         "{{ cycler.__init__.__globals__ }}",
         "{{ joiner.__init__.__globals__.os }}",
         "{{ namespace.__init__.__globals__['os'] }}",
-        "{{ lipsum.__globals__ }}",
+        "{{ range.__globals__ }}",
         "{{ self.__init__ }}",
         "{{ xs|attr('__class__') }}",
         "{{ missing.__class__ }}",
@@ -355,3 +355,62 @@ def test_ordinary_arithmetic_and_repetition_still_work():
 def test_go_keywords_may_be_followed_by_any_whitespace():
     source = "{{if\t.x}}a{{else if\n.y}}b{{end}}|{{range\t.xs}}{{.}}{{end}}"
     assert Renderer().render_body(source, {"y": 1, "xs": [1, 2]}).text == "b|12"
+
+
+# --- nothing a template prints is a function ---------------------------------------------------
+
+
+@pytest.mark.parametrize("name", ["lipsum", "cycler", "joiner"])
+def test_the_function_globals_are_gone(renderer, name):
+    """The finding: `{{ lipsum|string }}` in a context.subject put a function's memory address
+    in the subject line. lipsum, cycler and joiner are of no use in an email."""
+    for source in (f"{{{{ {name}|string }}}}", f"{{{{ {name} }}}}", f"{{{{ {name} ~ '' }}}}"):
+        assert renderer.render_subject(source, {}).text == ""
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ range|string }}",
+        "{{ range }}",
+        "{{ range ~ '' }}",
+        "{{ [range] }}",
+        "{{ [range]|join(',') }}",
+        "{{ 'x'.upper }}",
+        "{{ 'x'.upper|string }}",
+        "{{ '%s'|format(range) }}",
+        "{{ '%s' % range }}",
+        "{{ '{}'.format(range) }}",
+        "{{ {'a': range}|string }}",
+        "{{ dict|string }}",
+        "{% macro m() %}{% endmacro %}{{ m|string }}",
+        "{% for x in [1] %}{{ loop.cycle|string }}{% endfor %}",
+        "{{ (range|default(1))|pprint }}",
+    ],
+)
+def test_a_function_or_method_never_prints(renderer, source):
+    with pytest.raises(TemplateError) as info:
+        renderer.render_subject(source, {})
+    assert "function" in info.value.reason
+    assert "0x" not in info.value.reason
+
+
+def test_functions_still_work_where_they_are_called(renderer):
+    source = "{% for i in range(3) %}{{ i }}{% endfor %} {{ 'x'.upper() }} {{ range is defined }}"
+    assert renderer.render_subject(source, {}).text == "012 X true"
+
+
+@pytest.mark.parametrize(
+    ("source", "context", "expected"),
+    [
+        ("{{.range}}", {"range": "R"}, "R"),
+        ("{{.lipsum}}", {"lipsum": "L"}, "L"),
+        ("{{.cycler}}|{{.namespace}}|{{.dict}}", {"dict": "D"}, "||D"),
+        ("{{.range}}", {}, ""),  # missing: empty, as any missing field, never the global
+        ("{{if .range}}yes{{else}}no{{end}}", {}, "no"),
+        ("{{.range.x}}", {"range": {"x": 1}}, "1"),
+        ("{{len .range}}", {"range": [1, 2]}, "2"),
+    ],
+)
+def test_a_go_field_always_reads_the_context(renderer, source, context, expected):
+    assert renderer.render_subject(source, context).text == expected

@@ -42,6 +42,10 @@ def test_support_lead_redrives_a_dead_letter_and_watches_it_finish(login, make_u
 
     page.click("text=Operations")
     page.click("#ops-dlq-link")
+    assert page.locator("#ops-dlq-never").is_visible()  # viewing the page reads nothing
+    page.click("#ops-dlq-read")  # a listing job, on the worker
+    page.wait_for_selector("#job-result", timeout=30_000)
+    page.click("#job-dlq-link")
     rows = page.locator("tr.ops-dead-letter")
     assert rows.count() == 4
     kim = rows.filter(has_text="kim@example.com")
@@ -62,7 +66,7 @@ def test_support_lead_redrives_a_dead_letter_and_watches_it_finish(login, make_u
     assert "3 message(s) redriven" in page.locator("#job-result").inner_text()
     assert polls and violations == []
 
-    job = Job.objects.get()
+    job = Job.objects.get(kind=Job.Kind.DLQ_REDRIVE)
     assert job.created_by.username == "support-leads" and job.state == Job.State.SUCCEEDED
     back = aws.queue_messages(aws.queue_url)
     assert sorted(json.loads(m["Body"])["recipients"][0]["email"] for m in back) == [
@@ -72,6 +76,6 @@ def test_support_lead_redrives_a_dead_letter_and_watches_it_finish(login, make_u
     ]
     assert all(set(m["MessageAttributes"]) == {"EmailOpsState"} for m in back)
     page.click("text=Operations")
-    assert page.locator("tr.ops-job-row").count() == 1
+    assert page.locator("tr.ops-job-row").count() == 2  # the listing and the redrive
     page.click("#ops-dlq-link")
     assert page.locator("tr.ops-dead-letter").count() == 1  # the bad one stays

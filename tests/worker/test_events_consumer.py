@@ -69,10 +69,52 @@ def test_bad_and_foreign_messages_go_to_the_dead_letter_queue(aws_events, settin
 
 def test_signatures_on_refuse_unsigned_envelopes(aws_events, settings):
     settings.SES_EVENTS_VERIFY_SIGNATURES = True
+    settings.SES_EVENTS_TOPIC_ARNS = [aws_events.topic_arn]
     wiring.reset()
     body = {"Type": "Notification", "TopicArn": aws_events.topic_arn, "Message": "{}"}
     aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(body))
     assert "dead_lettered=1" in consume()
+
+
+def test_a_bare_bounce_with_signatures_on_is_dead_lettered_not_applied(aws_events, settings):
+    """The finding: a bare Bounce JSON sent straight to the events queue (no SNS envelope)
+    suppressed its recipient, with verification on and an allow-list set."""
+    settings.SES_EVENTS_VERIFY_SIGNATURES = True
+    settings.SES_EVENTS_TOPIC_ARNS = [aws_events.topic_arn]
+    wiring.reset()
+    bounce = ses_event("bounce.json")
+    aws_events.sqs.send_message(
+        QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(bounce)
+    )
+    assert "applied=0" in (out := consume()) and "dead_lettered=1" in out
+    assert wiring.suppression_list().get("recipient@example.com") is None
+    [dead] = aws_events.queue_messages(aws_events.events_queue_url + "-dlq")
+    assert "no SNS envelope" in dead["MessageAttributes"]["FailureReason"]["StringValue"]
+
+
+def test_raw_delivery_lets_a_bare_event_through(aws_events, settings):
+    settings.SES_EVENTS_VERIFY_SIGNATURES = True
+    settings.SES_EVENTS_TOPIC_ARNS = [aws_events.topic_arn]
+    settings.SES_EVENTS_RAW_DELIVERY = True
+    wiring.reset()
+    sent_row()
+    aws_events.sqs.send_message(
+        QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(ses_event("bounce.json"))
+    )
+    assert "applied=1" in consume()
+    assert wiring.suppression_list().get("recipient@example.com").reason == "BOUNCE"
+
+
+def test_signatures_on_without_a_topic_allow_list_refuse_to_start(aws_events, settings):
+    from django.core.exceptions import ImproperlyConfigured
+
+    settings.SES_EVENTS_VERIFY_SIGNATURES = True
+    settings.SES_EVENTS_TOPIC_ARNS = []
+    wiring.reset()
+    publish(aws_events, ses_event("delivery.json"))
+    with pytest.raises(ImproperlyConfigured, match="SES_EVENTS_TOPIC_ARNS"):
+        consume()
+    assert len(aws_events.queue_messages(aws_events.events_queue_url)) == 1  # not read
 
 
 def test_unmatched_events_wait_then_max_messages_stops(aws_events):
@@ -103,6 +145,7 @@ def test_bootstrap_sets_up_delivery_events_idempotently(aws, settings):
         call_command("bootstrap_aws", stdout=out)
         outputs.append(out.getvalue())
     assert "topic email-ses-events" in outputs[0]
+    assert "SES_EVENTS_TOPIC_ARNS=arn:aws:sns:us-east-1:" in outputs[0]
     assert "configuration set emailops: created" in outputs[0]
     assert "configuration set emailops: exists" in outputs[1]
     assert "event destination emailops-sns exists" in outputs[1]

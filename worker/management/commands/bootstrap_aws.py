@@ -91,6 +91,9 @@ class Command(BaseCommand):
             queue_url,
             report,
         )
+        if topic_arn not in settings.SES_EVENTS_TOPIC_ARNS:
+            # consume_ses_events refuses to start with verification on and no allow-list.
+            report(f"delivery events: set SES_EVENTS_TOPIC_ARNS={topic_arn}")
         if settings.SES_CONFIGURATION_SET:
             provision.ensure_configuration_set(
                 aws_client("ses", region=region),
