@@ -19,7 +19,22 @@ from django.template.response import TemplateResponse
 from emailops.core.errors import ConcurrentUpdate, EmailOpsError
 from templates_admin.csp import POLICY, strict_csp
 
-__all__ = ["console_view"]
+__all__ = ["admin_page", "console_view"]
+
+
+def admin_page(
+    request: HttpRequest,
+    admin_site: AdminSite,
+    template: str,
+    context: dict[str, Any],
+    *,
+    opts: Any,
+    status: int = 200,
+) -> TemplateResponse:
+    """A console page inside the admin: the site's navigation, the placeholder model's ``opts``
+    (breadcrumbs), then the view's own context."""
+    context = {**admin_site.each_context(request), "opts": opts, **context}
+    return TemplateResponse(request, template, context, status=status)
 
 
 def console_view(*permissions: str, policy: str = POLICY) -> Callable:

@@ -19,7 +19,7 @@ from django.views.decorators.http import require_POST
 
 from emailops.core.template_check import organization_of_key
 from templates_admin import roles
-from templates_admin.console import console_view
+from templates_admin.console import admin_page, console_view
 from templates_admin.drafts import check, preview, selectors, services
 from templates_admin.drafts.forms import DraftCreateForm, PublishForm, ReplayForm, RollbackForm
 from templates_admin.mappings import selectors as mapping_selectors
@@ -29,19 +29,12 @@ TEMPLATES = "templates_admin/drafts/"
 
 
 def _page(
-    request: HttpRequest,
-    admin_site: AdminSite,
-    template: str,
-    context: dict[str, Any],
-    *,
-    status: int = 200,
+    request: HttpRequest, admin_site: AdminSite, template: str, context: dict, *, status: int = 200
 ) -> TemplateResponse:
-    return TemplateResponse(
-        request,
-        TEMPLATES + template,
-        {**admin_site.each_context(request), "opts": TemplateMappingPage._meta, **context},
+    return admin_page(
+        request, admin_site, TEMPLATES + template, context, opts=TemplateMappingPage._meta,
         status=status,
-    )
+    )  # fmt: skip
 
 
 def _url(name: str, **kwargs: Any) -> str:

@@ -23,7 +23,7 @@ from django.views.decorators.http import require_POST
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
-from templates_admin.console import console_view
+from templates_admin.console import admin_page, console_view
 from templates_admin.mappings import selectors, services
 from templates_admin.mappings.forms import (
     DEFAULT_ORG,
@@ -38,19 +38,12 @@ TEMPLATES = "templates_admin/mappings/"
 
 
 def _page(
-    request: HttpRequest,
-    admin_site: AdminSite,
-    template: str,
-    context: dict[str, Any],
-    *,
-    status: int = 200,
+    request: HttpRequest, admin_site: AdminSite, template: str, context: dict, *, status: int = 200
 ) -> TemplateResponse:
-    return TemplateResponse(
-        request,
-        TEMPLATES + template,
-        {**admin_site.each_context(request), "opts": TemplateMappingPage._meta, **context},
+    return admin_page(
+        request, admin_site, TEMPLATES + template, context, opts=TemplateMappingPage._meta,
         status=status,
-    )
+    )  # fmt: skip
 
 
 def _url(name: str, **kwargs: str) -> str:
