@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -92,6 +93,8 @@ class QueueMessage:
     receive_count: int = 1
     attributes: dict[str, Any] = field(default_factory=dict)  # message attributes, as SQS gave them
     sent_at: int = 0  # epoch seconds SQS first accepted it (receive_hidden only)
+    # time.monotonic() when this receive began: SQS counts its 12-hour visibility ceiling from it.
+    received_at: float = field(default_factory=time.monotonic, compare=False)
 
     def string_attribute(self, name: str) -> str | None:
         return (self.attributes.get(name) or {}).get("StringValue")
@@ -297,16 +300,21 @@ class SqsQueue:
             ) from exc
 
     def _hide_for_good(self, messages: list[QueueMessage]) -> list[str]:
-        """Hide originals whose copy was sent as long as SQS allows; returns the ids refused."""
-        try:
-            return self._batch(
-                "change_message_visibility_batch",
-                "hide original after its copy",
-                messages,
-                VisibilityTimeout=MAX_VISIBILITY_SECONDS,
-            )
-        except TransientError:
-            return [m.message_id for m in messages]
+        """Hide originals whose copy was sent as long as SQS allows (12 hours counted from the
+        receive, less a minute for clocks); returns the ids refused."""
+        refused: list[str] = []
+        for message in messages:  # each has its own share of the ceiling left
+            left = MAX_VISIBILITY_SECONDS - 60 - math.ceil(time.monotonic() - message.received_at)
+            try:
+                refused += self._batch(
+                    "change_message_visibility_batch",
+                    "hide original after its copy",
+                    [message],
+                    VisibilityTimeout=max(0, left),
+                )
+            except TransientError:
+                refused.append(message.message_id)
+        return refused
 
     def _patiently(self, operation: str, what: str, **kwargs: Any) -> Any:
         for pause in _MOVE_PAUSES:

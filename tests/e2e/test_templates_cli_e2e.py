@@ -102,8 +102,14 @@ def test_pull_draft_check_publish_history_rollback(e2e_stack, cli, tmp_path):
     assert published(e2e_stack) == original
     assert_sends(e2e_stack, original)
 
-    # publish: the key holds exactly the draft's bytes; the consumer sends them
-    new_version = cli("publish", draft_id, "--reason", "wording").stdout.strip().splitlines()[-1]
+    # publish: with warnings (recent sends lack `administrator`) only once confirmed; then the key
+    # holds exactly the draft's bytes and the consumer sends them
+    assert [f for f in checked if f["severity"] == "warning"]
+    unconfirmed = cli("publish", draft_id, "--reason", "wording", check=False)
+    assert unconfirmed.returncode != 0 and "--accept-warnings" in unconfirmed.stderr
+    assert published(e2e_stack) == original
+    published_out = cli("publish", draft_id, "--reason", "wording", "--accept-warnings").stdout
+    new_version = published_out.strip().splitlines()[-1]
     assert published(e2e_stack) == edited
     row = assert_sends(e2e_stack, edited)
     assert row["TemplateVersion"] == new_version
@@ -125,9 +131,9 @@ def test_pull_draft_check_publish_history_rollback(e2e_stack, cli, tmp_path):
     assert cli("history", KEY).stdout.split()[0] == back["version_id"]
 
     # the draft that was published is not published twice; a stale draft conflicts
-    assert cli("publish", draft_id, check=False).returncode != 0
+    assert cli("publish", draft_id, "--accept-warnings", check=False).returncode != 0
     stale = cli("draft", KEY, str(pulled / KEY)).stdout.split()[-1]
     cli("rollback", KEY, new_version)
-    conflict = cli("publish", stale, check=False)
+    conflict = cli("publish", stale, "--accept-warnings", check=False)
     assert conflict.returncode != 0 and "publish template" in conflict.stderr
     assert published(e2e_stack) == edited
