@@ -288,7 +288,8 @@ class TemplateDraft(models.Model):
     message_id = models.CharField(max_length=200, blank=True, db_index=True)
     key = models.CharField(max_length=500, db_index=True)  # default/{file} or custom/O{org}/{file}
     source = models.TextField(blank=True)  # "" when only the subject changes
-    subject = models.CharField(max_length=998, blank=True)  # "" = unchanged
+    # "" = unchanged. Text, not 998 characters: an over-long subject must reach the check that names it.
+    subject = models.TextField(blank=True)
     base_version = models.CharField(max_length=200, blank=True)  # "" = the file did not exist
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL

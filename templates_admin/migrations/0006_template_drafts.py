@@ -24,7 +24,7 @@ class Migration(migrations.Migration):
                 ("message_id", models.CharField(blank=True, db_index=True, max_length=200)),
                 ("key", models.CharField(db_index=True, max_length=500)),
                 ("source", models.TextField(blank=True)),
-                ("subject", models.CharField(blank=True, max_length=998)),
+                ("subject", models.TextField(blank=True)),
                 ("base_version", models.CharField(blank=True, max_length=200)),
                 ("created_at", models.DateTimeField(auto_now_add=True, db_index=True)),
                 ("published_version", models.CharField(blank=True, max_length=200)),
