@@ -218,6 +218,7 @@ def delivery_event_handler() -> DeliveryEventHandler:
         unmatched=unmatched_events(),
         verify=sns_verifier(),
         clock=time.time,
+        stats=stats(),
     )
 
 
@@ -344,6 +345,9 @@ def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPi
         sender=sender(),
         suppressions=suppression_list(),
         rate_limiter=send_rate_limiter(),
+        stats=stats(),
+        gate=reputation_gate(),
+        slow_limiter=slow_rate_limiter(),
         settings=PipelineSettings(
             from_address=from_address,
             reply_to=reply_to,
@@ -351,6 +355,7 @@ def build_pipeline(*, lease_seconds: int, recipient_threads: int = 0) -> EmailPi
             ttl_days=settings.JOURNAL_TTL_DAYS,
             retry_max_seconds=settings.RETRY_MAX_SECONDS,
             claim_send_margin_seconds=settings.CLAIM_SEND_MARGIN_SECONDS,
+            pause_wait_seconds=settings.REPUTATION_PAUSE_WAIT_SECONDS,
         ),
         **extra,
     )
