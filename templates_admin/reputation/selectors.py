@@ -22,6 +22,7 @@ __all__ = [
     "guard_thresholds",
     "hourly_counts",
     "pauses",
+    "reputation_banner",
     "reputation_summary",
     "ses_account_view",
     "slowdowns",
@@ -123,3 +124,15 @@ def ses_account_view() -> dict[str, Any]:
         return wiring.ses_account_view().view()
     except Exception as exc:  # a page must render without SES
         return {"error": f"{type(exc).__name__}: {exc}"}
+
+
+def reputation_banner() -> dict[str, Any] | None:
+    """The guard's last evaluation when it warned or acted (the console's banner), else None:
+    ``{warnings: [...], acting: [...], at}``."""
+    from templates_admin.models import OpsReading
+
+    reading = OpsReading.objects.filter(name="reputation").first()
+    value = (reading.value or {}) if reading else {}
+    if not value.get("warnings") and not value.get("acting"):
+        return None
+    return {"warnings": value["warnings"], "acting": value.get("acting", []), "at": value["at"]}
