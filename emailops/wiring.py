@@ -264,7 +264,7 @@ def stats() -> DynamoStats | None:
 
 
 def ses_account_view() -> SesAccountView:
-    return SesAccountView(_client("sesv2"), _client("cloudwatch"))
+    return SesAccountView(_client("sesv2"), _client("cloudwatch"), _client("ses"))
 
 
 @functools.cache

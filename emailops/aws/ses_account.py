@@ -24,31 +24,56 @@ def _problem(exc: Exception) -> str:
 
 
 class SesAccountView:
-    def __init__(self, sesv2: Any, cloudwatch: Any) -> None:
+    def __init__(self, sesv2: Any, cloudwatch: Any, ses: Any = None) -> None:
         self.sesv2 = sesv2
         self.cloudwatch = cloudwatch
+        self.ses = ses  # SES v1, for the quota when GetAccount is unavailable
 
     def view(self) -> dict[str, Any]:
-        """``enforcement_status`` (HEALTHY | PROBATION | SHUTDOWN), ``sending_enabled``,
-        ``max_24_hour_send``, ``max_send_rate``, ``sent_last_24_hours``, ``bounce_rate`` and
-        ``complaint_rate`` (fractions, CloudWatch) and ``notes``; ``{"error": ...}`` when SES
-        could not be read at all."""
+        """``enforcement_status`` (HEALTHY | PROBATION | SHUTDOWN, "" when unknown),
+        ``sending_enabled``, ``max_24_hour_send``, ``max_send_rate``, ``sent_last_24_hours``,
+        ``bounce_rate`` and ``complaint_rate`` (fractions, CloudWatch, None when not published)
+        and ``notes``; ``{"error": ...}`` when SES could not be read at all."""
+        notes: list[str] = []
+        view: dict[str, Any] = {"enforcement_status": "", "notes": notes}
         try:
             account = self.sesv2.get_account()
         except (ClientError, BotoCoreError, NotImplementedError) as exc:
-            return {"error": f"sesv2 GetAccount failed: {_problem(exc)}"}
-        quota = account.get("SendQuota") or {}
-        view: dict[str, Any] = {
-            "enforcement_status": account.get("EnforcementStatus", ""),
-            "sending_enabled": bool(account.get("SendingEnabled", True)),
-            "production_access": bool(account.get("ProductionAccessEnabled", False)),
+            notes.append(f"sesv2 GetAccount unavailable: {_problem(exc)}")
+            if not self._v1_quota(view):
+                return {"error": "; ".join(notes)}
+        else:
+            quota = account.get("SendQuota") or {}
+            view |= {
+                "enforcement_status": account.get("EnforcementStatus", ""),
+                "sending_enabled": bool(account.get("SendingEnabled", True)),
+                "production_access": bool(account.get("ProductionAccessEnabled", False)),
+                "max_24_hour_send": quota.get("Max24HourSend"),
+                "max_send_rate": quota.get("MaxSendRate"),
+                "sent_last_24_hours": quota.get("SentLast24Hours"),
+            }
+        self._cloudwatch(view)
+        return view
+
+    def _v1_quota(self, view: dict[str, Any]) -> bool:
+        if self.ses is None:
+            return False
+        try:
+            quota = self.ses.get_send_quota()
+        except (ClientError, BotoCoreError, NotImplementedError) as exc:
+            view["notes"].append(f"ses GetSendQuota unavailable: {_problem(exc)}")
+            return False
+        view |= {
             "max_24_hour_send": quota.get("Max24HourSend"),
             "max_send_rate": quota.get("MaxSendRate"),
             "sent_last_24_hours": quota.get("SentLast24Hours"),
-            "notes": [],
         }
+        return True
+
+    def _cloudwatch(self, view: dict[str, Any]) -> None:
         end = datetime.now(UTC)
         for name, metric in _METRICS.items():
+            view[name] = None
             try:
                 points = self.cloudwatch.get_metric_statistics(
                     Namespace="AWS/SES",
@@ -59,16 +84,12 @@ class SesAccountView:
                     Statistics=["Average"],
                 ).get("Datapoints", [])
             except (ClientError, BotoCoreError, NotImplementedError) as exc:
-                view[name] = None
                 view["notes"].append(f"CloudWatch {metric} unavailable: {_problem(exc)}")
                 continue
             if points:
-                latest = max(points, key=lambda p: p["Timestamp"])
-                view[name] = float(latest["Average"])
+                view[name] = float(max(points, key=lambda p: p["Timestamp"])["Average"])
             else:
-                view[name] = None
                 view["notes"].append(
                     f"CloudWatch {metric}: no data points (SES publishes it only for accounts "
                     "with enough sending)"
                 )
-        return view
