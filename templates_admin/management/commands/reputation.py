@@ -3,6 +3,7 @@
     reputation [--json] [--window-hours N]                 counts, rates and states; pauses
     reputation pause PRIORITY [--organization N] --reason R     hold bulk (or normal) mail
     reputation resume PRIORITY [--organization N] --reason R    let it go again
+    reputation evaluate              run the guard's periodic evaluation now (as Celery beat does)
 
 Figures come from the hourly counters (STATS_TABLE), never from the journal. Pauses set or lifted
 here are audited like the console's (ReputationPauseChange, by the operating-system user).
@@ -17,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from emailops.core.errors import EmailOpsError
-from templates_admin.reputation import selectors, services
+from templates_admin.reputation import guard, selectors, services
 
 
 def _percent(rate: float) -> str:
@@ -38,11 +39,19 @@ class Command(BaseCommand):
             action.add_argument("priority", choices=["bulk", "normal"])
             action.add_argument("--organization", default=None, help="one organization's mail")
             action.add_argument("--reason", required=True, help="why (audited)")
+        sub.add_parser("evaluate", help="judge the rates now; set or lift automatic pauses")
 
     def handle(self, *args, action: str | None = None, **options):
         try:
             if action in ("pause", "resume"):
                 return self._change(action, options)
+            if action == "evaluate":
+                reading = guard.reputation_evaluate()
+                for warning in reading["warnings"]:
+                    self.stdout.write(f"warn: {warning}")
+                acting = ", ".join(reading["acting"]) or "nothing"
+                self.stdout.write(f"acting on: {acting}")
+                return None
             return self._show(options["json"], options["window_hours"])
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
