@@ -49,11 +49,19 @@ class ReputationState:
         )
         return cls(client, key=key)
 
+    def store_evaluation(self, figures: dict[str, Any]) -> None:
+        """The guard's last rates per scope, for the consumers' Prometheus metrics."""
+        self.client.hset(self.key, "evaluation", json.dumps(figures))
+
+    def evaluation(self) -> dict[str, Any]:
+        raw = self.client.hget(self.key, "evaluation")
+        return json.loads(raw) if raw else {}
+
     def entries(self) -> list[dict[str, Any]]:
         """Pauses and slowdowns in force, oldest first."""
         found = []
         for name, value in self.client.hgetall(self.key).items():
-            if name.startswith("hold|"):
+            if name.startswith("hold|") or name == "evaluation":
                 continue
             try:
                 found.append(json.loads(value))

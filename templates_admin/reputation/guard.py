@@ -98,6 +98,7 @@ def reputation_evaluate() -> dict[str, Any]:
     OpsReading.objects.update_or_create(
         name=READING, defaults={"value": reading, "at": timezone.now()}
     )
+    state.store_evaluation({(org or "account"): figures for org, figures in scopes})
     new = [w for w in warnings if w not in before]
     if new and settings.ALERT_WEBHOOK_URL:
         text = "emailops reputation warning:\n" + "\n".join(f"• {w}" for w in new)

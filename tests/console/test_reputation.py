@@ -226,3 +226,22 @@ def test_reputation_pause_and_resume_from_the_command_line(guard_env):
     )
     assert decide("bulk", "7") is GateDecision.GO
     assert [c.actor.startswith("cli:") for c in ReputationPauseChange.objects.all()] == [True] * 2
+
+
+def test_the_consumers_metrics_carry_the_guards_rates_and_pauses(guard_env, settings):
+    from worker.stats import _reputation_metrics
+
+    settings.ALERT_WEBHOOK_URL = ""
+    count(delivered=190, bounced_permanent=10)
+    guard.reputation_evaluate()
+    state = wiring.reputation_state()
+    families = {
+        f.name: f for f in _reputation_metrics(lambda: (state.evaluation(), state.entries()))
+    }
+    [bounce] = families["emailops_reputation_bounce_rate"].samples
+    assert bounce.labels == {"scope": "account"} and bounce.value == 0.05
+    held = {
+        (s.labels["priority"], s.labels["mode"])
+        for s in families["emailops_reputation_held"].samples
+    }
+    assert held == {("bulk", "pause"), ("normal", "slow")}
