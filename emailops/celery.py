@@ -35,6 +35,10 @@ def _beat_schedule(sender: Celery, **kwargs) -> None:
             "task": "worker.check_templates_daily",
             "schedule": crontab(hour=settings.OPS_TEMPLATE_CHECK_HOUR, minute=0),
         },
+        "reputation": {
+            "task": "worker.evaluate_reputation",
+            "schedule": float(settings.REPUTATION_CHECK_SECONDS),
+        },
         # AUDIT_RETENTION_DAYS: the audit trails keep this long, no longer.
         "audit-retention": {
             "task": "worker.prune_audit_trails",

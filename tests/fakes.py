@@ -16,6 +16,7 @@ from emailops.core.ports import (
     Status,
     TemplateMapping,
 )
+from emailops.core.reputation import GateDecision
 from emailops.core.template_cache import TemplateFetch
 
 
@@ -195,3 +196,49 @@ class RecordingSender:
             raise self.errors.pop(0)
         self.sent.append(email)
         return f"ses-{len(self.sent)}"
+
+
+class InMemoryStats:
+    """The reputation counters (emailops.core.ports.Stats) as a dict: (scope, hour) → counts.
+    ``fail`` makes every add raise (a DynamoDB outage)."""
+
+    def __init__(self) -> None:
+        self.items: dict[tuple[str, str], dict[str, int]] = {}
+        self.fail: Exception | None = None
+        self.lock = threading.Lock()
+
+    def add(
+        self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
+    ) -> None:
+        if self.fail is not None:
+            raise self.fail
+        scopes = ["account", f"message#{message_id}"] + (
+            [f"org#{organization}"] if organization else []
+        )
+        with self.lock:
+            for scope in scopes:
+                item = self.items.setdefault((scope, hour), {})
+                for name, n in counts.items():
+                    if n:
+                        item[name] = item.get(name, 0) + n
+
+    def totals(self, scope: str = "account") -> dict[str, int]:
+        found: dict[str, int] = {}
+        for (item_scope, _), counts in self.items.items():
+            if item_scope == scope:
+                for name, n in counts.items():
+                    found[name] = found.get(name, 0) + n
+        return found
+
+
+class FixedGate:
+    """The reputation guard's word (emailops.core.ports.ReputationGate), set by the test:
+    priority → (GateDecision, reason); anything else goes."""
+
+    def __init__(self, decisions: dict[str, tuple[Any, str]] | None = None) -> None:
+        self.decisions = decisions or {}
+        self.asked: list[tuple[str, str | None]] = []
+
+    def decide(self, *, priority: str, organization: str | None) -> tuple[Any, str]:
+        self.asked.append((priority, organization))
+        return self.decisions.get(priority, (GateDecision.GO, ""))

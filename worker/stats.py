@@ -98,7 +98,11 @@ class Health:
 
 
 def serve_metrics(
-    port: int, stats: ConsumerStats, health: Health, in_flight: Callable[[], int]
+    port: int,
+    stats: ConsumerStats,
+    health: Health,
+    in_flight: Callable[[], int],
+    reputation: Callable[[], tuple[dict, list[dict]]] | None = None,
 ) -> None:
     """Serve the same figures as Prometheus metrics on ``port`` (a daemon thread)."""
     from prometheus_client import CollectorRegistry, start_http_server
@@ -128,7 +132,58 @@ def serve_metrics(
                 "0 while a configuration fault stops sending, or after a thread died",
                 value=1 if health.healthy else 0,
             )
+            if reputation is not None:
+                yield from _reputation_metrics(reputation)
 
     registry = CollectorRegistry()
     registry.register(_Collector())
     start_http_server(port, addr="0.0.0.0", registry=registry)
+
+
+def _reputation_metrics(read: Callable[[], tuple[dict, list[dict]]]) -> Iterator[object]:
+    """The guard's last evaluation (rates per scope) and the pauses in force, as gauges for the
+    alert rules in docs/prometheus/reputation-alerts.yml. Nothing while Redis is unreachable."""
+    from prometheus_client.core import GaugeMetricFamily
+
+    try:
+        evaluation, entries = read()
+    except Exception as exc:  # a scrape must not fail for the guard's state
+        EventLog(logger).warning("metrics.reputation_unavailable", error=str(exc))
+        return
+    rates = {
+        "bounce_rate": GaugeMetricFamily(
+            "emailops_reputation_bounce_rate",
+            "hard bounces / delivered-or-bounced over REPUTATION_WINDOW_HOURS",
+            labels=["scope"],
+        ),
+        "complaint_rate": GaugeMetricFamily(
+            "emailops_reputation_complaint_rate",
+            "complaints / delivered over REPUTATION_WINDOW_HOURS",
+            labels=["scope"],
+        ),
+        "volume": GaugeMetricFamily(
+            "emailops_reputation_volume",
+            "delivered-or-bounced sends over the window (rates are judged from REPUTATION_MIN_VOLUME)",
+            labels=["scope"],
+        ),
+    }
+    for scope, figures in evaluation.items():
+        rates["bounce_rate"].add_metric([scope], figures.get("bounce_rate", 0))
+        rates["complaint_rate"].add_metric([scope], figures.get("complaint_rate", 0))
+        volume = figures.get("delivered", 0) + figures.get("bounced", 0)
+        rates["volume"].add_metric([scope], volume)
+    yield from rates.values()
+    held = GaugeMetricFamily(
+        "emailops_reputation_held",
+        "1 for each pause (mode=pause) or slowdown (mode=slow) the guard holds",
+        labels=["priority", "organization", "mode", "source"],
+    )
+    for entry in entries:
+        labels = [
+            str(entry.get("priority")),
+            str(entry.get("organization") or "account"),
+            str(entry.get("mode")),
+            str(entry.get("source")),
+        ]
+        held.add_metric(labels, 1)
+    yield held

@@ -19,6 +19,7 @@ from emailops import wiring
 from emailops.core.contract import parse_request
 from templates_admin import retention
 from templates_admin.jobs import monitoring, services
+from templates_admin.reputation import guard
 from worker.wiring import build_consumer
 
 
@@ -62,3 +63,9 @@ def check_templates_daily() -> int:
 @shared_task(name="worker.prune_audit_trails")
 def prune_audit_trails() -> dict[str, int]:
     return retention.audit_prune()
+
+
+@shared_task(name="worker.evaluate_reputation")
+def evaluate_reputation() -> list[str]:
+    """Judge the bounce and complaint rates; set or lift the guard's automatic pauses."""
+    return guard.reputation_evaluate()["warnings"]

@@ -26,6 +26,7 @@ depend on arrival order or on two consumers interleaving.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -33,6 +34,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from emailops.aws.clients import error_code, translate_error
 from emailops.aws.journal import _av, item_from_dynamo, rfc3339
 from emailops.aws.journal_search import SES_ID_INDEX
+from emailops.core.contract import organization_id_of
 from emailops.core.delivery_events import RANK, DeliveryEvent, timestamp_ms
 from emailops.core.delivery_handler import ApplyResult
 from emailops.core.errors import TransientError
@@ -52,7 +54,8 @@ _MAX_FIELD = 200  # SES's own short fields (type, timestamp, bounce type)
 _ORDER_SCALE = 10**14  # above any epoch-milliseconds value for millennia
 _RECONCILABLE = (Status.QUEUED.value, Status.FAILED.value)
 _READ = (
-    "Id, #status, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount, DeliveryOrder"
+    "Id, #status, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount, DeliveryOrder,"
+    " MessageId, Context.organizationId"
 )
 
 
@@ -104,7 +107,14 @@ class DynamoEventJournal:
                 return items[0]["Id"]["S"]
         return None
 
-    def apply_event(self, key: str, event: DeliveryEvent, *, now: int) -> ApplyResult:
+    def apply_event(
+        self,
+        key: str,
+        event: DeliveryEvent,
+        *,
+        now: int,
+        on_applied: Callable[[str, str | None], None] | None = None,
+    ) -> ApplyResult:
         for _ in range(self.attempts):
             item = self._call(
                 "get_item",
@@ -127,6 +137,10 @@ class DynamoEventJournal:
             if live_claim and self._reconcilable(row, event):
                 return ApplyResult.CLAIMED
             if self._write(key, row, timeline, event, now=now):
+                if on_applied is not None:
+                    on_applied(
+                        row.get("MessageId") or "", organization_id_of(row.get("Context") or {})
+                    )
                 return ApplyResult.APPLIED
         raise TransientError(
             "apply delivery event", key=key, reason="the row kept changing; will retry"

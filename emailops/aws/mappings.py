@@ -15,6 +15,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 from emailops.aws.clients import error_code, translate_error
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
+from emailops.core.reputation import parse_priority
 
 __all__ = ["DynamoMappingStore"]
 
@@ -30,6 +31,7 @@ def _mapping(item: dict[str, Any]) -> TemplateMapping:
         version=int(item.get("Version", {}).get("N", "0")),
         updated_by=text("UpdatedBy"),
         updated_at=text("UpdatedAt"),
+        priority=parse_priority(text("Priority")).value,
     )
 
 
@@ -74,6 +76,7 @@ class DynamoMappingStore:
             "Version": {"N": str(saved.version)},
             "UpdatedBy": {"S": saved.updated_by},
             "UpdatedAt": {"S": saved.updated_at},
+            "Priority": {"S": parse_priority(saved.priority).value},
         }
         self._conditional("put_item", mapping.message_id, expected_version, Item=item)
         return saved

@@ -23,6 +23,8 @@ from emailops.core.delivery_events import (
 )
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
+from emailops.core.ports import Stats
+from emailops.core.reputation import event_counter, hour_of
 
 __all__ = [
     "ApplyResult",
@@ -51,7 +53,17 @@ class EventJournal(Protocol):
         """The journal row the event belongs to: by the tag's key, else by SES message id."""
         ...
 
-    def apply_event(self, key: str, event: DeliveryEvent, *, now: int) -> ApplyResult: ...
+    def apply_event(
+        self,
+        key: str,
+        event: DeliveryEvent,
+        *,
+        now: int,
+        on_applied: Callable[[str, str | None], None] | None = None,
+    ) -> ApplyResult:
+        """Apply the event to the row. ``on_applied(message_id, organization)`` runs once the
+        conditional write holding the event succeeded (so never for a duplicate)."""
+        ...
 
 
 class Suppressions(Protocol):
@@ -89,6 +101,7 @@ class DeliveryEventHandler:
         verify: Verifier,
         clock: Callable[[], float],
         unmatched_retries: int = 1,
+        stats: Stats | None = None,
     ) -> None:
         self.journal = journal
         self.suppressions = suppressions
@@ -98,6 +111,7 @@ class DeliveryEventHandler:
         # An event can overtake the journal write it belongs to (our mark_sent, or the SES id
         # index catching up): an unmatched event is retried this many times before it is stored.
         self.unmatched_retries = unmatched_retries
+        self.stats = stats
 
     def handle(self, body: str, *, receive_count: int = 1) -> EventOutcome:
         try:
@@ -127,7 +141,12 @@ class DeliveryEventHandler:
             if self.suppressions.add(address, reason=reason, detail=detail, source=source, now=now):
                 log.info("suppression.added", address=address, reason=reason, detail=detail)
         key = self.journal.find_row_key(event)
-        result = self.journal.apply_event(key, event, now=now) if key else ApplyResult.GONE
+        counted = self._counter(event, now, log)
+        result = (
+            self.journal.apply_event(key, event, now=now, on_applied=counted)
+            if key
+            else ApplyResult.GONE
+        )
         if event.type is EventType.UNKNOWN:
             self.unmatched.store(event, reason="unknown event type", now=now)
             log.warning("event.unknown", key=key)
@@ -148,3 +167,25 @@ class DeliveryEventHandler:
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
         log.info("event.applied", key=key, result=result.value, summary=event.summary)
         return EventOutcome(EventAction.DELETE, result=result.value, event=event)
+
+    def _counter(
+        self, event: DeliveryEvent, now: int, log: EventLog
+    ) -> Callable[[str, str | None], None] | None:
+        """What to count once the event is on its row (delivered, bounced, complained...)."""
+        name = event_counter(event.raw_type, event.bounce_type or "")
+        if self.stats is None or name is None:
+            return None
+        stats = self.stats
+
+        def count(message_id: str, organization: str | None) -> None:
+            try:
+                stats.add(
+                    message_id=message_id,
+                    organization=organization,
+                    hour=hour_of(now),
+                    counts={name: 1},
+                )
+            except Exception as exc:  # a lost count must not redeliver (and recount) the event
+                log.warning("stats.not_counted", counter=name, error=f"{type(exc).__name__}: {exc}")
+
+        return count

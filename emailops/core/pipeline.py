@@ -32,10 +32,13 @@ from emailops.core.ports import (
     ClaimState,
     Journal,
     OutgoingEmail,
+    ReputationGate,
     Sender,
     SendRateLimiter,
+    Stats,
     SuppressionList,
 )
+from emailops.core.reputation import GateDecision, hour_of
 from emailops.core.retry import RetryState, backoff_seconds
 
 __all__ = [
@@ -85,6 +88,7 @@ class PipelineSettings:
     throttle_retries: int = 3  # sends retried in place after SES throttling
     # A send starts only on a claim with at least this long left (else it is extended first).
     claim_send_margin_seconds: int = 5
+    pause_wait_seconds: int = 60  # how soon a record paused by the reputation guard looks again
 
 
 @dataclass(frozen=True)
@@ -156,6 +160,7 @@ class _Result:
     provider_id: str = ""
     fix: str = ""
     rate_wait: float = 0.0
+    counted: bool = False  # our conditional SENT mark made the change: count it once
 
 
 class _NotNow(Exception):
@@ -197,6 +202,9 @@ class EmailPipeline:
         settings: PipelineSettings,
         suppressions: SuppressionList | None = None,
         rate_limiter: SendRateLimiter | None = None,
+        stats: Stats | None = None,
+        gate: ReputationGate | None = None,
+        slow_limiter: SendRateLimiter | None = None,
         fan_out: Callable[[Callable[[T], R], Sequence[T]], list[R]] = _sequential,
         clock: Callable[[], float] = time.time,
         sleep: Callable[[float], None] = time.sleep,
@@ -207,6 +215,9 @@ class EmailPipeline:
         self.settings = settings
         self.suppressions = suppressions
         self.rate_limiter = rate_limiter
+        self.stats = stats
+        self.gate = gate
+        self.slow_limiter = slow_limiter  # the reduced rate of normal mail while the guard acts
         self.fan_out = fan_out
         self.clock = clock
         self.sleep = sleep
@@ -276,11 +287,18 @@ class EmailPipeline:
                 missing=",".join(composed.missing),
             )
 
+        decision, why = self._gate(composed.mapping.priority, request, log)
+
         def deliver(recipient: Recipient) -> _Result:
             key = dedupe_key(request, recipient.email)
+            if decision is GateDecision.PAUSE and key not in state.accepted:
+                # Waits on the queue, unclaimed: never FAILED, no retry budget used.
+                wait_until = int(self.clock()) + self.settings.pause_wait_seconds
+                return _Result(_Kind.WAIT, key, f"paused: {why}", wait_until=wait_until)
             rlog = log.bind(recipient=recipient.email, key=key)
+            slow = decision is GateDecision.SLOW
             try:
-                return self._deliver(request, recipient, key, composed, state, held, rlog)
+                return self._deliver(request, recipient, key, composed, state, held, rlog, slow)
             finally:
                 held.release(key)
 
@@ -295,6 +313,7 @@ class EmailPipeline:
         state: RetryState,
         held: HeldClaims,
         log: EventLog,
+        slow: bool = False,
     ) -> _Result:
         if key in state.accepted:  # an earlier attempt's send went out; only its mark is owed
             return self._mark_accepted(key, state.accepted[key], log)
@@ -307,6 +326,8 @@ class EmailPipeline:
                 if reason:
                     written = self.journal.record_suppressed(claim, reason=reason)
                     log.info("recipient.suppressed", reason=reason, written=written)
+                    if written:
+                        self._count(request, log, suppressed=1)
                     return _Result(_Kind.SUPPRESSED, key, reason)
             claimed = self.journal.claim(claim)
         except EmailOpsError as exc:
@@ -333,7 +354,11 @@ class EmailPipeline:
         waited = 0.0
         try:
             provider_id, waited = self._send(
-                email, log, ready=lambda: self._ready_to_send(key, attempt, held, log)
+                email,
+                log,
+                ready=lambda: self._ready_to_send(key, attempt, held, log),
+                slow=slow,
+                throttled=lambda: self._count(request, log, throttles=1),
             )
         except _NotNow as stop:
             return stop.result
@@ -342,24 +367,37 @@ class EmailPipeline:
             log.warning("send.failed", attempt=attempt, error=exc.describe(), outcome=result.kind)
             if result.kind in (_Kind.FAULT, _Kind.QUOTA):
                 self._release(key, attempt, log)  # not the email's fault: never FAILED
-            else:
-                self._mark_failed(key, attempt, exc.describe(), log)
+            elif self._mark_failed(key, attempt, exc.describe(), log):
+                self._count(request, log, failed=1)
             return result
-        return self._mark_sent(key, attempt, provider_id, log, rate_wait=waited)
+        result = self._mark_sent(key, attempt, provider_id, log, rate_wait=waited)
+        if result.counted:
+            self._count(request, log, sent=1, rate_waits=1 if waited > 0 else 0)
+        return result
 
     def _send(
-        self, email: OutgoingEmail, log: EventLog, *, ready: Callable[[], None] = lambda: None
+        self,
+        email: OutgoingEmail,
+        log: EventLog,
+        *,
+        ready: Callable[[], None] = lambda: None,
+        slow: bool = False,
+        throttled: Callable[[], None] = lambda: None,
     ) -> tuple[str, float]:
         """Take the shared rate, send; SES throttling lowers the rate and tries again in place.
-        ``ready`` runs just before each send (after any wait) and raises _NotNow to hold it."""
+        ``ready`` runs just before each send (after any wait) and raises _NotNow to hold it.
+        ``slow``: first take a slot of the guard's reduced rate (normal mail while it acts)."""
         waited = 0.0
         for tries_left in range(self.settings.throttle_retries, -1, -1):
+            if slow and self.slow_limiter is not None:
+                waited += self.slow_limiter.acquire()
             if self.rate_limiter is not None:
                 waited += self.rate_limiter.acquire()
             ready()
             try:
                 return self.sender.send(email), waited
             except SendThrottled as exc:
+                throttled()
                 if self.rate_limiter is not None:
                     self.rate_limiter.on_throttled()
                 if not tries_left:
@@ -424,7 +462,9 @@ class EmailPipeline:
                 log.info("recipient.sent", attempt=attempt, sesMessageId=provider_id)
             else:
                 self._note_extra_send(key, attempt, provider_id, log)
-            return _Result(_Kind.SENT, key, provider_id=provider_id, rate_wait=rate_wait)
+            return _Result(
+                _Kind.SENT, key, provider_id=provider_id, rate_wait=rate_wait, counted=still_ours
+            )
         log.error("mark_sent.pending", sesMessageId=provider_id, error=error)
         return _Result(
             _Kind.ACCEPTED, key, f"SENT mark not stored: {error}", provider_id=provider_id
@@ -570,12 +610,47 @@ class EmailPipeline:
         except EmailOpsError as exc:  # the lease ends by itself
             log.warning("release_claim.failed", error=exc.describe())
 
-    def _mark_failed(self, key: str, attempt: int, error: str, log: EventLog) -> None:
+    def _mark_failed(self, key: str, attempt: int, error: str, log: EventLog) -> bool:
+        """Whether the FAILED mark was stored (the change is ours to count)."""
         try:
-            if not self.journal.mark_failed(key, attempt=attempt, error=error):
-                log.warning("mark_failed.lease_lost", attempt=attempt)
+            if self.journal.mark_failed(key, attempt=attempt, error=error):
+                return True
+            log.warning("mark_failed.lease_lost", attempt=attempt)
         except EmailOpsError as exc:
             log.error("mark_failed.failed", error=exc.describe())
+        return False
+
+    # --- reputation ------------------------------------------------------------------------------
+
+    def _gate(
+        self, priority: str, request: EmailRequest, log: EventLog
+    ) -> tuple[GateDecision, str]:
+        if self.gate is None:
+            return GateDecision.GO, ""
+        try:
+            decision, why = self.gate.decide(
+                priority=priority, organization=request.organization_id
+            )
+        except Exception as exc:  # the guard must never stop mail by failing
+            log.warning("reputation.gate_failed", error=f"{type(exc).__name__}: {exc}")
+            return GateDecision.GO, ""
+        if decision is not GateDecision.GO:
+            log.info("reputation.held", decision=decision.value, priority=priority, reason=why)
+        return decision, why
+
+    def _count(self, request: EmailRequest, log: EventLog, **counts: int) -> None:
+        """Add to the reputation counters; a failure costs a count, never a send or a retry."""
+        if self.stats is None:
+            return
+        try:
+            self.stats.add(
+                message_id=request.message_id,
+                organization=request.organization_id,
+                hour=hour_of(self.clock()),
+                counts=counts,
+            )
+        except Exception as exc:
+            log.warning("stats.not_counted", counts=counts, error=f"{type(exc).__name__}: {exc}")
 
     def _refuse(self, request: EmailRequest, address: str, reason: str, log: EventLog) -> _Result:
         """One recipient's bad input: a FAILED row for it; the others are still sent."""
@@ -613,6 +688,8 @@ class EmailPipeline:
                 rlog.error("record_failure.failed", error=exc.describe())
                 unwritten.add(key)
                 continue
+            if written:
+                self._count(request, rlog, failed=1)
             rlog.info(
                 "recipient.failed" if written else "recipient.failure_not_recorded",
                 error=error,

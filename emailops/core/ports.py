@@ -17,8 +17,10 @@ __all__ = [
     "Journal",
     "MappingStore",
     "OutgoingEmail",
+    "ReputationGate",
     "SendRateLimiter",
     "Sender",
+    "Stats",
     "Status",
     "SuppressionList",
     "TemplateMapping",
@@ -47,6 +49,9 @@ class TemplateMapping:
     version: int = 0
     updated_by: str = ""
     updated_at: str = ""
+    # critical | normal | bulk (emailops.core.reputation.Priority): what the reputation guard
+    # holds back when the rates are bad. The Go consumer ignores it.
+    priority: str = "normal"
 
 
 def default_template_key(template_file: str) -> str:
@@ -186,4 +191,21 @@ class SendRateLimiter(Protocol):
 class Sender(Protocol):
     def send(self, email: OutgoingEmail) -> str:
         """Send one email; return the provider's message id."""
+        ...
+
+
+class Stats(Protocol):
+    """The reputation counters (``emailops.core.reputation``): hourly, per account, messageId and
+    organization. Called only after the journal write that makes the change succeeded."""
+
+    def add(
+        self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
+    ) -> None: ...
+
+
+class ReputationGate(Protocol):
+    """The reputation guard's word on one send, from the state every consumer shares."""
+
+    def decide(self, *, priority: str, organization: str | None) -> tuple[Any, str]:
+        """(an ``emailops.core.reputation.GateDecision``, the reason)."""
         ...

@@ -24,8 +24,21 @@ class MappingEditForm(forms.Form):
         help_text="Go ({{.name}}) or Jinja2 ({{ name }}) syntax; context.subject overrides it.",
         widget=forms.TextInput(attrs={"size": 80}),
     )
+    priority = forms.ChoiceField(
+        required=False,
+        choices=[
+            ("critical", "Critical: password resets, verification; never held back"),
+            ("normal", "Normal (the default): slowed while the reputation guard acts"),
+            ("bulk", "Bulk: paused while the reputation guard acts"),
+        ],
+        initial="normal",
+        help_text="What the reputation guard holds back when bounce or complaint rates are high.",
+    )
     # The version the editor saw: the save is conditional on it still being current.
     version = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
+
+    def clean_priority(self) -> str | None:
+        return self.cleaned_data.get("priority") or None  # absent: keep (or default to normal)
 
 
 class MappingCreateForm(MappingEditForm):
@@ -36,7 +49,7 @@ class MappingCreateForm(MappingEditForm):
     )
     version = None  # a new mapping has no version yet
 
-    field_order = ["message_id", "template_file", "subject"]
+    field_order = ["message_id", "template_file", "subject", "priority"]
 
 
 class MappingDeleteForm(forms.Form):

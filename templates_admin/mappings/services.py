@@ -24,6 +24,7 @@ from emailops.core.contract import (
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import ConcurrentUpdate, InvalidRequest, TemplateError
 from emailops.core.ports import TemplateMapping, default_template_key
+from emailops.core.reputation import Priority
 from templates_admin.models import EmailAction, MappingChange
 
 # A bare file name: it becomes part of an S3 key, so no folders and no "..".
@@ -70,6 +71,7 @@ def _stamped(mapping: TemplateMapping, user: AbstractBaseUser) -> TemplateMappin
         message_id=mapping.message_id,
         template_file=mapping.template_file,
         subject=mapping.subject,
+        priority=mapping.priority,
         updated_by=user.get_username(),
         updated_at=timezone.now().isoformat(timespec="seconds"),
     )
@@ -97,12 +99,30 @@ def _audited_save(
     return saved
 
 
+def _priority(value: str | None, current: str = Priority.NORMAL.value) -> str:
+    if value is None:
+        return current
+    if value not in {p.value for p in Priority}:
+        raise ValidationError({"priority": ["Choose critical, normal or bulk."]})
+    return value
+
+
 def mapping_create(
-    *, message_id: str, template_file: str, subject: str, user: AbstractBaseUser
+    *,
+    message_id: str,
+    template_file: str,
+    subject: str,
+    user: AbstractBaseUser,
+    priority: str | None = None,
 ) -> TemplateMapping:
     """Raises ValidationError, or ConcurrentUpdate (with ``.current``) if it already exists."""
     mapping_validate(message_id=message_id, template_file=template_file, subject=subject)
-    mapping = TemplateMapping(message_id=message_id, template_file=template_file, subject=subject)
+    mapping = TemplateMapping(
+        message_id=message_id,
+        template_file=template_file,
+        subject=subject,
+        priority=_priority(priority),
+    )
     return _audited_save(
         action=MappingChange.Action.CREATE,
         before=None,
@@ -128,15 +148,24 @@ def mapping_update(
     subject: str,
     expected_version: int,
     user: AbstractBaseUser,
+    priority: str | None = None,
 ) -> TemplateMapping:
     """Replace the mapping last seen at ``expected_version``; a save that changes nothing writes
-    nothing. Raises ValidationError, or ConcurrentUpdate if someone else changed it meanwhile."""
+    nothing. Raises ValidationError, or ConcurrentUpdate if someone else changed it meanwhile.
+    ``priority`` None keeps the current one."""
     mapping_validate(template_file=template_file, subject=subject)
     current = _current_or_conflict(message_id)
-    unchanged = (current.template_file, current.subject) == (template_file, subject)
+    priority = _priority(priority, current.priority)
+    unchanged = (current.template_file, current.subject, current.priority) == (
+        template_file,
+        subject,
+        priority,
+    )
     if unchanged and current.version == expected_version:
         return current
-    mapping = TemplateMapping(message_id=message_id, template_file=template_file, subject=subject)
+    mapping = TemplateMapping(
+        message_id=message_id, template_file=template_file, subject=subject, priority=priority
+    )
     return _audited_save(
         action=MappingChange.Action.UPDATE,
         before=current,

@@ -96,6 +96,7 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
                 message_id=form.cleaned_data["message_id"],
                 template_file=form.cleaned_data["template_file"],
                 subject=form.cleaned_data["subject"],
+                priority=form.cleaned_data["priority"],
                 user=request.user,
             )
         except ValidationError as exc:
@@ -130,6 +131,7 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
                     message_id=message_id,
                     template_file=form.cleaned_data["template_file"],
                     subject=form.cleaned_data["subject"],
+                    priority=form.cleaned_data["priority"],
                     expected_version=form.cleaned_data["version"],
                     user=request.user,
                 )
@@ -162,6 +164,7 @@ def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
     return {
         "template_file": mapping.template_file,
         "subject": mapping.subject,
+        "priority": mapping.priority,
         "version": mapping.version,
     }
 

@@ -59,7 +59,20 @@ def test_create_writes_version_1_and_the_go_attributes(aws, store):
         "Version": {"N": "1"},
         "UpdatedBy": {"S": "ann"},
         "UpdatedAt": {"S": "2026-01-01"},
+        "Priority": {"S": "normal"},  # the reputation guard's; the Go service ignores it
     }
+
+
+def test_priority_round_trips_and_a_row_without_one_is_normal(aws, store):
+    from dataclasses import replace
+
+    store.save_mapping(replace(mapping(), priority="bulk"), expected_version=None)
+    assert store.get_mapping("welcome").priority == "bulk"
+    aws.dynamodb.put_item(
+        TableName="email-message-templates",
+        Item={"MessageId": {"S": "go"}, "TemplateFile": {"S": "go.html"}, "Subject": {"S": "S"}},
+    )
+    assert store.get_mapping("go").priority == "normal"
 
 
 def test_creating_twice_is_a_concurrent_update(store):

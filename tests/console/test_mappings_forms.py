@@ -31,6 +31,7 @@ def test_create_form_has_no_version_and_keeps_the_fields():
         "message_id": "welcome_1",
         "template_file": "a.html",
         "subject": "Hi",
+        "priority": None,  # not posted: the service keeps the current one (normal when new)
     }
 
 

@@ -22,10 +22,14 @@ class Journal:
             raise self.error
         return self.key
 
-    def apply_event(self, key, event, *, now):
+    def apply_event(self, key, event, *, now, on_applied=None):
         seen = any(e.event_id == event.event_id for _, e in self.applied)
         self.applied.append((key, event))
-        return ApplyResult.DUPLICATE if seen else ApplyResult.APPLIED
+        if seen:
+            return ApplyResult.DUPLICATE
+        if on_applied is not None:
+            on_applied("welcome", "7")
+        return ApplyResult.APPLIED
 
 
 class Recorder:
@@ -94,3 +98,49 @@ def test_unmatched_waits_once_and_events_without_a_ses_id_are_stored_at_once():
     no_id = {"eventType": "Send", "mail": {"destination": ["a@x.test"]}, "send": {}}
     assert h.handle(json.dumps(no_id), receive_count=1).result == "stored"
     assert [reason["reason"] for _, reason in unmatched.calls] == ["no journal row"] * 2
+
+
+def counting_handler():
+    from tests.fakes import InMemoryStats
+
+    stats = InMemoryStats()
+    built, _, _ = handler()
+    built.stats = stats
+    return built, stats
+
+
+def test_each_outcome_counts_once_and_a_duplicate_event_never_again():
+    h, stats = counting_handler()
+    for name in (
+        "delivery.json",
+        "bounce.json",
+        "bounce-transient.json",
+        "complaint.json",
+        "reject.json",
+        "delivery-delay.json",
+        "send.json",  # the consumer counted the send already
+        "open.json",
+    ):
+        event = ses_event(name)
+        event["mail"]["messageId"] += f"-{name}"  # the samples share one email; make them apart
+        body = envelope(event)
+        h.handle(body)
+        h.handle(body)  # SNS/SQS delivered it twice: applied once, counted once
+    expected = {
+        "delivered": 1,
+        "bounced_permanent": 1,
+        "bounced_transient": 1,
+        "complained": 1,
+        "rejected": 1,
+        "delayed": 1,
+    }
+    assert stats.totals() == expected
+    assert stats.totals("message#welcome") == expected
+    assert stats.totals("org#7") == expected
+
+
+def test_a_stats_outage_does_not_redeliver_the_event():
+    h, stats = counting_handler()
+    stats.fail = TransientError("add reputation counts", reason="DynamoDB unavailable")
+    outcome = h.handle(envelope(ses_event("delivery.json")))
+    assert outcome.action is EventAction.DELETE and outcome.result == "applied"

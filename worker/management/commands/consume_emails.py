@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
+from emailops import wiring
 from worker.cli import add_queue_arguments, stop_signals
 from worker.stats import serve_metrics
 from worker.wiring import build_consumer
@@ -67,7 +68,14 @@ class Command(BaseCommand):
             port = options["metrics_port"]
             port = settings.CONSUMER_METRICS_PORT if port is None else port
             if port:
-                serve_metrics(port, consumer.stats, consumer.health, lambda: len(consumer.inflight))
+                state = wiring.reputation_state()
+                serve_metrics(
+                    port,
+                    consumer.stats,
+                    consumer.health,
+                    lambda: len(consumer.inflight),
+                    reputation=lambda: (state.evaluation(), state.entries()),
+                )
             stats = consumer.run(
                 stop=stop,
                 force=force,
