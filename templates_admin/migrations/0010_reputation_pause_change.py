@@ -23,7 +23,7 @@ def grant(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("templates_admin", "0007_erasure_and_export_audit"),
+        ("templates_admin", "0009_job_kinds_erasure_and_dlq_listing"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
