@@ -184,6 +184,7 @@ class OperationsPage(models.Model):
             ("bulk_resend", "Can resend a batch of emails"),
             ("check_templates", "Can run the template check"),
             ("erase_recipient", "Can erase every journal row of an email address"),
+            ("manage_pauses", "Can pause or resume sending by priority, with a reason"),
         ]
 
     def __str__(self) -> str:
