@@ -222,6 +222,31 @@ SES_EVENTS_UNMATCHED_TABLE = env.str(
 # Local stack only: play SES's mailbox simulator (moto publishes no events).
 SES_SIMULATE_EVENTS = env.bool("SES_SIMULATE_EVENTS", default=False)
 
+# --- Reputation: counters, rates and the guard (docs/reputation.md) -----------------------------
+# Hourly counters per account, messageId and organization (DynamoDB; empty = not counted).
+STATS_TABLE = env.str("STATS_TABLE", default="email-stats")
+# Counters expire (DynamoDB TTL on ExpiresAt) this long after their hour.
+STATS_TTL_DAYS = env.int("STATS_TTL_DAYS", default=400)
+# Rates are computed over this many hours, and not judged below this many delivered-or-bounced.
+REPUTATION_WINDOW_HOURS = env.int("REPUTATION_WINDOW_HOURS", default=24)
+REPUTATION_MIN_VOLUME = env.int("REPUTATION_MIN_VOLUME", default=200)
+# Percentages, below SES's review (5 % / 0.1 %) and pause (10 % / 0.5 %) lines.
+REPUTATION_WARN_BOUNCE_PERCENT = env.float("REPUTATION_WARN_BOUNCE_PERCENT", default=2.0)
+REPUTATION_WARN_COMPLAINT_PERCENT = env.float("REPUTATION_WARN_COMPLAINT_PERCENT", default=0.05)
+REPUTATION_ACT_BOUNCE_PERCENT = env.float("REPUTATION_ACT_BOUNCE_PERCENT", default=4.0)
+REPUTATION_ACT_COMPLAINT_PERCENT = env.float("REPUTATION_ACT_COMPLAINT_PERCENT", default=0.08)
+# Past the act line, normal-priority mail goes at this share of the send rate (bulk waits).
+REPUTATION_SLOW_SHARE = env.float("REPUTATION_SLOW_SHARE", default=0.25)
+# How often beat evaluates the rates and sets or lifts the automatic pauses.
+REPUTATION_CHECK_SECONDS = env.int("REPUTATION_CHECK_SECONDS", default=300)
+# A paused record looks again after this long; consumers re-read the pauses this often.
+REPUTATION_PAUSE_WAIT_SECONDS = env.int("REPUTATION_PAUSE_WAIT_SECONDS", default=60)
+REPUTATION_REFRESH_SECONDS = env.int("REPUTATION_REFRESH_SECONDS", default=5)
+# After a pause is lifted by hand, the guard does not set it again automatically for this long.
+REPUTATION_RESUME_HOLD_MINUTES = env.int("REPUTATION_RESUME_HOLD_MINUTES", default=60)
+# Warn alerts are POSTed here as {"text": ...} (a Slack incoming webhook accepts it); empty = none.
+ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
+
 # django-storages (the S3 template store passes bucket and region itself).
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
 

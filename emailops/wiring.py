@@ -27,9 +27,11 @@ from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
+from emailops.aws.ses_account import SesAccountView
 from emailops.aws.ses_simulator import SimulatingSender
 from emailops.aws.sns_verify import SnsVerifier
 from emailops.aws.sqs import SqsQueue
+from emailops.aws.stats import DynamoStats
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
 from emailops.core.delivery_handler import DeliveryEventHandler
@@ -39,6 +41,7 @@ from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimit
 from emailops.core.rendering import Renderer
 from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
 from emailops.redis_rate import RedisBucketStore
+from emailops.reputation_state import ReputationGate, ReputationState
 
 __all__ = [
     "build_pipeline",
@@ -54,12 +57,16 @@ __all__ = [
     "mapping_store",
     "queue",
     "renderer",
+    "reputation_gate",
+    "reputation_state",
     "require",
     "reset",
     "send_rate_limiter",
     "sender",
     "sender_addresses",
+    "ses_account_view",
     "sns_verifier",
+    "stats",
     "suppression_list",
     "template_store",
     "unmatched_events",
@@ -247,6 +254,49 @@ def send_rate_limiter() -> SharedRateLimiter:
     )
 
 
+@functools.cache
+def stats() -> DynamoStats | None:
+    """The reputation counters; None when STATS_TABLE is empty (nothing is counted)."""
+    if not settings.STATS_TABLE:
+        return None
+    return DynamoStats(_client("dynamodb"), settings.STATS_TABLE, ttl_days=settings.STATS_TTL_DAYS)
+
+
+def ses_account_view() -> SesAccountView:
+    return SesAccountView(_client("sesv2"), _client("cloudwatch"))
+
+
+@functools.cache
+def reputation_state() -> ReputationState:
+    return ReputationState.from_url(
+        settings.REDIS_URL, key=f"{settings.SES_RATE_REDIS_KEY}:reputation"
+    )
+
+
+@functools.cache
+def reputation_gate() -> ReputationGate:
+    return ReputationGate(reputation_state(), refresh=settings.REPUTATION_REFRESH_SECONDS)
+
+
+@functools.cache
+def slow_rate_limiter() -> SharedRateLimiter:
+    """The reduced rate normal-priority mail takes a slot of while the guard acts: a second
+    bucket beside the main one, at REPUTATION_SLOW_SHARE of the send rate."""
+    main = send_rate_limiter()
+    share = settings.REPUTATION_SLOW_SHARE
+    if not 0 < share <= 1:
+        raise ImproperlyConfigured("REPUTATION_SLOW_SHARE must be a share of the rate in (0, 1]")
+    return SharedRateLimiter(
+        max_rate=lambda: main.max_rate() * share,
+        store=RedisBucketStore.from_url(
+            settings.REDIS_URL, key=f"{settings.SES_RATE_REDIS_KEY}:slow"
+        ),
+        fallback=LocalBucketStore(),
+        log=EventLog(logging.getLogger("emailops.ratelimit")),
+        fallback_consumers=settings.SES_RATE_FALLBACK_CONSUMERS,
+    )
+
+
 def _send_rate_setting() -> float:
     try:
         rate = float(settings.SES_MAX_SEND_RATE)
@@ -325,6 +375,10 @@ def reset() -> None:
         events_queue,
         sns_verifier,
         send_rate_limiter,
+        stats,
+        reputation_state,
+        reputation_gate,
+        slow_rate_limiter,
     )
     for factory in factories:
         factory.cache_clear()

@@ -184,7 +184,6 @@ class OperationsPage(models.Model):
             ("bulk_resend", "Can resend a batch of emails"),
             ("check_templates", "Can run the template check"),
             ("erase_recipient", "Can erase every journal row of an email address"),
-            ("manage_pauses", "Can pause or resume sending by priority, with a reason"),
         ]
 
     def __str__(self) -> str:
@@ -358,3 +357,28 @@ class TemplateVersion(models.Model):
     @property
     def organization(self) -> str | None:
         return key_organization(self.key)
+
+
+class ReputationPauseChange(models.Model):
+    """Audit trail of the guard's pauses set or lifted by a person (CLI or console), with why."""
+
+    class Action(models.TextChoices):
+        PAUSE = "pause"
+        RESUME = "resume"
+
+    action = models.CharField(max_length=10, choices=Action.choices)
+    priority = models.CharField(max_length=10)
+    organization = models.CharField(max_length=40, blank=True)  # "" = account-wide
+    reason = models.TextField()
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    actor = models.CharField(max_length=150, blank=True)  # the CLI's operator when no user
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        default_permissions = ("view",)
+        permissions = [("manage_reputation", "Can set and lift the reputation guard's pauses")]
+
+    def __str__(self) -> str:
+        where = f"organization {self.organization}" if self.organization else "account"
+        return f"{self.action} {self.priority} ({where}) by {self.user or self.actor}"

@@ -20,8 +20,9 @@ REDRIVE_DEAD_LETTERS = "templates_admin.redrive_dead_letters"
 BULK_RESEND = "templates_admin.bulk_resend"
 CHECK_TEMPLATES = "templates_admin.check_templates"
 ERASE_RECIPIENT = "templates_admin.erase_recipient"
-# Setting or lifting the reputation guard's pauses from the dashboard (migration 0008).
-MANAGE_PAUSES = "templates_admin.manage_pauses"
+# The reputation guard's pauses (ReputationPauseChange; granted by migration 0008).
+MANAGE_REPUTATION = "templates_admin.manage_reputation"
+VIEW_PAUSE_CHANGES = "templates_admin.view_reputationpausechange"
 
 # Template owners read the journal too: the send-test page links to the send it made.
 # Removing a suppression lets email reach the address again, like a resend: the same people.
@@ -39,7 +40,8 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
         REDRIVE_DEAD_LETTERS,
         BULK_RESEND,
         ERASE_RECIPIENT,  # migration 0006: erasure requests are a Support lead's call
-        MANAGE_PAUSES,  # migration 0008: holding back or releasing mail is a Support lead's call
+        MANAGE_REPUTATION,  # migration 0008
+        VIEW_PAUSE_CHANGES,
     ],
     TEMPLATE_OWNERS: [
         MANAGE_MAPPINGS,

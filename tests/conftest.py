@@ -120,6 +120,8 @@ def aws(aws_env, settings):
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
         settings.SUPPRESSION_TABLE = "email-suppression"
         provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
+        settings.STATS_TABLE = "email-stats"
+        provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, quiet)
         settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(
             sqs, "email-service-queue", quiet, visibility_timeout=30
         )

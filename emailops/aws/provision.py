@@ -20,6 +20,7 @@ __all__ = [
     "ensure_events_topic",
     "ensure_journal_table",
     "ensure_queue",
+    "ensure_stats_table",
     "ensure_suppression_table",
     "ensure_templates_table",
     "ensure_unmatched_events_table",
@@ -174,6 +175,31 @@ def ensure_queue(
         f"queue {name}: {url} (dead-letter queue {name}-dlq, maxReceiveCount {max_receive_count})"
     )
     return url
+
+
+def ensure_stats_table(client: Any, table: str, report: Report) -> None:
+    """The reputation counters (``emailops.aws.stats``): Scope + Hour, TTL on ExpiresAt."""
+    try:
+        if _describe(client, table):
+            report(f"table {table}: exists")
+        else:
+            client.create_table(
+                TableName=table,
+                KeySchema=[
+                    {"AttributeName": "Scope", "KeyType": "HASH"},
+                    {"AttributeName": "Hour", "KeyType": "RANGE"},
+                ],
+                AttributeDefinitions=[
+                    {"AttributeName": "Scope", "AttributeType": "S"},
+                    {"AttributeName": "Hour", "AttributeType": "S"},
+                ],
+                BillingMode="PAY_PER_REQUEST",
+            )
+            client.get_waiter("table_exists").wait(TableName=table)
+            report(f"table {table}: created")
+        _ensure_ttl(client, table, "ExpiresAt", report)
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, "set up stats table", key=table) from exc
 
 
 def ensure_unmatched_events_table(client: Any, table: str, report: Report) -> None:

@@ -31,7 +31,7 @@ def index_view(admin_site: AdminSite) -> Callable[..., HttpResponse]:
         context = dict(extra_context or {})
         if request.user.has_perm(roles.VIEW_JOBS):
             context["dashboard"] = selectors.dashboard(admin_site_name=admin_site.name)
-            context["can_manage_pauses"] = request.user.has_perm(roles.MANAGE_PAUSES)
+            context["can_manage_pauses"] = request.user.has_perm(roles.MANAGE_REPUTATION)
             if context["can_manage_pauses"]:
                 context["pause_form"] = PauseForm()
         return django_index(request, extra_context=context)
@@ -40,7 +40,7 @@ def index_view(admin_site: AdminSite) -> Callable[..., HttpResponse]:
 
 
 @require_POST
-@console_view(roles.MANAGE_PAUSES)
+@console_view(roles.MANAGE_REPUTATION)
 def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
     form = PauseForm(request.POST)
     if not form.is_valid():

@@ -1,2 +1,2 @@
-"""Sending reputation in the console (stand-in until wip/reputation-guard lands; the guard owns
-this package)."""
+"""Sending reputation in the console: counters and rates (selectors), the guard's pauses
+(services), the periodic evaluation (guard). See docs/reputation.md."""

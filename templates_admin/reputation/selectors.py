@@ -1,31 +1,125 @@
-"""Stand-in with the contract's names (docs: /work/briefs/issue17-contract.md); the guard's branch
-replaces this file with the real reads of the counters, SES and the pauses."""
+"""Reads for the console's front page and ``manage.py reputation``: pre-aggregated hourly
+counters only (one Query per scope), never the journal."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
+from django.conf import settings
 
-def reputation_summary(*, window_hours: int | None = None) -> dict[str, Any]:
-    figures = {
-        "sent": 0,
-        "delivered": 0,
-        "bounced": 0,
-        "complained": 0,
-        "bounce_rate": 0.0,
-        "complaint_rate": 0.0,
-        "state": "low_volume",
-    }
-    return {"account": figures, "message_ids": {}, "organizations": {}, "paused": []}
+from emailops import wiring
+from emailops.core.reputation import (
+    ACCOUNT,
+    HourCounts,
+    Rates,
+    Thresholds,
+    hour_range,
+    rates_over,
+)
+
+__all__ = [
+    "guard_thresholds",
+    "hourly_counts",
+    "pauses",
+    "reputation_summary",
+    "ses_account_view",
+    "slowdowns",
+]
 
 
-def hourly_counts(*, scope: str = "account", days: int = 7) -> list[Any]:
-    return []
+def guard_thresholds() -> tuple[Thresholds, Thresholds]:
+    """(warn, act) as fractions, from the percentages in settings."""
+    warn = Thresholds(
+        bounce=settings.REPUTATION_WARN_BOUNCE_PERCENT / 100,
+        complaint=settings.REPUTATION_WARN_COMPLAINT_PERCENT / 100,
+    )
+    act = Thresholds(
+        bounce=settings.REPUTATION_ACT_BOUNCE_PERCENT / 100,
+        complaint=settings.REPUTATION_ACT_COMPLAINT_PERCENT / 100,
+    )
+    return warn, act
 
 
-def ses_account_view() -> dict[str, Any]:
-    return {}
+def _rates(hours: list[HourCounts]) -> Rates:
+    warn, act = guard_thresholds()
+    return rates_over(hours, min_volume=settings.REPUTATION_MIN_VOLUME, warn=warn, act=act)
+
+
+def hourly_counts(*, scope: str = ACCOUNT, days: int = 7) -> list[HourCounts]:
+    """The scope's hours over the last ``days`` days, oldest first (one Query)."""
+    stats = wiring.stats()
+    if stats is None:
+        return []
+    since, until = hour_range(time.time(), days * 24)
+    return stats.read(scope=scope, since_hour=since, until_hour=until)
+
+
+def _entries(mode: str) -> list[dict[str, Any]]:
+    return [
+        {
+            "priority": e.get("priority"),
+            "organization": e.get("organization"),
+            "reason": e.get("reason", ""),
+            "since": e.get("since", ""),
+        }
+        for e in wiring.reputation_state().entries()
+        if e.get("mode") == mode
+    ]
 
 
 def pauses() -> list[dict[str, Any]]:
-    return []
+    """Pauses in force: ``{priority, organization, reason, since}`` (organization None =
+    account-wide)."""
+    return _entries("pause")
+
+
+def slowdowns() -> list[dict[str, Any]]:
+    """Slowdowns in force (normal priority at REPUTATION_SLOW_SHARE), same shape as pauses."""
+    return _entries("slow")
+
+
+def reputation_summary(*, window_hours: int | None = None) -> dict[str, Any]:
+    """The account's, each messageId's and each organization's counts and rates over the window
+    (default REPUTATION_WINDOW_HOURS), and the pauses in force: the JSON of
+    ``manage.py reputation --json``. One Query per scope."""
+    window = window_hours or settings.REPUTATION_WINDOW_HOURS
+    stats = wiring.stats()
+    since, until = hour_range(time.time(), window)
+    account: dict[str, Any] = _rates([]).as_dict()
+    message_ids: dict[str, Any] = {}
+    organizations: dict[str, Any] = {}
+    if stats is not None:
+        account = _rates(stats.read(scope=ACCOUNT, since_hour=since, until_hour=until)).as_dict()
+        for scope in sorted(stats.scopes(since_hour=since, until_hour=until)):
+            kind, _, name = scope.partition("#")
+            figures = _rates(stats.read(scope=scope, since_hour=since, until_hour=until))
+            if kind == "message":
+                message_ids[name] = figures.as_dict()
+            elif kind == "org":
+                organizations[name] = figures.as_dict()
+    warn, act = guard_thresholds()
+    return {
+        "window_hours": window,
+        "since_hour": since,
+        "until_hour": until,
+        "min_volume": settings.REPUTATION_MIN_VOLUME,
+        "thresholds": {
+            "warn": {"bounce_rate": warn.bounce, "complaint_rate": warn.complaint},
+            "act": {"bounce_rate": act.bounce, "complaint_rate": act.complaint},
+        },
+        "account": account,
+        "message_ids": message_ids,
+        "organizations": organizations,
+        "paused": pauses(),
+        "slowed": slowdowns(),
+    }
+
+
+def ses_account_view() -> dict[str, Any]:
+    """SES's own view (sesv2 GetAccount, CloudWatch reputation metrics): enforcement status,
+    quota, sent in the last 24 h, rates where available; ``{"error": ...}`` when unavailable."""
+    try:
+        return wiring.ses_account_view().view()
+    except Exception as exc:  # a page must render without SES
+        return {"error": f"{type(exc).__name__}: {exc}"}

@@ -52,6 +52,8 @@ class Command(BaseCommand):
             provision.ensure_suppression_table(
                 dynamodb, wiring.require("SUPPRESSION_TABLE"), report
             )
+            if settings.STATS_TABLE:
+                provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, report)
             provision.ensure_queue(
                 aws_client("sqs", region=settings.AWS_REGION),
                 queue_name,

@@ -1,0 +1,119 @@
+"""``STATS_TABLE``: the reputation counters, one item per (scope, hour), ADDed atomically.
+
+Item: ``Scope`` (S) = ``account`` | ``message#<messageId>`` | ``org#<orgId>``, ``Hour`` (S) =
+``YYYY-MM-DDTHH`` (UTC), one number per counter (``emailops.core.reputation.COUNTERS``) and
+``ExpiresAt`` (TTL, 400 days by default). Reads are one Query per scope over an hour range: never
+a Scan, of this table or of the journal.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emailops.aws.clients import translate_error
+from emailops.core.reputation import ACCOUNT, HourCounts, message_scope, org_scope
+
+__all__ = ["DynamoStats"]
+
+
+def _hour_epoch(hour: str) -> int:
+    return int(datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC).timestamp())
+
+
+class DynamoStats:
+    def __init__(self, client: Any, table: str, *, ttl_days: int = 400) -> None:
+        self.client = client
+        self.table = table
+        self.ttl_seconds = ttl_days * 86400
+
+    def add(
+        self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
+    ) -> None:
+        """ADD ``counts`` to the account's, the messageId's and the organization's hour."""
+        counts = {name: int(n) for name, n in counts.items() if n}
+        if not counts:
+            return
+        scopes = [ACCOUNT, message_scope(message_id)]
+        if organization:
+            scopes.append(org_scope(organization))
+        names = {f"#c{i}": name for i, name in enumerate(counts)}
+        values = {f":c{i}": {"N": str(n)} for i, n in enumerate(counts.values())}
+        values[":exp"] = {"N": str(_hour_epoch(hour) + self.ttl_seconds)}
+        update = "ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(counts)))
+        update += " SET ExpiresAt = :exp"
+        for scope in scopes:
+            extra_update, extra_values = "", {}
+            if scope == ACCOUNT:  # the hour's other scopes, so listing them needs no Scan
+                extra_update = ", Scopes :scopes"
+                extra_values = {":scopes": {"SS": scopes[1:]}}
+            try:
+                self.client.update_item(
+                    TableName=self.table,
+                    Key={"Scope": {"S": scope}, "Hour": {"S": hour}},
+                    UpdateExpression=update.replace(" SET", extra_update + " SET", 1),
+                    ExpressionAttributeNames=names,
+                    ExpressionAttributeValues=values | extra_values,
+                )
+            except (ClientError, BotoCoreError) as exc:
+                raise translate_error(exc, "add reputation counts", key=f"{scope}/{hour}") from exc
+
+    def read(self, *, scope: str, since_hour: str, until_hour: str) -> list[HourCounts]:
+        """The scope's hours from ``since_hour`` to ``until_hour`` inclusive, oldest first."""
+        found: list[HourCounts] = []
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#scope = :scope AND #hour BETWEEN :since AND :until",
+            "ExpressionAttributeNames": {"#scope": "Scope", "#hour": "Hour"},
+            "ExpressionAttributeValues": {
+                ":scope": {"S": scope},
+                ":since": {"S": since_hour},
+                ":until": {"S": until_hour},
+            },
+        }
+        try:
+            while True:
+                page = self.client.query(**kwargs)
+                found += [_hour_counts(item) for item in page.get("Items", [])]
+                if "LastEvaluatedKey" not in page:
+                    return found
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, "read reputation counts", key=scope) from exc
+
+    def scopes(self, *, since_hour: str, until_hour: str) -> set[str]:
+        """Every messageId and organization scope with counts in the range: the account's items
+        list them (``Scopes``), so finding them is one Query, not a Scan."""
+        found: set[str] = set()
+        kwargs: dict[str, Any] = {
+            "TableName": self.table,
+            "KeyConditionExpression": "#scope = :scope AND #hour BETWEEN :since AND :until",
+            "ProjectionExpression": "Scopes",
+            "ExpressionAttributeNames": {"#scope": "Scope", "#hour": "Hour"},
+            "ExpressionAttributeValues": {
+                ":scope": {"S": ACCOUNT},
+                ":since": {"S": since_hour},
+                ":until": {"S": until_hour},
+            },
+        }
+        try:
+            while True:
+                page = self.client.query(**kwargs)
+                for item in page.get("Items", []):
+                    found.update(item.get("Scopes", {}).get("SS", []))
+                if "LastEvaluatedKey" not in page:
+                    return found
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, "read reputation scopes", key=ACCOUNT) from exc
+
+
+def _hour_counts(item: dict[str, Any]) -> HourCounts:
+    counts = {
+        name: int(value["N"])
+        for name, value in item.items()
+        if "N" in value and name != "ExpiresAt"
+    }
+    return HourCounts(scope=item["Scope"]["S"], hour=item["Hour"]["S"], counts=counts)

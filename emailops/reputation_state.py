@@ -1,0 +1,168 @@
+"""The guard's shared state in Redis, next to the send-rate bucket (``emailops.redis_rate``).
+
+One hash (``<SES_RATE_REDIS_KEY>:reputation``) holds the pauses and slowdowns in force, field
+``<priority>|<organization or *>`` → JSON ``{priority, organization, reason, since, mode, source,
+by}``, plus ``hold|<priority>|<organization or *>`` → epoch seconds until which the automatic guard
+must not set that pause again (a person lifted it). Every consumer reads the hash at most every
+``refresh`` seconds, so a pause set anywhere is obeyed everywhere within seconds.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from emailops.core.events import EventLog
+from emailops.core.reputation import GateDecision, Priority, parse_priority
+
+__all__ = ["ReputationGate", "ReputationState"]
+
+logger = logging.getLogger("emailops.reputation")
+ANY = "*"
+
+
+def _field(priority: str, organization: str | None) -> str:
+    return f"{priority}|{organization or ANY}"
+
+
+class ReputationState:
+    def __init__(self, client: redis.Redis, *, key: str, clock: Callable[[], float] = time.time):
+        self.client = client
+        self.key = key
+        self.clock = clock
+
+    @classmethod
+    def from_url(cls, url: str, *, key: str, timeout: float = 0.5) -> ReputationState:
+        client = redis.Redis.from_url(
+            url,
+            socket_connect_timeout=timeout,
+            socket_timeout=timeout,
+            retry=Retry(NoBackoff(), 1),
+            decode_responses=True,
+        )
+        return cls(client, key=key)
+
+    def entries(self) -> list[dict[str, Any]]:
+        """Pauses and slowdowns in force, oldest first."""
+        found = []
+        for name, value in self.client.hgetall(self.key).items():
+            if name.startswith("hold|"):
+                continue
+            try:
+                found.append(json.loads(value))
+            except ValueError:
+                continue
+        return sorted(found, key=lambda e: (e.get("since", ""), e.get("priority", "")))
+
+    def set(
+        self,
+        *,
+        priority: str,
+        organization: str | None,
+        reason: str,
+        mode: str,
+        source: str,
+        by: str = "",
+        since: str = "",
+    ) -> bool:
+        """Put a pause (or slowdown) in force. An automatic one never overrides a person's and is
+        not set while a person's lift holds; returns whether anything was written."""
+        name = _field(priority, organization)
+        entry = {
+            "priority": priority,
+            "organization": organization,
+            "reason": reason,
+            "since": since,
+            "mode": mode,
+            "source": source,
+            "by": by,
+        }
+        if source == "auto":
+            hold = self.client.hget(self.key, f"hold|{name}")
+            if hold and float(hold) > self.clock():
+                return False
+            current = self.client.hget(self.key, name)
+            if current and json.loads(current).get("source") != "auto":
+                return False
+            if current and json.loads(current).get("mode") == mode:
+                return False  # already in force: keep its `since`
+        else:
+            self.client.hdel(self.key, f"hold|{name}")
+        self.client.hset(self.key, name, json.dumps(entry))
+        return True
+
+    def lift(
+        self, *, priority: str, organization: str | None, hold_seconds: float = 0
+    ) -> dict[str, Any] | None:
+        """Remove the entry; ``hold_seconds`` keeps the guard from setting it again that long."""
+        name = _field(priority, organization)
+        current = self.client.hget(self.key, name)
+        pipe = self.client.pipeline()
+        pipe.hdel(self.key, name)
+        if hold_seconds > 0:
+            pipe.hset(self.key, f"hold|{name}", str(self.clock() + hold_seconds))
+        pipe.execute()
+        return json.loads(current) if current else None
+
+    def lift_auto(self, *, priority: str, organization: str | None) -> bool:
+        """Lift an automatic entry (the rates recovered); a person's stays."""
+        name = _field(priority, organization)
+        current = self.client.hget(self.key, name)
+        if not current or json.loads(current).get("source") != "auto":
+            return False
+        self.client.hdel(self.key, name)
+        return True
+
+
+class ReputationGate:
+    """What one send may do now (``emailops.core.ports.ReputationGate``), from the shared state
+    re-read at most every ``refresh`` seconds. Redis unreachable: mail flows (logged), because a
+    guard that stops password resets when Redis blinks would be worse than no guard."""
+
+    def __init__(
+        self,
+        state: ReputationState,
+        *,
+        refresh: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = state
+        self.refresh = refresh
+        self.clock = clock
+        self._entries: tuple[float, list[dict[str, Any]]] | None = None
+        self._log = EventLog(logger)
+
+    def _current(self) -> list[dict[str, Any]]:
+        now = self.clock()
+        cached = self._entries  # one immutable tuple: safe to share between worker threads
+        if cached is not None and now - cached[0] < self.refresh:
+            return cached[1]
+        try:
+            entries = self.state.entries()
+        except redis.RedisError as exc:
+            self._log.warning("reputation.state_unavailable", error=f"{type(exc).__name__}: {exc}")
+            entries = cached[1] if cached else []
+        self._entries = (now, entries)
+        return entries
+
+    def decide(self, *, priority: str, organization: str | None) -> tuple[GateDecision, str]:
+        level = parse_priority(priority)
+        if level is Priority.CRITICAL:
+            return GateDecision.GO, ""
+        decision, reason = GateDecision.GO, ""
+        for entry in self._current():
+            if entry.get("priority") != level.value:
+                continue
+            if entry.get("organization") not in (None, organization):
+                continue
+            if entry.get("mode") == "pause":
+                return GateDecision.PAUSE, entry.get("reason", "")
+            decision, reason = GateDecision.SLOW, entry.get("reason", "")
+        return decision, reason
