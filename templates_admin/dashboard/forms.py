@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
-PRIORITIES = [("bulk", "bulk"), ("normal", "normal"), ("critical", "critical")]
+# Critical mail (password resets, verification) is never paused: the guard exists to keep it going.
+PRIORITIES = [("bulk", "bulk"), ("normal", "normal")]
 
 
 class PauseForm(forms.Form):

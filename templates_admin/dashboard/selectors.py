@@ -19,6 +19,7 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.urls import reverse
+from redis import RedisError
 
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
@@ -99,9 +100,10 @@ def _rolling_rates(
 def _read(what: str, problems: list[str], read: Callable[[], T], default: T) -> T:
     try:
         return read()
-    except EmailOpsError as exc:
-        log.warning("dashboard.source_unavailable", source=what, error=exc.describe())
-        problems.append(f"{what}: {exc.describe()}")
+    except (EmailOpsError, RedisError) as exc:
+        error = exc.describe() if isinstance(exc, EmailOpsError) else f"{type(exc).__name__}: {exc}"
+        log.warning("dashboard.source_unavailable", source=what, error=error)
+        problems.append(f"{what}: {error}")
         return default
 
 
@@ -122,8 +124,9 @@ def _worst(
     rows = []
     for entry in entries or []:
         name = str(entry.get(key, ""))
-        bounce, complaint = float(entry.get("bounce_rate", 0)), float(
-            entry.get("complaint_rate", 0)
+        bounce, complaint = (
+            float(entry.get("bounce_rate", 0)),
+            float(entry.get("complaint_rate", 0)),
         )
         severity = max(bounce / SES_REVIEW["bounce"], complaint / SES_REVIEW["complaint"])
         rows.append(
@@ -190,7 +193,7 @@ def _quota(ses: dict[str, Any]) -> dict[str, Any]:
 
 def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) -> dict[str, Any]:
     """Everything the front page shows: ``charts`` (JSON for the chart script), ``worst_*``
-    tables, ``alerts`` (the banner), ``pauses``, ``ses`` (SES's own view) and ``problems``."""
+    tables, ``alerts`` (the banner), ``pauses`` and ``slowdowns``, ``ses`` (SES's own view) and ``problems``."""
     now = now or datetime.now(UTC)
     days = settings.OPS_DASHBOARD_DAYS
     window = settings.REPUTATION_WINDOW_HOURS
@@ -218,6 +221,7 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
         "reputation", problems, lambda: reputation.reputation_summary(), {"account": {}}
     )
     paused = _read("pauses", problems, reputation.pauses, [])
+    slowed = _read("slowdowns", problems, reputation.slowdowns, [])
 
     since = (now - timedelta(hours=window)).date().isoformat()
     top = settings.OPS_DASHBOARD_TOP
@@ -251,6 +255,7 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
             url=lambda name: _journal_url(admin_site_name, since=since),
         ),
         "pauses": paused,
+        "slowdowns": slowed,
         "ses": ses,
         "problems": problems,
     }

@@ -10,10 +10,12 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin import AdminSite
+from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
+from redis import RedisError
 
 from templates_admin import roles
 from templates_admin.console import console_view
@@ -23,9 +25,11 @@ from templates_admin.dashboard.forms import PauseForm
 from templates_admin.reputation import services as reputation_services
 
 
-def index_view(admin_site: AdminSite) -> Callable[..., HttpResponse]:
-    """The admin index with the dashboard for those who may see operations (every console role)."""
-    django_index = admin_site.index
+def index_view(
+    admin_site: AdminSite, django_index: Callable[..., HttpResponse]
+) -> Callable[..., HttpResponse]:
+    """``django_index`` (the site's own index) with the dashboard for those who may see
+    operations (every console role)."""
 
     def index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         context = dict(extra_context or {})
@@ -55,10 +59,15 @@ def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
         "user": request.user,
     }
     where = f"organization {data['organization']}" if data["organization"] else "account-wide"
-    if data["action"] == "set":
-        reputation_services.pause_set(**arguments)
-        messages.success(request, f"{data['priority']} mail paused ({where}).")
-    else:
-        reputation_services.pause_lift(**arguments)
-        messages.success(request, f"{data['priority']} mail resumed ({where}).")
+    try:
+        if data["action"] == "set":
+            reputation_services.pause_set(**arguments)
+            messages.success(request, f"{data['priority']} mail paused ({where}).")
+        else:
+            reputation_services.pause_lift(**arguments)
+            messages.success(request, f"{data['priority']} mail resumed ({where}).")
+    except ValidationError as exc:
+        messages.error(request, f"Pause not changed: {' '.join(exc.messages)}")
+    except RedisError as exc:
+        messages.error(request, f"Pause not changed: the shared state is unavailable ({exc}).")
     return redirect(reverse(f"{admin_site.name}:index"))
