@@ -302,6 +302,11 @@ OPS_STUCK_CLAIMS_SECONDS = env.int("OPS_STUCK_CLAIMS_SECONDS", default=3600)
 OPS_SCAN_MAX_ITEMS = env.int("OPS_SCAN_MAX_ITEMS", default=20000)
 # Hour (UTC, 0-23) of the daily template check.
 OPS_TEMPLATE_CHECK_HOUR = env.int("OPS_TEMPLATE_CHECK_HOUR", default=3)
+# The console's front page: days of hourly charts, and rows in each "worst" table.
+OPS_DASHBOARD_DAYS = env.int("OPS_DASHBOARD_DAYS", default=7)
+OPS_DASHBOARD_TOP = env.int("OPS_DASHBOARD_TOP", default=10)
+# Days of hourly dead-letter depth readings kept for the dashboard's chart.
+OPS_READING_HISTORY_DAYS = env.int("OPS_READING_HISTORY_DAYS", default=35)
 
 # --- Logging: one logfmt line per event ---------------------------------------------------------
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

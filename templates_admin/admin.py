@@ -5,7 +5,9 @@
 - ``templates_admin.journal`` and ``templates_admin.suppression``: the same two names.
 - ``templates_admin.jobs``: the same two names (operations run as Celery jobs).
 
-The admin index shows a banner when Celery beat last found the dead-letter queue non-empty.
+The admin index is the operations dashboard (``templates_admin.dashboard``): charts of the
+reputation counters, the reputation guard's banner and pauses, and the banner when Celery beat last
+found the dead-letter queue non-empty.
 """
 
 from __future__ import annotations
@@ -107,9 +109,27 @@ class OperationsAdmin(PlaceholderAdmin):
 
         return jobs
 
+    def get_urls(self):
+        from templates_admin.dashboard.urls import admin_urls
 
-# The index with the operations banner (templates_admin/templates/templates_admin/index.html).
+        return [*admin_urls(self.admin_site), *super().get_urls()]
+
+
+# The index is the operations dashboard (templates_admin/templates/templates_admin/index.html).
 admin.site.index_template = admin.site.index_template or "templates_admin/index.html"
+
+
+def _dashboard_index(request, extra_context=None):
+    # Imported on first use, like the features: the dashboard pulls in the AWS wiring.
+    from templates_admin.dashboard.views import index_view
+
+    return index_view(admin.site, django_index)(request, extra_context)
+
+
+# The default site's own index stays the rendering; the dashboard only adds its context (and the
+# strict CSP). An instance attribute, because the site's URLs are built from ``site.index``.
+django_index = admin.site.index
+admin.site.index = _dashboard_index
 
 
 @admin.register(JournalReadAudit)

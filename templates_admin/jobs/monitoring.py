@@ -2,12 +2,15 @@
 
 Each stores its last reading in ``OpsReading`` (the console's index banner reads it; the cache is
 per process, the database is shared) and logs an ERROR line when something needs a person.
+The dead-letter depth also keeps one reading per hour (``dlq_depth@YYYY-MM-DDTHH``, the deepest
+seen that hour) for the dashboard's chart, pruned after ``OPS_READING_HISTORY_DAYS``.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -20,6 +23,7 @@ from templates_admin.models import Job, OpsReading
 
 __all__ = [
     "DLQ_DEPTH",
+    "HOUR_SEPARATOR",
     "STUCK_CLAIMS",
     "dead_letter_depth_check",
     "reading",
@@ -30,6 +34,7 @@ __all__ = [
 log = EventLog(logging.getLogger("templates_admin.jobs"))
 DLQ_DEPTH = "dlq_depth"
 STUCK_CLAIMS = "stuck_claims"
+HOUR_SEPARATOR = "@"  # dlq_depth@2026-12-01T14: hour names sort in time order
 _LOGGED_ROWS = 20  # per run; the reading keeps the first 50
 
 
@@ -44,6 +49,21 @@ def reading(name: str) -> OpsReading | None:
     return OpsReading.objects.filter(name=name).first()
 
 
+def _store_hourly(name: str, depth: int, *, now: datetime) -> None:
+    """Keep the deepest reading of the hour (beat runs one check at a time, so read-then-write is
+    safe here), and drop the hours past the history's retention."""
+    hour = now.astimezone(UTC).strftime("%Y-%m-%dT%H")
+    key = f"{name}{HOUR_SEPARATOR}{hour}"
+    previous = reading(key)
+    deepest = max(depth, int((previous.value or {}).get("depth", 0)) if previous else 0)
+    OpsReading.objects.update_or_create(name=key, defaults={"value": {"depth": deepest}, "at": now})
+    cutoff = (now - timedelta(days=settings.OPS_READING_HISTORY_DAYS)).astimezone(UTC)
+    OpsReading.objects.filter(
+        name__startswith=f"{name}{HOUR_SEPARATOR}",
+        name__lt=f"{name}{HOUR_SEPARATOR}{cutoff.strftime('%Y-%m-%dT%H')}",
+    ).delete()
+
+
 def dead_letter_depth_check() -> dict[str, Any]:
     """Read the dead-letter queue's depth; log an error when it holds anything."""
     _, queue = dlq.dead_letter_queues()
@@ -55,6 +75,7 @@ def dead_letter_depth_check() -> dict[str, Any]:
         "queue": queue.url,
     }
     _store(DLQ_DEPTH, value)
+    _store_hourly(DLQ_DEPTH, depth.total, now=timezone.now())
     if depth.total:
         log.error(
             "dlq.not_empty",

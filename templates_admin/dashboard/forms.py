@@ -1,0 +1,26 @@
+"""A Support lead's pause or resume of one priority, account-wide or for one organization."""
+
+from __future__ import annotations
+
+from django import forms
+
+# Critical mail (password resets, verification) is never paused: the guard exists to keep it going.
+PRIORITIES = [("bulk", "bulk"), ("normal", "normal")]
+
+
+class PauseForm(forms.Form):
+    action = forms.ChoiceField(choices=[("set", "Pause"), ("lift", "Resume")])
+    priority = forms.ChoiceField(choices=PRIORITIES)
+    organization = forms.RegexField(
+        regex=r"^\d+$",
+        required=False,
+        max_length=20,
+        help_text="Empty: account-wide.",
+        error_messages={"invalid": "An organization is its number, e.g. 367."},
+    )
+    reason = forms.CharField(
+        max_length=500,
+        widget=forms.TextInput(attrs={"size": 40}),
+        help_text="Required. Kept in the audit trail with your name.",
+        error_messages={"required": "Say why."},
+    )

@@ -1,0 +1,73 @@
+"""The front page and the pause form. Thin: check the permission, call a selector or service.
+
+The admin index is Django's own view; ``index`` wraps it to add the dashboard's context and the
+console's strict Content-Security-Policy (the charts are a static script fed by ``json_script``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.admin import AdminSite
+from django.core.exceptions import ValidationError
+from django.http import HttpRequest, HttpResponse
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+from redis import RedisError
+
+from templates_admin import roles
+from templates_admin.console import console_view
+from templates_admin.csp import strict_csp
+from templates_admin.dashboard import selectors
+from templates_admin.dashboard.forms import PauseForm
+from templates_admin.reputation import services as reputation_services
+
+
+def index_view(
+    admin_site: AdminSite, django_index: Callable[..., HttpResponse]
+) -> Callable[..., HttpResponse]:
+    """``django_index`` (the site's own index) with the dashboard for those who may see
+    operations (every console role)."""
+
+    def index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        context = dict(extra_context or {})
+        if request.user.has_perm(roles.VIEW_JOBS):
+            context["dashboard"] = selectors.dashboard(admin_site_name=admin_site.name)
+            context["can_manage_pauses"] = request.user.has_perm(roles.MANAGE_REPUTATION)
+            if context["can_manage_pauses"]:
+                context["pause_form"] = PauseForm()
+        return django_index(request, extra_context=context)
+
+    return strict_csp(index)
+
+
+@require_POST
+@console_view(roles.MANAGE_REPUTATION)
+def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
+    form = PauseForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"Pause not changed: {field}: {' '.join(errors)}")
+        return redirect(reverse(f"{admin_site.name}:index"))
+    data = form.cleaned_data
+    arguments = {
+        "priority": data["priority"],
+        "organization": data["organization"] or None,
+        "reason": data["reason"],
+        "user": request.user,
+    }
+    where = f"organization {data['organization']}" if data["organization"] else "account-wide"
+    try:
+        if data["action"] == "set":
+            reputation_services.pause_set(**arguments)
+            messages.success(request, f"{data['priority']} mail paused ({where}).")
+        else:
+            reputation_services.pause_lift(**arguments)
+            messages.success(request, f"{data['priority']} mail resumed ({where}).")
+    except ValidationError as exc:
+        messages.error(request, f"Pause not changed: {' '.join(exc.messages)}")
+    except RedisError as exc:
+        messages.error(request, f"Pause not changed: the shared state is unavailable ({exc}).")
+    return redirect(reverse(f"{admin_site.name}:index"))

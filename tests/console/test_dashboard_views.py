@@ -1,0 +1,278 @@
+"""The operations dashboard (the console's front page) through Django's test client: every role
+sees the charts' data from the hourly counters, the worst tables link to the journal search, the
+guard's banner and pauses show, Support leads set and lift a pause, and nothing reads the journal.
+
+Counters are written with the real DynamoDB adapter (moto in-process); pauses live in the real
+Redis under a key of the test's own."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from datetime import UTC, datetime, timedelta
+from html import unescape
+
+import pytest
+import redis
+
+from emailops import wiring
+from templates_admin.csp import POLICY
+from templates_admin.dashboard import selectors
+from templates_admin.models import OpsReading, ReputationPauseChange
+from templates_admin.reputation import selectors as reputation
+from tests.conftest import skip_or_fail
+
+pytestmark = pytest.mark.django_db
+
+INDEX = "/admin/"
+PAUSE = "/admin/templates_admin/operationspage/pause/"
+
+
+def text(response) -> str:
+    return unescape(response.content.decode())
+
+
+def hour(back: int = 0) -> str:
+    return (datetime.now(UTC) - timedelta(hours=back)).strftime("%Y-%m-%dT%H")
+
+
+@pytest.fixture
+def reputation_key(settings):
+    """The guard's shared state under a key of this test's own, removed afterwards."""
+    client = redis.Redis.from_url(settings.REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        skip_or_fail(f"Redis is not reachable at {settings.REDIS_URL}: {exc}")
+    settings.SES_RATE_REDIS_KEY = f"emailops-test-dashboard:{uuid.uuid4().hex}"
+    wiring.reset()
+    yield settings.SES_RATE_REDIS_KEY
+    for key in client.scan_iter(f"{settings.SES_RATE_REDIS_KEY}*"):
+        client.delete(key)
+
+
+@pytest.fixture
+def counters(aws, reputation_key):
+    """Two hours of sends: one clean messageId, and org 367's newsletter bouncing past the act
+    line (12 % hard bounces over 250 sends)."""
+    stats = wiring.stats()
+    stats.add(
+        message_id="password-reset",
+        organization=None,
+        hour=hour(3),
+        counts={"sent": 300, "delivered": 298, "bounced_transient": 2, "rate_waits": 4},
+    )
+    stats.add(
+        message_id="newsletter",
+        organization="367",
+        hour=hour(1),
+        counts={
+            "sent": 250,
+            "delivered": 218,
+            "bounced_permanent": 30,
+            "bounced_transient": 2,
+            "complained": 1,
+            "throttles": 3,
+            "failed": 1,
+        },
+    )
+    return stats
+
+
+@pytest.mark.parametrize("group", ["Support", "Support leads", "Template owners", None], ids=str)
+def test_every_console_role_sees_the_charts_data(counters, client, make_user, group):
+    user = make_user(group, superuser=group is None)
+    client.force_login(user)
+    response = client.get(INDEX)
+    assert response.status_code == 200
+    assert response["Content-Security-Policy"] == POLICY  # the charts run under the strict CSP
+    page = text(response)
+    assert "vendor/chartjs/chart.umd.min.js" in page and "templates_admin/dashboard.js" in page
+    assert "<script>" not in page.replace(" ", "")  # nothing inline to run
+
+    charts = json.loads(
+        page.split('id="ops-dashboard-data" type="application/json">')[1].split("</script>")[0]
+    )
+    assert charts == response.context["dashboard"]["charts"]
+    assert len(charts["hours"]) == 7 * 24 and charts["hours"][-1] == hour(0)
+    assert sum(charts["sends"]["sent"]) == 550
+    assert sum(charts["sends"]["outcomes"]["delivered"]) == 516
+    assert sum(charts["sends"]["outcomes"]["bounced_permanent"]) == 30
+    assert charts["sends"]["sent"][charts["hours"].index(hour(1))] == 250
+    assert (
+        sum(charts["throttles"]["throttles"]) == 3 and sum(charts["throttles"]["rate_waits"]) == 4
+    )
+    # Rolling 24 h at the last hour: 30 hard bounces of 550 delivered-or-bounced sends.
+    assert charts["rates"]["bounce"][-1] == round(100 * 30 / 550, 4)
+    assert charts["rates"]["complaint"][-1] == round(100 * 1 / 516, 4)
+    assert charts["rates"]["bounce"][0] is None  # nothing sent in that window: a gap, not 0 %
+    assert charts["lines"] == {
+        "review": {"bounce": 0.05, "complaint": 0.001},
+        "pause": {"bounce": 0.10, "complaint": 0.005},
+    }
+
+    worst = response.context["dashboard"]["worst_message_ids"]
+    assert [row["name"] for row in worst] == ["newsletter", "password-reset"]
+    assert worst[0]["state"] == "act" and worst[0]["bounce_percent"] == 12.0
+    assert "message_id=newsletter" in worst[0]["journal_url"]
+    assert [row["name"] for row in response.context["dashboard"]["worst_organizations"]] == ["367"]
+    assert 'id="reputation-banner"' in page and "Act: organization 367" in page
+    can_pause = group in ("Support leads", None)
+    assert ('id="reputation-pause-form"' in page) is can_pause
+
+
+def test_staff_without_a_console_role_gets_the_plain_index(counters, client, make_user):
+    client.force_login(make_user(None))
+    response = client.get(INDEX)
+    assert response.status_code == 200
+    assert "dashboard" not in response.context and "ops-dashboard-data" not in text(response)
+
+
+def test_the_worst_tables_link_to_a_journal_search_with_the_filters_filled(
+    counters, client, make_user
+):
+    client.force_login(make_user("Support"))
+    row = client.get(INDEX).context["dashboard"]["worst_message_ids"][0]
+    assert row["journal_url"].startswith("/admin/templates_admin/emailjournalpage/?")
+    search = client.get(row["journal_url"])
+    assert search.status_code == 200
+    form = search.context["form"]
+    assert form["message_id"].value() == "newsletter" and form["delivery"].value() == "BOUNCED"
+
+
+def test_the_dashboard_never_reads_the_journal(counters, client, make_user, monkeypatch, settings):
+    """Every AWS client the request builds records its calls; the journal's adapters raise."""
+
+    def journal_read(*args, **kwargs):
+        raise AssertionError("the dashboard read the journal")
+
+    journal_read.cache_clear = lambda: None  # wiring.reset() clears every factory
+    for factory in ("journal", "journal_scan", "journal_search", "event_journal"):
+        monkeypatch.setattr(wiring, factory, journal_read)
+    calls: list[tuple[str, str, str]] = []
+    build = wiring.aws_client
+
+    def recording_client(service, **kwargs):
+        made = build(service, **kwargs)
+
+        def record(params, model, **_):
+            calls.append((service, model.name, params.get("TableName", "")))
+
+        made.meta.events.register("provide-client-params.*.*", record)
+        return made
+
+    monkeypatch.setattr(wiring, "aws_client", recording_client)
+    wiring.reset()
+    client.force_login(make_user("Support"))
+    response = client.get(INDEX)
+
+    assert (
+        response.status_code == 200
+        and sum(response.context["dashboard"]["charts"]["sends"]["sent"]) == 550
+    )
+    assert calls, "the recorder saw no AWS call at all"
+    assert not [c for c in calls if c[2] == settings.JOURNAL_TABLE]
+    assert not [c for c in calls if c[1] == "Scan"]
+    tables = {table for _, _, table in calls if table}
+    assert tables == {settings.STATS_TABLE}
+
+
+def test_the_dlq_chart_reads_one_query_of_the_beat_checks_hourly_history(
+    aws, client, make_user, django_assert_num_queries
+):
+    now = datetime.now(UTC)
+    for back, depth in ((0, 4), (2, 1), (24 * 40, 9)):  # the last is outside the chart
+        at = now - timedelta(hours=back)
+        OpsReading.objects.create(name=f"dlq_depth@{at:%Y-%m-%dT%H}", value={"depth": depth}, at=at)
+    hours = selectors.hour_labels(now=now, hours=7 * 24)
+    with django_assert_num_queries(1):
+        history = selectors.dlq_depth_history(since_hour=hours[0])
+    assert history == {hour(0): 4, hour(2): 1}
+
+
+def test_the_beat_check_keeps_the_deepest_reading_per_hour_and_prunes_old_hours(aws, settings):
+    from templates_admin.jobs import monitoring
+
+    old = datetime.now(UTC) - timedelta(days=settings.OPS_READING_HISTORY_DAYS + 1)
+    OpsReading.objects.create(name=f"dlq_depth@{old:%Y-%m-%dT%H}", value={"depth": 7}, at=old)
+    for body in ("a", "b"):
+        aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
+    monitoring.dead_letter_depth_check()
+    aws.sqs.purge_queue(QueueUrl=aws.dlq_url)
+    monitoring.dead_letter_depth_check()  # 0 now; the hour keeps its 2
+
+    history = OpsReading.objects.filter(name__startswith="dlq_depth@")
+    assert {r.name: r.value["depth"] for r in history} == {f"dlq_depth@{hour(0)}": 2}
+    assert OpsReading.objects.get(name="dlq_depth").value["depth"] == 0
+
+
+def test_rolling_rates_are_judged_over_the_window_not_per_hour():
+    hours = ["2026-12-01T10", "2026-12-01T11", "2026-12-01T12"]
+    counts = {
+        "2026-12-01T09": {"delivered": 90, "bounced_permanent": 10},
+        "2026-12-01T11": {"delivered": 1, "bounced_permanent": 1, "complained": 1},
+    }
+    rates = selectors._rolling_rates(hours, counts, window=2)
+    assert rates["bounce"] == [10.0, 50.0, 50.0]  # 10:00 still sees 09:00; 12:00 sees 11:00
+    assert rates["complaint"] == [0.0, 100.0, 100.0]
+    assert rates["delivery"] == [90.0, 50.0, 50.0]
+    assert selectors._rolling_rates(hours, {}, window=2)["bounce"] == [None, None, None]
+
+
+def test_a_support_lead_pauses_and_resumes_bulk_mail_with_a_reason(counters, client, make_user):
+    lead = make_user("Support leads")
+    client.force_login(lead)
+    response = client.post(
+        PAUSE,
+        {"action": "set", "priority": "bulk", "organization": "367", "reason": "bad list"},
+        follow=True,
+    )
+    assert response.status_code == 200
+    assert "Bulk mail paused (organization 367)" in text(response)
+    assert [(p["priority"], p["organization"], p["reason"]) for p in reputation.pauses()] == [
+        ("bulk", "367", "bad list")
+    ]
+    assert response.context["dashboard"]["pauses"][0]["reason"] == "bad list"
+    assert 'class="reputation-pause"' in text(response)
+
+    response = client.post(
+        PAUSE,
+        {"action": "lift", "priority": "bulk", "organization": "367", "reason": "list cleaned"},
+        follow=True,
+    )
+    assert "Bulk mail resumed (organization 367)" in text(response)
+    assert reputation.pauses() == []
+    assert 'id="reputation-no-pauses"' in text(response)
+    trail = ReputationPauseChange.objects.order_by("at", "id")
+    assert [(c.action, c.reason, c.user) for c in trail] == [
+        ("pause", "bad list", lead),
+        ("resume", "list cleaned", lead),
+    ]
+
+
+def test_pausing_needs_a_lead_a_reason_and_never_touches_critical_mail(counters, client, make_user):
+    client.force_login(make_user("Support"))
+    form = {"action": "set", "priority": "bulk", "organization": "", "reason": "x"}
+    assert client.post(PAUSE, form).status_code == 403
+    client.force_login(make_user("Template owners"))
+    assert client.post(PAUSE, form).status_code == 403
+
+    client.force_login(make_user("Support leads"))
+    assert client.get(PAUSE).status_code == 405
+    no_reason = client.post(PAUSE, {**form, "reason": ""}, follow=True)
+    assert "Pause not changed: reason" in text(no_reason)
+    critical = client.post(PAUSE, {**form, "priority": "critical"}, follow=True)
+    assert "Pause not changed: priority" in text(critical)
+    assert reputation.pauses() == [] and not ReputationPauseChange.objects.exists()
+
+
+def test_the_front_page_renders_when_redis_and_ses_are_down(counters, client, make_user, settings):
+    settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
+    wiring.reset()
+    client.force_login(make_user("Support"))
+    response = client.get(INDEX)
+    assert response.status_code == 200
+    dashboard = response.context["dashboard"]
+    assert sum(dashboard["charts"]["sends"]["sent"]) == 550  # the counters still show
+    assert any(problem.startswith("pauses:") for problem in dashboard["problems"])
+    assert "Not available: pauses" in text(response)
