@@ -145,12 +145,14 @@ class InMemoryJournal:
         self._maybe_fail("mark_failed")
         return self._mark(key, attempt, Status=Status.FAILED, Error=error)
 
-    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
         self._maybe_fail("mark_accepted")
         with self.lock:
             row = self.rows.get(key)
             if row and row["Status"] != Status.SENT:
                 row.update(Status=Status.SENT, SesMessageId=provider_id)
+                return True
+            return False
 
     def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
         self._maybe_fail("note_extra_send")

@@ -68,6 +68,7 @@ _NAMES = {
     "#attempts": "Attempts",
     "#err": "Error",
     "#producer": "Producer",
+    "#ses": "SesMessageId",
 }
 # Every write also finds the row absent or its writer's own: an SQS dedupeId that mimics an API key
 # cannot take that producer's row, nor one token another's. Queue (and Go-era) rows have no Producer.
@@ -288,8 +289,15 @@ class DynamoJournal:
                 "SesMessageId": provider_id,
                 "MessageSent": rfc3339(sent_at),
             },
-            condition=_OURS,
-            values={"queued": Status.QUEUED.value, "attempt": attempt},
+            # Or already ours and SENT with this very send: a retried call whose first reply was
+            # lost (the write landed) is the same mark, not a lost lease.
+            condition=f"({_OURS}) OR (#status = :sent AND #attempts = :attempt AND #ses = :ses)",
+            values={
+                "queued": Status.QUEUED.value,
+                "sent": Status.SENT.value,
+                "attempt": attempt,
+                "ses": provider_id,
+            },
             what="mark journal row SENT",
         )
         return isinstance(result, dict)
@@ -304,9 +312,9 @@ class DynamoJournal:
         )
         return isinstance(result, dict)
 
-    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
         # No claim fence on purpose: SES accepted this send, so the row is SENT whoever holds it.
-        self._conditional_update(
+        result = self._conditional_update(
             key,
             sets={
                 "Status": Status.SENT.value,
@@ -318,6 +326,7 @@ class DynamoJournal:
             extra="REMOVE #err",
             what="mark journal row SENT (earlier send)",
         )
+        return not isinstance(result, ClientError)
 
     def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
         # No claim fence on purpose (the claim is lost), and nothing but the list is touched: the

@@ -316,7 +316,7 @@ class EmailPipeline:
         slow: bool = False,
     ) -> _Result:
         if key in state.accepted:  # an earlier attempt's send went out; only its mark is owed
-            return self._mark_accepted(key, state.accepted[key], log)
+            return self._mark_accepted(key, state.accepted[key], log, request=request)
         if held.stopping():
             return _Result(_Kind.STOPPED, key, "consumer stopping")
         claim = self._claim(request, recipient.email, key, composed)
@@ -503,9 +503,15 @@ class EmailPipeline:
             log.error("accepted.unmarked", key=key, sesMessageId=provider_id)
         return replace(state, accepted=left)
 
-    def _mark_accepted(self, key: str, provider_id: str, log: EventLog) -> _Result:
+    def _mark_accepted(
+        self, key: str, provider_id: str, log: EventLog, *, request: EmailRequest | None = None
+    ) -> _Result:
+        """Mark SENT an earlier attempt's send; it counts as sent now, when this write makes the
+        row SENT (``settle_accepted`` has no request to count it by: those few go uncounted)."""
         try:
-            self.journal.mark_accepted(key, provider_id=provider_id, sent_at=int(self.clock()))
+            marked = self.journal.mark_accepted(
+                key, provider_id=provider_id, sent_at=int(self.clock())
+            )
         except EmailOpsError as exc:
             log.warning("mark_sent.failed", sesMessageId=provider_id, error=exc.describe())
             return _Result(
@@ -515,6 +521,8 @@ class EmailPipeline:
                 provider_id=provider_id,
             )
         log.info("recipient.sent", sesMessageId=provider_id, reason="mark of an earlier send")
+        if marked and request is not None:
+            self._count(request, log, sent=1)
         return _Result(_Kind.SENT, key, provider_id=provider_id)
 
     def _decide(

@@ -134,9 +134,9 @@ class Journal(Protocol):
         """Record a failed send if claim ``attempt`` is still ours; False when it is not."""
         ...
 
-    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> None:
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
         """Mark SENT a send an earlier attempt made but could not mark, whoever holds the row
-        now (SES accepted it: it is sent). A row already SENT is left alone."""
+        now (SES accepted it: it is sent). A row already SENT is left alone: False."""
         ...
 
     def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:

@@ -466,3 +466,13 @@ def test_a_context_of_many_keys_is_bounded_too():
     assert len(json.dumps(stored).encode()) <= MAX_CONTEXT_BYTES
     assert stored["k0"] == "v" * 90 and stored["[trimmed]"].endswith("more keys")
     assert bounded_context({"a": 1}) == ({"a": 1}, 0)
+
+
+def test_a_mark_sent_repeated_after_a_lost_reply_is_the_same_mark_not_a_lost_lease(aws, journal):
+    journal.claim(claim("k1"))
+    assert journal.mark_sent("k1", attempt=1, provider_id="ses-1", sent_at=NOW + 1)
+    # botocore retried the call whose reply was lost: the write had landed, it is still ours
+    assert journal.mark_sent("k1", attempt=1, provider_id="ses-1", sent_at=NOW + 2)
+    assert not journal.mark_sent("k1", attempt=1, provider_id="ses-2", sent_at=NOW + 3)
+    assert not journal.mark_sent("k1", attempt=2, provider_id="ses-1", sent_at=NOW + 3)
+    assert journal.get("k1")["SesMessageId"] == "ses-1"

@@ -132,3 +132,16 @@ def test_a_failing_gate_lets_mail_flow():
     stack, _, _ = counted(Broken())
     _with_priority(stack, "bulk")
     assert stack.process(BODY).action is Action.DELETE
+
+
+def test_a_send_marked_by_a_later_attempt_counts_once_when_that_mark_lands():
+    stack, stats, _ = counted()
+    stack.journal.fail_next["mark_sent"] = [TransientError("mark", reason="down")] * 5
+    first = stack.process(BODY)  # SES accepted; the SENT mark could not be stored
+    assert first.action is Action.RETRY and first.state.accepted
+    assert stats.totals().get("sent", 0) == 0
+    stack.clock.now += 10_000  # the next delivery, after the lease
+    stack.process(BODY, state=first.state)  # marks the earlier send: counted now
+    stack.process(BODY, state=first.state)  # a stale copy of the record: already SENT
+    assert len(stack.sender.sent) == 1
+    assert stats.totals() == {"sent": 1}
