@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import uuid
 
 import pytest
 
@@ -47,7 +48,8 @@ def test_tasks_run_on_a_real_redis_broker(aws):
     aws.load_samples()
     # A fresh app on Redis (db 15) gets the same shared tasks, with a result backend to read.
     redis_app = Celery("emailops-test", broker=REDIS_URL, backend=REDIS_URL)
-    redis_app.conf.task_default_queue = "emailops-test"
+    # A queue of this run's own: another test run on the machine must not take its tasks.
+    redis_app.conf.task_default_queue = f"emailops-test-{uuid.uuid4().hex[:12]}"
     enqueue = redis_app.tasks[tasks.enqueue_email_request.name]
     consume = redis_app.tasks[tasks.consume_emails_batch.name]
     with start_worker(redis_app, pool="solo", perform_ping_check=False, shutdown_timeout=10):
