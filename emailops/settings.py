@@ -202,6 +202,12 @@ TEMPLATE_VARIABLES_PATH = env.path(
 SUPPRESSION_TABLE = env.str("SUPPRESSION_TABLE", default="email-suppression")
 # Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
 SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
+# The suppressed addresses as a Redis set, so the consumer's check costs no DynamoDB read (see
+# docs/pipeline.md). Empty: every check reads the table.
+SUPPRESSION_INDEX_REDIS_KEY = env.str("SUPPRESSION_INDEX_REDIS_KEY", default="emailops:suppressed")
+# The set is rebuilt from the table this long after its build: how long a change whose writer could
+# not reach Redis can go unseen.
+SUPPRESSION_INDEX_MAX_AGE_SECONDS = env.int("SUPPRESSION_INDEX_MAX_AGE_SECONDS", default=3600)
 
 # --- SES delivery events (docs: README "Delivery events") ---
 # Every email goes out with this configuration set, whose event destination publishes to SNS.

@@ -37,8 +37,10 @@ from emailops.core.events import EventLog
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
+from emailops.core.suppression_index import IndexedSuppressionList
 from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
 from emailops.redis_rate import RedisBucketStore
+from emailops.redis_suppression import RedisSuppressionIndex
 
 __all__ = [
     "build_pipeline",
@@ -215,13 +217,23 @@ def delivery_event_handler() -> DeliveryEventHandler:
 
 
 @functools.cache
-def suppression_list() -> DynamoSuppressionList:
+def suppression_list() -> DynamoSuppressionList | IndexedSuppressionList:
+    """The table, behind the Redis set of suppressed addresses (SUPPRESSION_INDEX_REDIS_KEY) for
+    every reader and writer: the consumer's check, the events consumer's and the console's writes."""
     sync = (
         SesAccountSuppression(_client("sesv2")) if settings.SES_ACCOUNT_SUPPRESSION_SYNC else None
     )
-    return DynamoSuppressionList(
+    table = DynamoSuppressionList(
         _client("dynamodb"), require("SUPPRESSION_TABLE"), account_sync=sync
     )
+    if not settings.SUPPRESSION_INDEX_REDIS_KEY:
+        return table
+    index = RedisSuppressionIndex.from_url(
+        settings.REDIS_URL,
+        key=settings.SUPPRESSION_INDEX_REDIS_KEY,
+        max_age=settings.SUPPRESSION_INDEX_MAX_AGE_SECONDS,
+    )
+    return IndexedSuppressionList(table, index, clock=time.monotonic)
 
 
 @functools.cache
