@@ -228,7 +228,7 @@ SES_EVENTS_UNMATCHED_TABLE = env.str(
 # Local stack only: play SES's mailbox simulator (moto publishes no events).
 SES_SIMULATE_EVENTS = env.bool("SES_SIMULATE_EVENTS", default=False)
 
-# django-storages (the S3 template store passes bucket and region itself).
+# The S3 template store's client: path, virtual (host) or auto addressing.
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
 
 # --- Celery -------------------------------------------------------------------------------------

@@ -158,7 +158,10 @@ def recipient_eraser() -> RecipientEraser:
 
 @functools.cache
 def template_store() -> S3TemplateStore:
-    return S3TemplateStore(require("S3_BUCKET"), region=settings.AWS_REGION)
+    client = aws_client(
+        "s3", region=settings.AWS_REGION, s3_addressing_style=settings.AWS_S3_ADDRESSING_STYLE
+    )
+    return S3TemplateStore(require("S3_BUCKET"), client=client)
 
 
 @functools.cache
