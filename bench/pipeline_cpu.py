@@ -129,6 +129,7 @@ def main() -> None:
     parser.add_argument(
         "--profile", type=int, default=0, help="print the top N functions of the boto3 run"
     )
+    parser.add_argument("--sort", default="tottime", help="pstats order: tottime, cumulative")
     args = parser.parse_args()
     fakes = cpu_per_email(fake_pipeline(), 0, args.emails, warmup=50)
     moto = MotoServer()
@@ -168,7 +169,7 @@ def main() -> None:
         print(
             f"top {args.profile} by own time (boto3, kept connections; profiler overhead included):"
         )
-        pstats.Stats(profiler).sort_stats("tottime").print_stats(args.profile)
+        pstats.Stats(profiler).sort_stats(args.sort).print_stats(args.profile)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import environ
@@ -74,6 +75,15 @@ INSTALLED_APPS = [
     "api",
     "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
 ]
+# A queue consumer (manage.py consume_emails / consume_ses_events) serves no page and runs no
+# Celery task: without the admin (whose autodiscovery imports every console module), the send API
+# (ninja, pydantic) and Celery it reaches its first ReceiveMessage in about half the time
+# (bench/startup.py). Every other process loads every app.
+CONSUMER_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ("consume_emails", "consume_ses_events")
+if CONSUMER_PROCESS:
+    INSTALLED_APPS = [
+        a for a in INSTALLED_APPS if a not in ("django.contrib.admin", "api", "ninja")
+    ]
 
 MIDDLEWARE = [
     # First: /healthz answers load balancer and container probes (by IP, over http) before the

@@ -13,6 +13,9 @@ class Command(BaseCommand):
         "Consume SES events (configuration set → SNS → SQS) from SES_EVENTS_QUEUE_URL: update the "
         "journal rows' delivery status and timeline, suppress hard bounces and complaints."
     )
+    # The system checks import the URLconf (the console, the API): a consumer checks its own
+    # settings when it wires itself, and starts without them.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser):
         add_queue_arguments(parser)
