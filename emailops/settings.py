@@ -225,6 +225,8 @@ SUPPRESSION_INDEX_MAX_AGE_SECONDS = env.int("SUPPRESSION_INDEX_MAX_AGE_SECONDS",
 SES_CONFIGURATION_SET = env.str("SES_CONFIGURATION_SET", default="emailops")
 # The queue subscribed to the events topic; consume_ses_events reads it.
 SES_EVENTS_QUEUE_URL = env.str("SES_EVENTS_QUEUE_URL", default="")
+# Events consume_ses_events handles at once (a receive loop per 10); --concurrency overrides it.
+SES_EVENTS_CONCURRENCY = env.int("SES_EVENTS_CONCURRENCY", default=16)
 # The topic bootstrap_aws creates and the local simulator publishes to.
 SES_EVENTS_TOPIC_NAME = env.str("SES_EVENTS_TOPIC_NAME", default="email-ses-events")
 # Accept SNS messages only from these topic ARNs (comma list); empty accepts any.

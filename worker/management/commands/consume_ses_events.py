@@ -19,11 +19,18 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser):
         add_queue_arguments(parser)
+        parser.add_argument(
+            "--concurrency",
+            type=int,
+            default=None,
+            metavar="N",
+            help="events handled at once (default SES_EVENTS_CONCURRENCY, 16)",
+        )
 
-    def handle(self, *args, until_empty, max_messages, wait_time, **options):
+    def handle(self, *args, until_empty, max_messages, wait_time, concurrency=None, **options):
         first = "finishing the current batch, then stopping"
         with stop_signals(self.stderr.write, first, interrupt_on_second=True) as (stop, _):
-            stats = build_events_consumer().run(
+            stats = build_events_consumer(concurrency=concurrency).run(
                 stop=stop, until_empty=until_empty, max_messages=max_messages, wait_time=wait_time
             )
         self.stdout.write(
