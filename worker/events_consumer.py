@@ -15,6 +15,7 @@ for dedupe, ``DeliveryOrder`` so a late Delivery never overwrites a Bounce), ret
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
@@ -27,6 +28,7 @@ from django.conf import settings
 from emailops import wiring
 from emailops.aws.clients import size_connection_pools
 from emailops.aws.sqs import QueueMessage, SqsQueue
+from emailops.core.delivery_events import BadEvent, parse_envelope
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog, logfmt
@@ -166,8 +168,22 @@ class EventsConsumer:
             with self._lock:
                 self.stats.received += len(batch)
         done: list[QueueMessage] = []
-        pool = self._pool
-        outcomes = pool.map(self._handle, batch) if pool else map(self._handle, batch)
+        if self._pool is None:
+            outcomes = [self._handle(message) for message in batch]
+        else:
+            # Events of one email go one after another on one thread, emails' groups at once:
+            # racing writes on one row would only cost conditional-write retries.
+            groups: dict[str, list[int]] = {}
+            for i, message in enumerate(batch):
+                groups.setdefault(_email_of(message.body) or f"#{i}", []).append(i)
+            handled: dict[int, EventOutcome] = {}
+
+            def run(indexes: list[int]) -> None:
+                for i in indexes:
+                    handled[i] = self._handle(batch[i])
+
+            list(self._pool.map(run, groups.values()))
+            outcomes = [handled[i] for i in range(len(batch))]
         for message, outcome in zip(batch, outcomes, strict=True):
             if outcome.action is EventAction.DELETE:
                 done.append(message)
@@ -222,6 +238,18 @@ class EventsConsumer:
             self.queue.change_visibility(message, delay)
         except EmailOpsError as exc:  # it simply reappears after the visibility timeout
             log.warning("queue_action.failed", action=outcome.action.value, error=exc.describe())
+
+
+def _email_of(body: str) -> str:
+    """The SES message id an events-queue body is about ("" when it cannot tell)."""
+    try:
+        data, _ = parse_envelope(body)
+        if "Message" in data and isinstance(data["Message"], str):
+            data = json.loads(data["Message"])
+        mail = data.get("mail") if isinstance(data, dict) else None
+        return str(mail.get("messageId") or "") if isinstance(mail, dict) else ""
+    except (BadEvent, ValueError, TypeError):
+        return ""
 
 
 def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:

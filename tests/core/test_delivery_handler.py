@@ -23,6 +23,10 @@ class Journal:
         return self.key
 
     def apply_event(self, key, event, *, now):
+        if self.error:
+            raise self.error
+        if key != self.key:  # only one row exists
+            return ApplyResult.GONE
         seen = any(e.event_id == event.event_id for _, e in self.applied)
         self.applied.append((key, event))
         return ApplyResult.DUPLICATE if seen else ApplyResult.APPLIED
@@ -94,3 +98,29 @@ def test_unmatched_waits_once_and_events_without_a_ses_id_are_stored_at_once():
     no_id = {"eventType": "Send", "mail": {"destination": ["a@x.test"]}, "send": {}}
     assert h.handle(json.dumps(no_id), receive_count=1).result == "stored"
     assert [reason["reason"] for _, reason in unmatched.calls] == ["no journal row"] * 2
+
+
+class CountingJournal(Journal):
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.lookups = 0
+
+    def find_row_key(self, event):
+        self.lookups += 1
+        return super().find_row_key(event)
+
+
+def test_an_event_tagged_with_its_row_costs_no_lookup():
+    """The tag names the row and apply reads it anyway: one read per event, not two."""
+    journal = CountingJournal(key="journal-key-1")  # the fixtures' tag
+    h, _, _ = handler(journal)
+    assert h.handle(envelope(ses_event("delivery.json"))).result == "applied"
+    assert journal.lookups == 0
+    assert journal.applied[0][0] == "journal-key-1"
+
+
+def test_a_tag_without_a_row_falls_back_to_the_ses_id():
+    journal = CountingJournal(key="row-1")
+    h, _, _ = handler(journal)
+    assert h.handle(envelope(ses_event("delivery.json"))).result == "applied"
+    assert (journal.lookups, journal.applied[-1][0]) == (1, "row-1")

@@ -229,7 +229,8 @@ def test_events_of_a_batch_are_handled_at_once(aws_events):
 
 
 def test_many_events_of_one_row_at_once_keep_order_and_dedupe(aws_events):
-    """Concurrent handlers race on one row: each event is one conditional write, retried."""
+    """One email's events in a batch go one after another (emails' groups at once), so their
+    order and dedupe never hang on a lost race."""
     sent_row()
     for name in ("bounce.json", "delivery.json", "send.json", "bounce.json", "delivery.json"):
         publish(aws_events, ses_event(name))
