@@ -113,6 +113,9 @@ def main() -> None:
         deletes = [c for c in calls if c.operation == "DeleteMessageBatch"]
         events_rate = len(bodies) / (max(c.at for c in deletes) - min(c.at for c in calls))
         ops = Counter(c.operation for c in calls)
+        moto_ms = {
+            op: sorted(c.upstream_seconds * 1000 for c in calls if c.operation == op) for op in ops
+        }
         # The journal's end state.
         wrong = []
         items = stack.dynamodb.get_paginator("scan").paginate(TableName=stack.journal_table)
@@ -147,6 +150,8 @@ def main() -> None:
     print(
         f"  AWS calls per event: {sum(ops.values()) / len(bodies):.2f} ({dict(ops.most_common(6))})"
     )
+    answer = ", ".join(f"{op} {ms[len(ms) // 2]:.0f}" for op, ms in moto_ms.items() if ms)
+    print(f"  moto's answer time p50, ms (its own time, no injected latency): {answer}")
     verdict = "OK" if not wrong and seen == len(rows) and suppressed >= want_suppressed else "WRONG"
     print(
         f"  journal end state: {verdict}: {seen}/{len(rows)} rows checked, {len(wrong)} wrong, "
