@@ -25,10 +25,13 @@ CHAOS_REQUESTS ?= 3000
 CHAOS_SECONDS ?= 600
 
 bench: $(PY)  ## benchmarks: figures side by side, not pass/fail (several minutes)
+	$(PY) bench/consumer_concurrency.py
+	$(PY) bench/pipeline_cpu.py
+	$(PY) bench/consumer_rss_threads.py
+	$(PY) bench/startup.py
+	$(PY) bench/events_throughput.py
 	$(PY) bench/consumer_throughput.py
 	$(PY) bench/journal_search.py
-	$(PY) bench/pipeline_cpu.py
-	$(PY) bench/consumer_concurrency.py
 	$(PY) bench/send_rate_cap.py
 	$(PY) bench/consumer_rss.py --messages $(BENCH_RSS_MESSAGES)
 

@@ -77,7 +77,7 @@ def run(records: int, cache_seconds: int) -> dict:
         def count(event_name, **_):
             calls[event_name.split(".", 2)[2]] += 1
 
-        storage_client = wiring.template_store().storage.connection.meta.client
+        storage_client = wiring.template_store().client
         for client in {dynamodb, sqs, aws_client("ses", region="us-east-1"), storage_client}:
             client.meta.events.register("before-call.*.*", count)
         started = time.perf_counter()

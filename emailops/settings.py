@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from datetime import timedelta
 from pathlib import Path
 
@@ -97,6 +98,15 @@ INSTALLED_APPS = [
     "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
     "axes",  # login throttle
 ]
+# A queue consumer (manage.py consume_emails / consume_ses_events) serves no page and runs no
+# Celery task: without the admin (whose autodiscovery imports every console module), the send API
+# (ninja, pydantic) and Celery it reaches its first ReceiveMessage in about half the time
+# (bench/startup.py). Every other process loads every app.
+CONSUMER_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ("consume_emails", "consume_ses_events")
+if CONSUMER_PROCESS:
+    INSTALLED_APPS = [
+        a for a in INSTALLED_APPS if a not in ("django.contrib.admin", "api", "ninja")
+    ]
 
 MIDDLEWARE = [
     # First: /healthz answers load balancer and container probes (by IP, over http) before the
@@ -228,6 +238,12 @@ TEMPLATE_VARIABLES_PATH = env.path(
 SUPPRESSION_TABLE = env.str("SUPPRESSION_TABLE", default="email-suppression")
 # Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
 SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
+# The suppressed addresses as a Redis set, so the consumer's check costs no DynamoDB read (see
+# docs/pipeline.md). Empty: every check reads the table.
+SUPPRESSION_INDEX_REDIS_KEY = env.str("SUPPRESSION_INDEX_REDIS_KEY", default="emailops:suppressed")
+# The set is rebuilt from the table this long after its build: how long a change whose writer could
+# not reach Redis can go unseen.
+SUPPRESSION_INDEX_MAX_AGE_SECONDS = env.int("SUPPRESSION_INDEX_MAX_AGE_SECONDS", default=3600)
 
 # --- SES delivery events (docs: README "Delivery events") ---
 # Every email goes out with this configuration set, whose event destination publishes to SNS.
@@ -235,6 +251,8 @@ SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=
 SES_CONFIGURATION_SET = env.str("SES_CONFIGURATION_SET", default="emailops")
 # The queue subscribed to the events topic; consume_ses_events reads it.
 SES_EVENTS_QUEUE_URL = env.str("SES_EVENTS_QUEUE_URL", default="")
+# Events consume_ses_events handles at once (a receive loop per 10); --concurrency overrides it.
+SES_EVENTS_CONCURRENCY = env.int("SES_EVENTS_CONCURRENCY", default=16)
 # The topic bootstrap_aws creates and the local simulator publishes to.
 SES_EVENTS_TOPIC_NAME = env.str("SES_EVENTS_TOPIC_NAME", default="email-ses-events")
 # Accept SNS messages only from these topic ARNs (comma list). Empty accepts any, which is only
@@ -279,7 +297,7 @@ REPUTATION_RESUME_HOLD_MINUTES = env.int("REPUTATION_RESUME_HOLD_MINUTES", defau
 # Warn alerts are POSTed here as {"text": ...} (a Slack incoming webhook accepts it); empty = none.
 ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
 
-# django-storages (the S3 template store passes bucket and region itself).
+# The S3 template store's client: path, virtual (host) or auto addressing.
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
 
 # --- Celery -------------------------------------------------------------------------------------

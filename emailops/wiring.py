@@ -39,8 +39,10 @@ from emailops.core.events import EventLog
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
+from emailops.core.suppression_index import IndexedSuppressionList
 from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
 from emailops.redis_rate import RedisBucketStore
+from emailops.redis_suppression import RedisSuppressionIndex
 from emailops.reputation_state import ReputationGate, ReputationState
 
 __all__ = [
@@ -163,7 +165,10 @@ def recipient_eraser() -> RecipientEraser:
 
 @functools.cache
 def template_store() -> S3TemplateStore:
-    return S3TemplateStore(require("S3_BUCKET"), region=settings.AWS_REGION)
+    client = aws_client(
+        "s3", region=settings.AWS_REGION, s3_addressing_style=settings.AWS_S3_ADDRESSING_STYLE
+    )
+    return S3TemplateStore(require("S3_BUCKET"), client=client)
 
 
 @functools.cache
@@ -224,13 +229,23 @@ def delivery_event_handler() -> DeliveryEventHandler:
 
 
 @functools.cache
-def suppression_list() -> DynamoSuppressionList:
+def suppression_list() -> DynamoSuppressionList | IndexedSuppressionList:
+    """The table, behind the Redis set of suppressed addresses (SUPPRESSION_INDEX_REDIS_KEY) for
+    every reader and writer: the consumer's check, the events consumer's and the console's writes."""
     sync = (
         SesAccountSuppression(_client("sesv2")) if settings.SES_ACCOUNT_SUPPRESSION_SYNC else None
     )
-    return DynamoSuppressionList(
+    table = DynamoSuppressionList(
         _client("dynamodb"), require("SUPPRESSION_TABLE"), account_sync=sync
     )
+    if not settings.SUPPRESSION_INDEX_REDIS_KEY:
+        return table
+    index = RedisSuppressionIndex.from_url(
+        settings.REDIS_URL,
+        key=settings.SUPPRESSION_INDEX_REDIS_KEY,
+        max_age=settings.SUPPRESSION_INDEX_MAX_AGE_SECONDS,
+    )
+    return IndexedSuppressionList(table, index, clock=time.monotonic)
 
 
 @functools.cache

@@ -244,3 +244,70 @@ class FixedGate:
     def decide(self, *, priority: str, organization: str | None) -> tuple[Any, str]:
         self.asked.append((priority, organization))
         return self.decisions.get(priority, (GateDecision.GO, ""))
+
+
+@dataclass
+class DictSuppressionTable:
+    """The suppression table in memory; ``reads`` counts the per-address reads (GetItem)."""
+
+    rows: dict[str, str] = field(default_factory=dict)  # address -> reason in words
+    reads: int = 0
+    scans: int = 0
+
+    def suppression_reason(self, address: str) -> str | None:
+        self.reads += 1
+        return self.rows.get(address.strip().lower())
+
+    def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool:
+        key = address.strip().lower()
+        if key in self.rows:
+            return False
+        self.rows[key] = f"{reason.lower()}: {detail}"
+        return True
+
+    def remove(self, address: str) -> str | None:
+        return self.rows.pop(address.strip().lower(), None)
+
+    def addresses(self):
+        self.scans += 1
+        yield from list(self.rows)
+
+
+@dataclass
+class SetSuppressionIndex:
+    """The suppression index in memory (one shared by every "consumer" of a test); ``down``
+    makes every call raise IndexUnavailable, ``complete`` False makes lookups IndexIncomplete."""
+
+    members: set[str] = field(default_factory=set)
+    complete: bool = False
+    down: bool = False
+    lookups: int = 0
+
+    def _check(self) -> None:
+        from emailops.core.suppression_index import IndexUnavailable
+
+        if self.down:
+            raise IndexUnavailable("index down")
+
+    def contains(self, address: str) -> bool:
+        from emailops.core.suppression_index import IndexIncomplete
+
+        self._check()
+        self.lookups += 1
+        if not self.complete:
+            raise IndexIncomplete("not built")
+        return address in self.members
+
+    def added(self, address: str) -> None:
+        self._check()
+        self.members.add(address)
+
+    def removed(self, address: str) -> None:
+        self._check()
+        self.members.discard(address)
+
+    def rebuild(self, addresses) -> bool:
+        self._check()
+        self.members = set(addresses())
+        self.complete = True
+        return True

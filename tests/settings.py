@@ -11,3 +11,7 @@ import os
 os.environ["DJANGO_DEBUG"] = "true"
 
 from emailops.settings import *  # noqa: F403
+
+# Tests reset moto's tables between cases; a Redis set of suppressed addresses would outlive them.
+# The tests of the index give it a key of their own.
+SUPPRESSION_INDEX_REDIS_KEY = ""

@@ -4,21 +4,32 @@ delivery-event handler, act on the outcome.
 Applied, duplicate and stored events are deleted (batched); transient trouble leaves the message for
 redelivery after a back-off; a message we cannot trust or read goes to the queue's dead-letter
 queue with a ``FailureReason``.
+
+With ``concurrency`` > 1 (SES_EVENTS_CONCURRENCY), several receive loops run at once and each
+batch's events are handled on a shared pool: SES sends 2-4 events per email, so this loop must keep
+up with a multiple of the send rate. Order and dedupe need no lock here: every event is applied by
+one conditional write on its row (``DeliveryEventCount`` as the version, the timeline's event ids
+for dedupe, ``DeliveryOrder`` so a late Delivery never overwrites a Bounce), retried on a lost race.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops import wiring
+from emailops.aws.clients import size_connection_pools
 from emailops.aws.sqs import QueueMessage, SqsQueue
+from emailops.core.delivery_events import BadEvent, parse_envelope
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog, logfmt
@@ -42,12 +53,20 @@ class EventsStats:
 
 class EventsConsumer:
     def __init__(
-        self, *, queue: SqsQueue, handler: DeliveryEventHandler, dead_letter_url: str | None
+        self,
+        *,
+        queue: SqsQueue,
+        handler: DeliveryEventHandler,
+        dead_letter_url: str | None,
+        concurrency: int = 1,
     ) -> None:
         self.queue = queue
         self.handler = handler
         self.dead_letter_url = dead_letter_url
         self.stats = EventsStats()
+        self.concurrency = max(1, concurrency)
+        self._lock = threading.Lock()  # stats and the max_messages budget, across loops
+        self._pool: ThreadPoolExecutor | None = None
 
     def run(
         self,
@@ -57,24 +76,59 @@ class EventsConsumer:
         max_messages: int | None = None,
         wait_time: int = 20,
     ) -> EventsStats:
+        kwargs = {"until_empty": until_empty, "max_messages": max_messages, "wait_time": wait_time}
+        if self.concurrency == 1:
+            self._loop(stop, **kwargs)
+            return self.stats
+        # A receive loop per 10 handlers: one batch in hand while the next is being received.
+        loops = max(1, -(-self.concurrency // 10))
+        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="event") as pool:
+            self._pool = pool
+            threads = [
+                threading.Thread(
+                    target=self._loop, args=(stop,), kwargs=kwargs, name=f"events-loop-{i}"
+                )
+                for i in range(loops)
+            ]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            self._pool = None
+        return self.stats
+
+    def _loop(
+        self,
+        stop: threading.Event,
+        *,
+        until_empty: bool,
+        max_messages: int | None,
+        wait_time: int,
+    ) -> None:
         while not stop.is_set():
-            wanted = 10 if max_messages is None else min(10, max_messages - self.stats.received)
+            with self._lock:  # reserve this receive's share of the budget
+                left = 10 if max_messages is None else max_messages - self.stats.received
+                wanted = min(10, left)
+                self.stats.received += max(0, wanted)
             if wanted <= 0:
                 break
             try:
                 batch = self._receive(stop, max_messages=wanted, wait_time=wait_time)
             except EmailOpsError as exc:
+                with self._lock:
+                    self.stats.received -= wanted
                 EventLog(logger).warning("receive.failed", error=exc.describe())
                 stop.wait(min(wait_time, 5) or 1)
                 continue
+            with self._lock:  # give back the part of the reservation that did not come
+                self.stats.received -= wanted - len(batch or [])
             if batch is None:  # stopped during the long poll
                 break
             if not batch:
                 if until_empty:
                     break
                 continue
-            self.handle_batch(batch)
-        return self.stats
+            self.handle_batch(batch, counted=True)
 
     def _receive(
         self, stop: threading.Event, *, max_messages: int, wait_time: int
@@ -110,19 +164,37 @@ class EventsConsumer:
             raise result["error"]
         return result["batch"]
 
-    def handle_batch(self, batch: list[QueueMessage]) -> None:
-        self.stats.received += len(batch)
+    def handle_batch(self, batch: list[QueueMessage], *, counted: bool = False) -> None:
+        if not counted:
+            with self._lock:
+                self.stats.received += len(batch)
         done: list[QueueMessage] = []
-        for message in batch:
-            outcome = self._handle(message)
+        if self._pool is None:
+            outcomes = [self._handle(message) for message in batch]
+        else:
+            # Events of one email go one after another on one thread, emails' groups at once:
+            # racing writes on one row would only cost conditional-write retries.
+            groups: dict[str, list[int]] = {}
+            for i, message in enumerate(batch):
+                groups.setdefault(_email_of(message.body) or f"#{i}", []).append(i)
+            handled: dict[int, EventOutcome] = {}
+
+            def run(indexes: list[int]) -> None:
+                for i in indexes:
+                    handled[i] = self._handle(batch[i])
+
+            list(self._pool.map(run, groups.values()))
+            outcomes = [handled[i] for i in range(len(batch))]
+        for message, outcome in zip(batch, outcomes, strict=True):
             if outcome.action is EventAction.DELETE:
                 done.append(message)
-                if outcome.result == "applied":
-                    self.stats.applied += 1
-                elif outcome.result == "duplicate":
-                    self.stats.duplicates += 1
-                else:
-                    self.stats.stored += 1
+                with self._lock:
+                    if outcome.result == "applied":
+                        self.stats.applied += 1
+                    elif outcome.result == "duplicate":
+                        self.stats.duplicates += 1
+                    else:
+                        self.stats.stored += 1
             else:
                 self._act(message, outcome)
         if done:
@@ -155,19 +227,33 @@ class EventsConsumer:
         log = EventLog(logger, sqsMessageId=message.message_id)
         try:
             if outcome.action is EventAction.DEAD_LETTER and self.dead_letter_url:
-                self.stats.dead_lettered += 1
+                with self._lock:
+                    self.stats.dead_lettered += 1
                 self.queue.dead_letter(message, self.dead_letter_url, outcome.reason)
                 return
             if outcome.action is EventAction.DEAD_LETTER:
                 log.error("dead_letter.unavailable", reason="events queue has no RedrivePolicy")
-            self.stats.retried += 1
+            with self._lock:
+                self.stats.retried += 1
             delay = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** (message.receive_count - 1))
             self.queue.change_visibility(message, delay)
         except EmailOpsError as exc:  # it simply reappears after the visibility timeout
             log.warning("queue_action.failed", action=outcome.action.value, error=exc.describe())
 
 
-def build_events_consumer() -> EventsConsumer:
+def _email_of(body: str) -> str:
+    """The SES message id an events-queue body is about ("" when it cannot tell)."""
+    try:
+        data, _ = parse_envelope(body)
+        if "Message" in data and isinstance(data["Message"], str):
+            data = json.loads(data["Message"])
+        mail = data.get("mail") if isinstance(data, dict) else None
+        return str(mail.get("messageId") or "") if isinstance(mail, dict) else ""
+    except (BadEvent, ValueError, TypeError):
+        return ""
+
+
+def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
     """Check settings, read the events queue's DLQ once, and wire the handler."""
     for name in ("SES_EVENTS_QUEUE_URL", "JOURNAL_TABLE", "SUPPRESSION_TABLE"):
         wiring.require(name)
@@ -178,6 +264,11 @@ def build_events_consumer() -> EventsConsumer:
             "SES_EVENTS_TOPIC_ARNS is empty while SES_EVENTS_VERIFY_SIGNATURES is on: set it to "
             "the events topic's ARN (bootstrap_aws prints it)"
         )
+    if concurrency is None:
+        concurrency = settings.SES_EVENTS_CONCURRENCY
+    if concurrency > 1:  # one pooled connection per handler thread and receive loop
+        size_connection_pools(concurrency + 8)
+        wiring.reset()
     queue = wiring.events_queue()
     info = queue.describe()
     log = EventLog(logger)
@@ -194,7 +285,11 @@ def build_events_consumer() -> EventsConsumer:
         verifySignatures=verifier.verify_signatures,
         rawDelivery=verifier.raw_delivery,
         allowedTopics=",".join(sorted(verifier.allowed_topics)) or "any",
+        concurrency=concurrency,
     )
     return EventsConsumer(
-        queue=queue, handler=wiring.delivery_event_handler(), dead_letter_url=info.dead_letter_url
+        queue=queue,
+        handler=wiring.delivery_event_handler(),
+        dead_letter_url=info.dead_letter_url,
+        concurrency=concurrency,
     )

@@ -70,11 +70,17 @@ def _session(region: str | None) -> boto3.session.Session:
     return boto3.session.Session(region_name=region)
 
 
-def aws_client(service: str, *, region: str | None = None, sdk_retries: bool = True) -> Any:
+def aws_client(
+    service: str,
+    *,
+    region: str | None = None,
+    sdk_retries: bool = True,
+    s3_addressing_style: str = "auto",
+) -> Any:
     """A boto3 client; creating one is not thread-safe in boto3, so it happens under a lock.
     ``sdk_retries=False``: a separate client whose calls botocore never repeats (SES sends)."""
     with _lock:
-        return _cached_client(service, region, sdk_retries)
+        return _cached_client(service, region, sdk_retries, s3_addressing_style)
 
 
 def lease_client(service: str, *, region: str | None = None) -> Any:
@@ -89,8 +95,12 @@ def _cached_lease_client(service: str, region: str | None) -> Any:
 
 
 @functools.cache
-def _cached_client(service: str, region: str | None, sdk_retries: bool = True) -> Any:
+def _cached_client(
+    service: str, region: str | None, sdk_retries: bool = True, s3_addressing_style: str = "auto"
+) -> Any:
     config = _CONFIG.merge(Config(max_pool_connections=_pool["size"]))
+    if service == "s3":
+        config = config.merge(Config(s3={"addressing_style": s3_addressing_style}))
     if not sdk_retries:
         config = config.merge(_NO_RETRIES)
     return _session(region).client(service, config=config)

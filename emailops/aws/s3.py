@@ -1,4 +1,4 @@
-"""Templates in ``S3_BUCKET`` (``default/{file}``, ``custom/O{org}/{file}``) through django-storages.
+"""Templates in ``S3_BUCKET`` (``default/{file}``, ``custom/O{org}/{file}``) through one boto3 client.
 
 The console's drafts and version history live in the same bucket under ``_emailops/``, a prefix the
 Go service and the consumer never read, so nothing kept there can change what is sent. Only
@@ -7,15 +7,14 @@ Go service and the consumer never read, so nothing kept there can change what is
 
 from __future__ import annotations
 
-import threading
+import mimetypes
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
-from django.core.files.base import ContentFile
-from storages.backends.s3 import S3Storage
 
-from emailops.aws.clients import error_code, translate_error
+from emailops.aws.clients import aws_client, error_code, translate_error
 from emailops.core.errors import ConcurrentUpdate, TemplateError
 from emailops.core.template_cache import TemplateFetch
 
@@ -49,24 +48,12 @@ class PublishedObject:
 
 
 class S3TemplateStore:
-    def __init__(self, bucket: str, *, region: str | None = None) -> None:
-        self.bucket = bucket
-        self._local = threading.local()  # django-storages' boto3 resource is not thread-safe
-        self._region = region
+    """One boto3 client shared by every thread (clients are thread-safe): a django-storages
+    storage per thread cost ~5 MB of RSS each (its boto3 resource) and bought nothing here."""
 
-    @property
-    def storage(self) -> S3Storage:
-        storage = getattr(self._local, "storage", None)
-        if storage is None:
-            storage = S3Storage(
-                bucket_name=self.bucket,
-                region_name=self._region,
-                file_overwrite=True,
-                default_acl=None,
-                querystring_auth=False,
-            )
-            self._local.storage = storage
-        return storage
+    def __init__(self, bucket: str, *, client: Any = None, region: str | None = None) -> None:
+        self.bucket = bucket
+        self.client = client if client is not None else aws_client("s3", region=region)
 
     def read_template(self, key: str) -> str | None:
         return self.fetch_template(key).source
@@ -74,12 +61,10 @@ class S3TemplateStore:
     def fetch_template(self, key: str, *, if_none_match: str | None = None) -> TemplateFetch:
         """The template and its ETag; with ``if_none_match``, a conditional GET whose 304 answer
         (not_modified) costs no download: how the consumer's cache revalidates."""
-        # One GetObject through the storage's client: Storage.open() would add a HeadObject per
-        # read, and this is the consumer's hot path (a branded miss costs one call, not two).
-        client = self.storage.connection.meta.client
+        # One GetObject: the consumer's hot path (a branded miss costs one call, not two).
         condition = {"IfNoneMatch": if_none_match} if if_none_match else {}
         try:
-            response = client.get_object(Bucket=self.bucket, Key=key, **condition)
+            response = self.client.get_object(Bucket=self.bucket, Key=key, **condition)
             data = response["Body"].read()
         except ClientError as exc:
             code = error_code(exc)
@@ -100,20 +85,20 @@ class S3TemplateStore:
             ) from None
 
     def write_template(self, key: str, source: str) -> None:
+        content_type = mimetypes.guess_type(key)[0] or "application/octet-stream"
         try:
-            self.storage.save(key, ContentFile(source.encode("utf-8")))
+            self.client.put_object(
+                Bucket=self.bucket, Key=key, Body=source.encode("utf-8"), ContentType=content_type
+            )
         except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc, "upload template", key=key) from exc
 
     # --- the console's template lifecycle -------------------------------------------------------
 
-    def _client(self):
-        return self.storage.connection.meta.client
-
     def read_object(self, key: str) -> PublishedObject | None:
         """An object's exact bytes and version (None if there is none)."""
         try:
-            response = self._client().get_object(Bucket=self.bucket, Key=key)
+            response = self.client.get_object(Bucket=self.bucket, Key=key)
             data = response["Body"].read()
         except ClientError as exc:
             if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
@@ -126,7 +111,7 @@ class S3TemplateStore:
     def head_object(self, key: str) -> PublishedObject | None:
         """An object's version and ETag without its bytes (``data`` is empty)."""
         try:
-            response = self._client().head_object(Bucket=self.bucket, Key=key)
+            response = self.client.head_object(Bucket=self.bucket, Key=key)
         except ClientError as exc:
             if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
                 return None
@@ -145,7 +130,7 @@ class S3TemplateStore:
             raise ValueError(f"{key} is not a published template key")
         condition = {"IfMatch": replacing.etag} if replacing else {"IfNoneMatch": "*"}
         try:
-            response = self._client().put_object(
+            response = self.client.put_object(
                 Bucket=self.bucket,
                 Key=key,
                 Body=data,
@@ -173,7 +158,7 @@ class S3TemplateStore:
         if not key.startswith(INTERNAL_PREFIX):
             raise ValueError(f"{key} is not under {INTERNAL_PREFIX}")
         try:
-            self._client().put_object(Bucket=self.bucket, Key=key, Body=data)
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data)
         except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc, "write template history", key=key) from exc
 
@@ -186,14 +171,18 @@ class S3TemplateStore:
     def list_keys(self, prefix: str = "") -> Iterator[str]:
         """Every object key under ``prefix`` (one paginated listing, not a call per folder)."""
         try:
-            for obj in self.storage.bucket.objects.filter(Prefix=prefix):
-                yield obj.key
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            )
+            for page in pages:
+                for obj in page.get("Contents", []):
+                    yield obj["Key"]
         except (ClientError, BotoCoreError) as exc:
             raise translate_error(exc, "list templates", key=prefix) from exc
 
     def create_bucket(self) -> None:
         """Create the bucket if it does not exist (``bootstrap_aws``)."""
-        client = self.storage.connection.meta.client
+        client = self.client
         try:
             client.head_bucket(Bucket=self.bucket)
             return

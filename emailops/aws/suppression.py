@@ -14,6 +14,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -161,6 +162,18 @@ class DynamoSuppressionList:
         # Mirrored even when our table had no row: SES may hold one from before the sync.
         self._mirror("remove", key, "")
         return _from_item(old) if old else None
+
+    def addresses(self) -> Iterator[str]:
+        """Every suppressed address: a Scan of the key alone (the suppression index's rebuild)."""
+        kwargs: dict[str, Any] = {"ProjectionExpression": "Address"}
+        while True:
+            page = self._call("scan", "read suppressed addresses", "*", **kwargs)
+            for item in page.get("Items", []):
+                yield item["Address"]["S"]
+            last = page.get("LastEvaluatedKey")
+            if not last:
+                return
+            kwargs["ExclusiveStartKey"] = last
 
     def search(
         self, *, prefix: str = "", cursor: str | None = None, limit: int = 50

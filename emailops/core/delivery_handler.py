@@ -140,13 +140,20 @@ class DeliveryEventHandler:
             source = event.ses_message_id or event.event_id
             if self.suppressions.add(address, reason=reason, detail=detail, source=source, now=now):
                 log.info("suppression.added", address=address, reason=reason, detail=detail)
-        key = self.journal.find_row_key(event)
+        # The tag names the row: apply reads it anyway, so no separate lookup first (one read
+        # per event, not two). Only when it has no row is the row looked up (by SES id too).
         counted = self._counter(event, now, log)
+        key = event.journal_key
         result = (
             self.journal.apply_event(key, event, now=now, on_applied=counted)
             if key
             else ApplyResult.GONE
         )
+        if result is ApplyResult.GONE:
+            found = self.journal.find_row_key(event)
+            if found and found != key:
+                key = found
+                result = self.journal.apply_event(key, event, now=now, on_applied=counted)
         if event.type is EventType.UNKNOWN:
             self.unmatched.store(event, reason="unknown event type", now=now)
             log.warning("event.unknown", key=key)

@@ -143,7 +143,7 @@ def test_the_cache_revalidates_s3_templates_with_a_conditional_get(store, s3):
     now = [0.0]
     cached = CachedTemplateStore(store, seconds=60, clock=lambda: now[0])
     calls: list[dict] = []
-    client = store.storage.connection.meta.client
+    client = store.client
     record = lambda params, **_: calls.append(params)  # noqa: E731
     client.meta.events.register("provide-client-params.s3.GetObject", record)
     try:
@@ -157,3 +157,36 @@ def test_the_cache_revalidates_s3_templates_with_a_conditional_get(store, s3):
     finally:
         client.meta.events.unregister("provide-client-params.s3.GetObject", record)
     assert [c.get("IfNoneMatch") is not None for c in calls] == [False, True, True]
+
+
+def test_every_thread_reads_through_the_one_shared_client(store, monkeypatch):
+    """No per-thread storage object (a django-storages boto3 resource was ~5 MB of RSS each):
+    reads from many threads create no client at all."""
+    import threading
+
+    import botocore.session
+
+    store.write_template("default/welcome.html", "<p>hi</p>")
+    created: list[str] = []
+    original = botocore.session.Session.create_client
+
+    def counting(self, service_name, *args, **kwargs):
+        created.append(service_name)
+        return original(self, service_name, *args, **kwargs)
+
+    monkeypatch.setattr(botocore.session.Session, "create_client", counting)
+    threads = [
+        threading.Thread(target=store.read_template, args=("default/welcome.html",))
+        for _ in range(4)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert created == []
+
+
+def test_a_written_template_is_served_as_html(store, s3):
+    store.write_template("default/welcome.html", "<p>hi</p>")
+    head = s3.head_object(Bucket=BUCKET, Key="default/welcome.html")
+    assert head["ContentType"].startswith("text/html")

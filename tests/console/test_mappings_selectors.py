@@ -204,7 +204,9 @@ def test_a_broken_subject_is_a_problem_in_each_pane(samples):
 
 
 def test_a_missing_default_template_is_a_problem(samples):
-    wiring.template_store().storage.delete(f"default/{ACCEPTED_FILE}")
+    wiring.template_store().client.delete_object(
+        Bucket=wiring.template_store().bucket, Key=f"default/{ACCEPTED_FILE}"
+    )
 
     preview = selectors.preview_render(mapping=mapping(), organization_id=None, context={})
 

@@ -20,6 +20,7 @@ import sys
 import tempfile
 import time
 import urllib.request
+import uuid
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from types import SimpleNamespace
@@ -244,6 +245,8 @@ class Stack:
             "EMAIL_SERVICE_QUEUE_URL": self.queue_url,
             **({"SES_EVENTS_QUEUE_URL": self.events_queue_url} if events_queue else {}),
             "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
+            # Its own suppression set: stacks (and helpers) share one Redis, not one table.
+            "SUPPRESSION_INDEX_REDIS_KEY": f"emailops-stack:{uuid.uuid4().hex}:suppressed",
             **(extra_env or {}),
         }
         self.consumers: list[ChildProcess] = []

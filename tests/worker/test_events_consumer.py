@@ -246,3 +246,39 @@ def test_bootstrap_says_in_one_line_per_resource_what_replaced_sesv2(
     assert "through the SES v1 API instead" in destination
     assert "sesv2 refused: HTTP 404, not available here" in destination
     assert len(destination) < 300, destination
+
+
+class Rendezvous:
+    """A handler whose events each wait until ``parties`` of them are in hand at once."""
+
+    def __init__(self, parties: int) -> None:
+        self.barrier = threading.Barrier(parties, timeout=10)
+
+    def handle(self, body: str, *, receive_count: int = 1):
+        from emailops.core.delivery_handler import EventAction, EventOutcome
+
+        self.barrier.wait()  # BrokenBarrierError (a crash: retried) when handled one by one
+        return EventOutcome(EventAction.DELETE, result="applied")
+
+
+def test_events_of_a_batch_are_handled_at_once(aws_events):
+    for i in range(3):
+        aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody=f"e{i}")
+    consumer = EventsConsumer(
+        queue=wiring.events_queue(), handler=Rendezvous(3), dead_letter_url=None, concurrency=4
+    )
+    stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
+    assert (stats.received, stats.applied, stats.retried) == (3, 3, 0)
+
+
+def test_many_events_of_one_row_at_once_keep_order_and_dedupe(aws_events):
+    """One email's events in a batch go one after another (emails' groups at once), so their
+    order and dedupe never hang on a lost race."""
+    sent_row()
+    for name in ("bounce.json", "delivery.json", "send.json", "bounce.json", "delivery.json"):
+        publish(aws_events, ses_event(name))
+    out = consume("--concurrency", "8")
+    assert "received=5 applied=3 duplicates=2" in out
+    row = wiring.journal().get(KEY)
+    assert row["DeliveryStatus"] == "BOUNCED"
+    assert [e["Type"] for e in row["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]

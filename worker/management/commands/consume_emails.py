@@ -16,6 +16,9 @@ EXIT_THREAD_DIED = 4  # one of its threads died: restart the whole process
 
 class Command(BaseCommand):
     help = "Consume EmailRequest messages from EMAIL_SERVICE_QUEUE_URL: claim, send, mark."
+    # The system checks import the URLconf (the console, the API): a consumer checks its own
+    # settings when it wires itself, and starts without them.
+    requires_system_checks: list[str] = []
 
     def add_arguments(self, parser):
         add_queue_arguments(parser)

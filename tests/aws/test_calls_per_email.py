@@ -1,0 +1,87 @@
+"""The consumer's pipeline as wired from settings (moto in-process): on the steady path an email
+costs claim, send and mark, and no suppression read; a suppression added by the events consumer's
+path still stops the next send."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections import Counter
+
+import pytest
+
+from emailops import wiring
+from emailops.aws.clients import aws_client
+from emailops.core.pipeline import Action
+from emailops.core.ports import TemplateMapping
+from tests.test_redis_suppression import REDIS_URL
+
+
+def body(address: str) -> str:
+    return json.dumps(
+        {
+            "messageId": "added-to-team",
+            "recipients": [{"email": address}],
+            "context": {"teamName": "Team", "administrator": "Ada"},
+        }
+    )
+
+
+@pytest.fixture
+def pipeline(aws, settings):
+    import redis
+
+    try:
+        redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1).ping()
+    except redis.RedisError as exc:
+        pytest.skip(f"Redis is not reachable at {REDIS_URL}: {exc}")
+    key = f"emailops-test:{uuid.uuid4().hex}:suppressed"
+    settings.SUPPRESSION_INDEX_REDIS_KEY = key
+    settings.TEMPLATE_CACHE_SECONDS = 60
+    wiring.reset()
+    wiring.mapping_store().save_mapping(
+        TemplateMapping("added-to-team", "added-to-team.html", "Welcome to {{.teamName}}"),
+        expected_version=None,
+    )
+    wiring.template_store().write_template("default/added-to-team.html", "<p>{{.teamName}}</p>")
+    yield wiring.build_pipeline(lease_seconds=30)
+    redis.Redis.from_url(REDIS_URL).delete(key, f"{key}:epoch")
+
+
+def count_calls(settings) -> tuple[Counter, Counter]:
+    """(calls of the send path, calls to the reputation counters' table), by operation."""
+    send_path: Counter = Counter()
+    counters: Counter = Counter()
+
+    def count(params: dict, model, **_) -> None:
+        if params.get("TableName") == settings.STATS_TABLE:
+            counters[model.name] += 1
+        else:
+            send_path[model.name] += 1
+
+    for service, retries in (("dynamodb", True), ("ses", False)):
+        client = aws_client(service, region="us-east-1", sdk_retries=retries)
+        client.meta.events.register("provide-client-params.*.*", count)
+    return send_path, counters
+
+
+def test_an_email_costs_three_aws_calls(pipeline, settings):
+    assert pipeline.process(body("warm@example.com")).action is Action.DELETE  # caches, index
+    send_path, counters = count_calls(settings)
+    for i in range(3):
+        assert pipeline.process(body(f"user{i}@example.com")).sent == 1
+    assert sum(send_path.values()) == 9, send_path  # claim, send, mark
+    assert "GetItem" not in send_path
+    # Issue 17's counters add one ADD per scope (account, messageId) after the mark: not yet
+    # batched, so they are measured here apart from the send path (bench/ reports both).
+    assert counters == Counter({"UpdateItem": 6}), counters
+
+
+def test_a_new_suppression_stops_the_next_send(aws, pipeline):
+    pipeline.process(body("warm@example.com"))
+    wiring.suppression_list().add(
+        "bob@example.com", reason="BOUNCE", detail="550", source="ses-1", now=1
+    )
+    outcome = pipeline.process(body("bob@example.com"))
+    assert (outcome.action, outcome.sent) == (Action.DELETE, 0)
+    assert aws.sent_emails()[-1].destinations["ToAddresses"] != ["bob@example.com"]
