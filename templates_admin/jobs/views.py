@@ -108,32 +108,36 @@ def dead_letters(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse
     )
 
 
-@console_view(roles.VIEW_JOBS, roles.BULK_RESEND)
-def bulk_resend(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
-    form = BulkResendForm(request.POST or None)
+def _job_form(
+    request: HttpRequest, admin_site: AdminSite, form_class, kind: str, template: str, title: str
+) -> HttpResponse:
+    """A job's start page: its form, and on a valid POST the job started with the form's inputs."""
+    form = form_class(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        return _start(request, admin_site, Job.Kind.BULK_RESEND, form.cleaned_data["inputs"])
+        return _start(request, admin_site, kind, form.cleaned_data["inputs"])
     return _page(
         request,
         admin_site,
-        "bulk_resend.html",
-        {"title": "Bulk resend", "form": form},
+        template,
+        {"title": title, "form": form},
         status=400 if form.errors else 200,
     )
+
+
+@console_view(roles.VIEW_JOBS, roles.BULK_RESEND)
+def bulk_resend(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    return _job_form(
+        request, admin_site, BulkResendForm, Job.Kind.BULK_RESEND, "bulk_resend.html",
+        "Bulk resend",
+    )  # fmt: skip
 
 
 @console_view(roles.VIEW_JOBS, roles.ERASE_RECIPIENT)
 def erase_recipient(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
-    form = EraseRecipientForm(request.POST or None)
-    if request.method == "POST" and form.is_valid():
-        return _start(request, admin_site, Job.Kind.ERASE_RECIPIENT, form.cleaned_data["inputs"])
-    return _page(
-        request,
-        admin_site,
-        "erase_recipient.html",
-        {"title": "Erase a recipient", "form": form},
-        status=400 if form.errors else 200,
-    )
+    return _job_form(
+        request, admin_site, EraseRecipientForm, Job.Kind.ERASE_RECIPIENT,
+        "erase_recipient.html", "Erase a recipient",
+    )  # fmt: skip
 
 
 @console_view(roles.VIEW_JOBS, roles.CHECK_TEMPLATES)

@@ -45,6 +45,19 @@ def _who(user: Any, actor: str) -> str:
     return getattr(user, "username", "") or actor or "unknown"
 
 
+def _audit(
+    action: str, priority: str, organization: str | None, reason: str, user: Any, actor: str
+) -> None:
+    ReputationPauseChange.objects.create(
+        action=action,
+        priority=priority,
+        organization=organization or "",
+        reason=reason,
+        user=user if getattr(user, "pk", None) else None,
+        actor=actor,
+    )
+
+
 def pause_set(
     *, priority: str, organization: str | None, reason: str, user: Any, actor: str = ""
 ) -> None:
@@ -53,14 +66,7 @@ def pause_set(
     priority, organization = _checked(priority, organization, reason)
     who = _who(user, actor)
     with transaction.atomic():
-        ReputationPauseChange.objects.create(
-            action=ReputationPauseChange.Action.PAUSE,
-            priority=priority,
-            organization=organization or "",
-            reason=reason,
-            user=user if getattr(user, "pk", None) else None,
-            actor=actor,
-        )
+        _audit(ReputationPauseChange.Action.PAUSE, priority, organization, reason, user, actor)
         wiring.reputation_state().set(
             priority=priority,
             organization=organization,
@@ -83,14 +89,7 @@ def pause_lift(
     priority, organization = _checked(priority, organization, reason)
     who = _who(user, actor)
     with transaction.atomic():
-        ReputationPauseChange.objects.create(
-            action=ReputationPauseChange.Action.RESUME,
-            priority=priority,
-            organization=organization or "",
-            reason=reason,
-            user=user if getattr(user, "pk", None) else None,
-            actor=actor,
-        )
+        _audit(ReputationPauseChange.Action.RESUME, priority, organization, reason, user, actor)
         lifted = wiring.reputation_state().lift(
             priority=priority,
             organization=organization,
