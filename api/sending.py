@@ -110,6 +110,7 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
     outcome = pipeline.process(
         parsed.body, record_id=f"api:{uuid.uuid4()}", namespace=request.namespace
     )
+    wiring.flush_stats()  # a web worker may send nothing more for a while: count these now
     results = []
     for recipient in request.recipients:
         key = dedupe_key(request, recipient.email)

@@ -31,7 +31,7 @@ from emailops.aws.ses_account import SesAccountView
 from emailops.aws.ses_simulator import SimulatingSender
 from emailops.aws.sns_verify import SnsVerifier
 from emailops.aws.sqs import SqsQueue
-from emailops.aws.stats import DynamoStats
+from emailops.aws.stats import BufferedStats, DynamoStats
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
 from emailops.core.delivery_handler import DeliveryEventHandler
@@ -272,11 +272,25 @@ def send_rate_limiter() -> SharedRateLimiter:
 
 
 @functools.cache
-def stats() -> DynamoStats | None:
-    """The reputation counters; None when STATS_TABLE is empty (nothing is counted)."""
+def stats() -> BufferedStats | None:
+    """The reputation counters, summed in memory and written every STATS_FLUSH_SECONDS (the
+    consumers flush on exit); None when STATS_TABLE is empty (nothing is counted)."""
     if not settings.STATS_TABLE:
         return None
-    return DynamoStats(_client("dynamodb"), settings.STATS_TABLE, ttl_days=settings.STATS_TTL_DAYS)
+    log = EventLog(logging.getLogger("emailops.stats"))
+    table = DynamoStats(_client("dynamodb"), settings.STATS_TABLE, ttl_days=settings.STATS_TTL_DAYS)
+    return BufferedStats(
+        table,
+        flush_seconds=settings.STATS_FLUSH_SECONDS,
+        on_error=lambda exc: log.warning("stats.flush_failed", error=exc.describe()),
+    )
+
+
+def flush_stats() -> None:
+    """Write the counts this process still holds (a consumer's exit, after an API send)."""
+    counters = stats()
+    if counters is not None:
+        counters.flush()
 
 
 def ses_account_view() -> SesAccountView:

@@ -147,7 +147,13 @@ class Consumer:
         keeper.join(2)
         stats.join(1)
         self.keeper.close()
+        self._flush_counters()
         return self.stats
+
+    def _flush_counters(self) -> None:
+        counters = getattr(self.pipeline, "stats", None)
+        if counters is not None and hasattr(counters, "flush"):
+            counters.flush()
 
     def _watched(self, target: Callable[..., None], *args: object, name: str) -> threading.Thread:
         def guarded() -> None:
@@ -274,6 +280,7 @@ class Consumer:
             fields = stats_line_fields(now, before, seconds, len(self.inflight))
             EventLog(logger).info("consumer.stats", healthy=self.health.healthy, **fields)
             last_stats, before = time.monotonic(), now
+            self._flush_counters()  # an idle consumer still writes what it counted
 
     # --- one record ----------------------------------------------------------------------------
 

@@ -76,6 +76,16 @@ class EventsConsumer:
         max_messages: int | None = None,
         wait_time: int = 20,
     ) -> EventsStats:
+        try:
+            return self._run(stop, until_empty, max_messages, wait_time)
+        finally:  # the counts this process still holds (a handler without counters has none)
+            counters = getattr(self.handler, "stats", None)
+            if counters is not None and hasattr(counters, "flush"):
+                counters.flush()
+
+    def _run(
+        self, stop: threading.Event, until_empty: bool, max_messages: int | None, wait_time: int
+    ) -> EventsStats:
         kwargs = {"until_empty": until_empty, "max_messages": max_messages, "wait_time": wait_time}
         if self.concurrency == 1:
             self._loop(stop, **kwargs)

@@ -8,15 +8,20 @@ a Scan, of this table or of the journal.
 
 from __future__ import annotations
 
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
+from emailops.core.errors import EmailOpsError
 from emailops.core.reputation import ACCOUNT, HourCounts, message_scope, org_scope
 
-__all__ = ["DynamoStats"]
+__all__ = ["BufferedStats", "DynamoStats"]
 
 
 def _hour_epoch(hour: str) -> int:
@@ -33,32 +38,39 @@ class DynamoStats:
         self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
     ) -> None:
         """ADD ``counts`` to the account's, the messageId's and the organization's hour."""
-        counts = {name: int(n) for name, n in counts.items() if n}
-        if not counts:
-            return
         scopes = [ACCOUNT, message_scope(message_id)]
         if organization:
             scopes.append(org_scope(organization))
+        for scope in scopes:
+            self.add_scope(scope=scope, hour=hour, counts=counts, others=scopes[1:])
+
+    def add_scope(
+        self, *, scope: str, hour: str, counts: dict[str, int], others: list[str] | tuple = ()
+    ) -> None:
+        """ADD ``counts`` to one scope's hour; the account's item also records ``others``, the
+        hour's other scopes, so listing them needs no Scan."""
+        counts = {name: int(n) for name, n in counts.items() if n}
+        if not counts:
+            return
         names = {f"#c{i}": name for i, name in enumerate(counts)}
         values = {f":c{i}": {"N": str(n)} for i, n in enumerate(counts.values())}
         values[":exp"] = {"N": str(_hour_epoch(hour) + self.ttl_seconds)}
         update = "ADD " + ", ".join(f"#c{i} :c{i}" for i in range(len(counts)))
         update += " SET ExpiresAt = :exp"
-        for scope in scopes:
-            extra_update, extra_values = "", {}
-            if scope == ACCOUNT:  # the hour's other scopes, so listing them needs no Scan
-                extra_update = ", Scopes :scopes"
-                extra_values = {":scopes": {"SS": scopes[1:]}}
-            try:
-                self.client.update_item(
-                    TableName=self.table,
-                    Key={"Scope": {"S": scope}, "Hour": {"S": hour}},
-                    UpdateExpression=update.replace(" SET", extra_update + " SET", 1),
-                    ExpressionAttributeNames=names,
-                    ExpressionAttributeValues=values | extra_values,
-                )
-            except (ClientError, BotoCoreError) as exc:
-                raise translate_error(exc, "add reputation counts", key=f"{scope}/{hour}") from exc
+        extra_update, extra_values = "", {}
+        if scope == ACCOUNT and others:
+            extra_update = ", Scopes :scopes"
+            extra_values = {":scopes": {"SS": sorted(others)}}
+        try:
+            self.client.update_item(
+                TableName=self.table,
+                Key={"Scope": {"S": scope}, "Hour": {"S": hour}},
+                UpdateExpression=update.replace(" SET", extra_update + " SET", 1),
+                ExpressionAttributeNames=names,
+                ExpressionAttributeValues=values | extra_values,
+            )
+        except (ClientError, BotoCoreError) as exc:
+            raise translate_error(exc, "add reputation counts", key=f"{scope}/{hour}") from exc
 
     def read(self, *, scope: str, since_hour: str, until_hour: str) -> list[HourCounts]:
         """The scope's hours from ``since_hour`` to ``until_hour`` inclusive, oldest first."""
@@ -117,3 +129,82 @@ def _hour_counts(item: dict[str, Any]) -> HourCounts:
         if "N" in value and name != "ExpiresAt"
     }
     return HourCounts(scope=item["Scope"]["S"], hour=item["Hour"]["S"], counts=counts)
+
+
+class BufferedStats:
+    """The counters summed in memory and written every ``flush_seconds``: one ADD per (scope,
+    hour) for however many emails, not two or three per email, and a write that fails (a
+    throttled table) keeps its counts for the next flush instead of losing them. A process
+    killed between flushes loses at most that many seconds of counts.
+
+    Counts still come only from journal writes that succeeded; this only delays adding them."""
+
+    def __init__(
+        self,
+        stats: DynamoStats,
+        *,
+        flush_seconds: float = 2.0,
+        clock: Callable[[], float] = time.monotonic,
+        on_error: Callable[[EmailOpsError], None] | None = None,
+    ) -> None:
+        self.stats = stats
+        self.flush_seconds = flush_seconds
+        self.clock = clock
+        self.on_error = on_error
+        self._lock = threading.Lock()
+        self._flushing = threading.Lock()
+        self._pending: dict[tuple[str, str], Counter] = {}
+        self._others: dict[str, set[str]] = {}  # hour → the account's other scopes
+        self._flushed_at = clock()
+
+    def add(
+        self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
+    ) -> None:
+        scopes = [ACCOUNT, message_scope(message_id)]
+        if organization:
+            scopes.append(org_scope(organization))
+        with self._lock:
+            for scope in scopes:
+                self._pending.setdefault((scope, hour), Counter()).update(counts)
+            self._others.setdefault(hour, set()).update(scopes[1:])
+            due = self.clock() - self._flushed_at >= self.flush_seconds
+        if due:
+            self.flush()
+
+    def flush(self) -> None:
+        """Write what is pending; what fails stays pending. One flush at a time."""
+        with self._flushing:
+            with self._lock:
+                pending, self._pending = self._pending, {}
+                others, self._others = self._others, {}
+                self._flushed_at = self.clock()
+            failed: dict[tuple[str, str], Counter] = {}
+            items = list(pending.items())
+            for i, ((scope, hour), counts) in enumerate(items):
+                try:
+                    self.stats.add_scope(
+                        scope=scope,
+                        hour=hour,
+                        counts=dict(counts),
+                        others=sorted(others.get(hour, ())),
+                    )
+                except EmailOpsError as exc:
+                    # A throttled or unreachable table: keep this and the rest for the next flush
+                    # rather than wait out every item's retries now.
+                    failed.update(items[i:])
+                    if self.on_error is not None:
+                        self.on_error(exc)
+                    break
+            if failed:
+                with self._lock:
+                    for key, counts in failed.items():
+                        self._pending.setdefault(key, Counter()).update(counts)
+                    for scope, hour in failed:
+                        if scope == ACCOUNT:
+                            self._others.setdefault(hour, set()).update(others.get(hour, ()))
+
+    def read(self, **kwargs: Any) -> list[HourCounts]:
+        return self.stats.read(**kwargs)
+
+    def scopes(self, **kwargs: Any) -> set[str]:
+        return self.stats.scopes(**kwargs)

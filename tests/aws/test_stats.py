@@ -42,3 +42,58 @@ def test_add_counts_every_scope_and_read_queries_a_range(aws):
         TableName="email-stats", Key={"Scope": {"S": "account"}, "Hour": {"S": "2026-12-01T10"}}
     )["Item"]
     assert int(item["ExpiresAt"]["N"]) == 1_796_119_200 + 400 * 86400  # the hour + 400 days
+
+
+# --- buffered: one ADD per (scope, hour), and a failed write loses nothing -----------------------
+
+
+class FlakyTable:
+    """DynamoStats' per-item write, recorded; ``fail`` makes the next writes raise."""
+
+    def __init__(self) -> None:
+        self.writes: list[tuple[str, str, dict]] = []
+        self.fail = 0
+
+    def add_scope(self, *, scope, hour, counts, others=()):
+        from emailops.core.errors import TransientError
+
+        if self.fail:
+            self.fail -= 1
+            raise TransientError("add reputation counts", reason="ProvisionedThroughputExceeded")
+        self.writes.append((scope, hour, counts))
+
+
+def test_many_emails_cost_one_add_per_scope_and_hour():
+    from emailops.aws.stats import BufferedStats
+
+    table, now = FlakyTable(), [0.0]
+    buffered = BufferedStats(table, flush_seconds=2, clock=lambda: now[0])
+    for _ in range(50):
+        buffered.add(
+            message_id="welcome", organization="7", hour="2026-12-01T10", counts={"sent": 1}
+        )
+    assert table.writes == []  # not due yet
+    now[0] = 2.0
+    buffered.add(message_id="welcome", organization=None, hour="2026-12-01T10", counts={"sent": 1})
+    assert sorted(table.writes) == [
+        ("account", "2026-12-01T10", {"sent": 51}),
+        ("message#welcome", "2026-12-01T10", {"sent": 51}),
+        ("org#7", "2026-12-01T10", {"sent": 50}),
+    ]
+
+
+def test_a_throttled_write_keeps_its_counts_for_the_next_flush():
+    from emailops.aws.stats import BufferedStats
+
+    table, errors = FlakyTable(), []
+    buffered = BufferedStats(table, flush_seconds=60, on_error=errors.append)
+    buffered.add(message_id="welcome", organization=None, hour="2026-12-01T10", counts={"sent": 2})
+    table.fail = 1
+    buffered.flush()  # the first write is throttled: nothing is lost, nothing written twice
+    assert len(errors) == 1 and table.writes == []
+    buffered.add(message_id="welcome", organization=None, hour="2026-12-01T10", counts={"sent": 1})
+    buffered.flush()
+    assert sorted(table.writes) == [
+        ("account", "2026-12-01T10", {"sent": 3}),
+        ("message#welcome", "2026-12-01T10", {"sent": 3}),
+    ]
