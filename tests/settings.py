@@ -15,6 +15,3 @@ from emailops.settings import *  # noqa: F403
 # Tests reset moto's tables between cases; a Redis set of suppressed addresses would outlive them.
 # The tests of the index give it a key of their own.
 SUPPRESSION_INDEX_REDIS_KEY = ""
-# In-process tests read the counters right after a send: write each count at once. Consumers the
-# e2e tests start keep the default buffering, and flush when they stop.
-STATS_FLUSH_SECONDS = 0

@@ -274,13 +274,16 @@ class Consumer:
 
     def _log_stats(self, stop: threading.Event) -> None:
         last_stats, before = time.monotonic(), self.stats.copy()
-        while not stop.wait(self.settings.stats_every):
+        while not stop.wait(1.0):
+            # Counts that a throttled write kept, or an idle consumer holds, go out within 1 s.
+            self._flush_counters()
+            if time.monotonic() - last_stats < self.settings.stats_every:
+                continue
             now = self.stats.copy()
             seconds = time.monotonic() - last_stats
             fields = stats_line_fields(now, before, seconds, len(self.inflight))
             EventLog(logger).info("consumer.stats", healthy=self.health.healthy, **fields)
             last_stats, before = time.monotonic(), now
-            self._flush_counters()  # an idle consumer still writes what it counted
 
     # --- one record ----------------------------------------------------------------------------
 
@@ -435,7 +438,7 @@ class Consumer:
             return
         except EmailOpsError as exc:
             error = exc
-        state = self.pipeline.settle_accepted(state, log)
+        state = self.pipeline.settle_accepted(state, log, body=message.body)
         if error.permanent and self.settings.dead_letter_url:
             log.error("requeue.impossible", error=error.describe(), consequence="dead-lettered")
             self._act(

@@ -132,10 +132,11 @@ def _hour_counts(item: dict[str, Any]) -> HourCounts:
 
 
 class BufferedStats:
-    """The counters summed in memory and written every ``flush_seconds``: one ADD per (scope,
-    hour) for however many emails, not two or three per email, and a write that fails (a
-    throttled table) keeps its counts for the next flush instead of losing them. A process
-    killed between flushes loses at most that many seconds of counts.
+    """The counters summed in memory and written by one thread at a time: while one writes, the
+    others' counts gather and go in the next write (one ADD per scope and hour for however many
+    emails), and a write that fails (a throttled table) keeps its counts for the next flush
+    instead of losing them. ``flush_seconds`` > 0 batches further, at a price: a process killed
+    between flushes loses that many seconds of counts.
 
     Counts still come only from journal writes that succeeded; this only delays adding them."""
 
@@ -169,11 +170,13 @@ class BufferedStats:
             self._others.setdefault(hour, set()).update(scopes[1:])
             due = self.clock() - self._flushed_at >= self.flush_seconds
         if due:
-            self.flush()
+            self.flush(wait=False)  # another thread writing already: ours go in its next write
 
-    def flush(self) -> None:
+    def flush(self, *, wait: bool = True) -> None:
         """Write what is pending; what fails stays pending. One flush at a time."""
-        with self._flushing:
+        if not self._flushing.acquire(blocking=wait):
+            return
+        try:
             with self._lock:
                 pending, self._pending = self._pending, {}
                 others, self._others = self._others, {}
@@ -202,6 +205,8 @@ class BufferedStats:
                     for scope, hour in failed:
                         if scope == ACCOUNT:
                             self._others.setdefault(hour, set()).update(others.get(hour, ()))
+        finally:
+            self._flushing.release()
 
     def read(self, **kwargs: Any) -> list[HourCounts]:
         return self.stats.read(**kwargs)

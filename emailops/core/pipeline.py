@@ -8,6 +8,7 @@ record may run in parallel through the injected ``fan_out``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -488,16 +489,23 @@ class EmailPipeline:
             noted=noted,
         )
 
-    def settle_accepted(self, state: RetryState, log: EventLog) -> RetryState:
+    def settle_accepted(
+        self, state: RetryState, log: EventLog, *, body: str | None = None
+    ) -> RetryState:
         """Mark SENT now the sends ``state`` says SES accepted, for a record that cannot carry
         its state to the next attempt (its copy could not be sent): the state without those
         now marked. What stays unmarked is logged as ERROR, key by key."""
         if not state.accepted:
             return state
+        request = None  # the record's request, to count the sends by (when it parses)
+        if body is not None:
+            with contextlib.suppress(InvalidRequest):
+                request = parse_request(body)
         left = {
             key: provider_id
             for key, provider_id in state.accepted.items()
-            if self._mark_accepted(key, provider_id, log.bind(key=key)).kind is _Kind.ACCEPTED
+            if self._mark_accepted(key, provider_id, log.bind(key=key), request=request).kind
+            is _Kind.ACCEPTED
         }
         for key, provider_id in left.items():
             log.error("accepted.unmarked", key=key, sesMessageId=provider_id)
@@ -507,7 +515,7 @@ class EmailPipeline:
         self, key: str, provider_id: str, log: EventLog, *, request: EmailRequest | None = None
     ) -> _Result:
         """Mark SENT an earlier attempt's send; it counts as sent now, when this write makes the
-        row SENT (``settle_accepted`` has no request to count it by: those few go uncounted)."""
+        row SENT."""
         try:
             marked = self.journal.mark_accepted(
                 key, provider_id=provider_id, sent_at=int(self.clock())

@@ -116,6 +116,8 @@ def test_chaos(moto_server, proxy, seed):
 
         drained_in_time = wait_until(drained, timeout=drain_seconds, interval=0.5)
         took = time.monotonic() - started
+        for process in running:  # stopped as an orchestrator stops them: their counts flushed
+            process.terminate(timeout=30)
     finally:
         stack.close()
         proxy.clear()
@@ -125,7 +127,7 @@ def test_chaos(moto_server, proxy, seed):
     statuses = stack.journal_statuses()
     not_sent = sorted(a for a, key in expected.items() if statuses.get(key) != "SENT")
     rows_sent = sum(1 for key in expected.values() if statuses.get(key) == "SENT")
-    counted = counted_sends(stack)
+    counted = stack.counted()
     print(
         f"\n--- chaos: {count} requests, {consumers} consumers x concurrency {concurrency} "
         f"({'--concurrency passed' if '--concurrency' in args else 'no --concurrency flag'}), "
@@ -151,9 +153,10 @@ def test_chaos(moto_server, proxy, seed):
     assert not_sent == [], "delivered, but the journal does not say SENT"
     assert ledger.duplicates <= ledger.allowance, ledger.causes
     # Counted only when the conditional write that made a row SENT succeeded: never more than
-    # the rows; short only where a consumer was killed between that write and the ADD, or a
-    # settled send had no request to count it by (both rare).
-    assert rows_sent - max(2, rows_sent // 50) <= counted <= rows_sent, (counted, rows_sent)
+    # the rows. Short where a SIGKILL took counts still in memory: a write throttled by a
+    # DynamoDB burst keeps its counts for the next flush, which a killed consumer never makes
+    # (the outage run, with graceful stops only, must agree exactly).
+    assert rows_sent * 0.8 <= counted <= rows_sent, (counted, rows_sent)
 
 
 def _fault_counts(proxy):
@@ -162,14 +165,3 @@ def _fault_counts(proxy):
         if call.fault:
             counts[call.fault] = counts.get(call.fault, 0) + 1
     return sorted(counts.items())
-
-
-def counted_sends(stack: Stack) -> int:
-    """The reputation counters' account-wide ``sent``, every hour: one Query, never a Scan."""
-    items = stack.client("dynamodb").query(
-        TableName=stack.env.get("STATS_TABLE", "email-stats"),
-        KeyConditionExpression="#scope = :account",
-        ExpressionAttributeNames={"#scope": "Scope"},
-        ExpressionAttributeValues={":account": {"S": "account"}},
-    )["Items"]
-    return sum(int(item.get("sent", {"N": "0"})["N"]) for item in items)

@@ -53,11 +53,16 @@ def test_ses_outage_leaves_nothing_dead_lettered(moto_server, proxy):
                 break
             time.sleep(0.5)
         left_on_queue = stack.depth()
+        for process in stack.consumers:  # stopped gracefully: they flush what they counted
+            process.terminate(timeout=30)
     finally:
         stack.close()
         proxy.clear()
     ledger = Ledger(expected, proxy.ses_sends(), proxy.records(), kills={})
     dead_letters = stack.depth(stack.dlq_url)
+    statuses = stack.journal_statuses()
+    rows_sent = sum(1 for key in expected.values() if statuses.get(key) == "SENT")
+    counted = stack.counted()
     refused = sum(1 for c in proxy.records() if c.fault)
     print(
         f"\n--- SES outage of {outage_seconds} s, maxReceiveCount 3: {refused} SES calls refused\n"
@@ -66,8 +71,10 @@ def test_ses_outage_leaves_nothing_dead_lettered(moto_server, proxy):
         + (f" (first after {dead_lettered_at:.0f} s of outage)" if dead_lettered_at else "")
         + (f"\n{stack.describe_dead_letters()}" if dead_letters else "")
         + f"\nleft on the queue     {left_on_queue}"
+        + f"\nstats counted sent    {counted} of {rows_sent} SENT rows"
     )
     assert dead_letters == 0, "transient SES trouble dead-lettered records"
     assert left_on_queue == 0, "the queue did not drain within 60 s after the outage"
     assert ledger.lost == []
     assert ledger.duplicates <= ledger.allowance, ledger.causes
+    assert counted == rows_sent == len(expected)  # no kills: the counters agree exactly

@@ -458,6 +458,16 @@ class Stack:
         self.consumers.append(process)
         return process
 
+    def counted(self, counter: str = "sent") -> int:
+        """The reputation counters' account-wide ``counter``, every hour: one Query, no Scan."""
+        items = self.client("dynamodb").query(
+            TableName=self.env.get("STATS_TABLE", "email-stats"),
+            KeyConditionExpression="#scope = :account",
+            ExpressionAttributeNames={"#scope": "Scope"},
+            ExpressionAttributeValues={":account": {"S": "account"}},
+        )["Items"]
+        return sum(int(item.get(counter, {"N": "0"})["N"]) for item in items)
+
     def close(self) -> None:
         """Kill every consumer started here; ``KEEP_CONSUMER_LOGS=1`` keeps (and lists) their logs."""
         keep = os.environ.get("KEEP_CONSUMER_LOGS") == "1"
