@@ -243,3 +243,23 @@ def make_user(db, django_user_model):
         return user
 
     return make
+
+
+@pytest.fixture
+def redis_key():
+    """A Redis key of this test's own (test runs share the machine's Redis); it and the keys
+    named after it (``NAME:…``) are removed afterwards. Skips, or fails in CI, without Redis."""
+    import uuid
+
+    import redis
+
+    url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    client = redis.Redis.from_url(url, socket_connect_timeout=1, socket_timeout=1)
+    try:
+        client.ping()
+    except redis.RedisError as exc:
+        skip_or_fail(f"Redis is not reachable at {url}: {exc}")
+    name = f"emailops-test:{uuid.uuid4().hex}"
+    yield name
+    client.delete(name, *client.keys(f"{name}:*"))
+    client.close()

@@ -4,7 +4,6 @@ rebuild that a racing write cancels, and the table answering when Redis is unrea
 from __future__ import annotations
 
 import os
-import uuid
 
 import pytest
 
@@ -14,7 +13,6 @@ from emailops.core.suppression_index import (
     IndexUnavailable,
 )
 from emailops.redis_suppression import RedisSuppressionIndex
-from tests.conftest import skip_or_fail
 from tests.fakes import DictSuppressionTable
 from tests.support.stack import free_port
 
@@ -22,19 +20,8 @@ REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 
 
 @pytest.fixture
-def key():
-    """A set of its own (helpers and CI jobs share the Redis), removed afterwards."""
-    import redis
-
-    client = redis.Redis.from_url(REDIS_URL, socket_connect_timeout=1, socket_timeout=1)
-    try:
-        client.ping()
-    except redis.RedisError as exc:
-        skip_or_fail(f"Redis is not reachable at {REDIS_URL}: {exc}")
-    name = f"emailops-test:{uuid.uuid4().hex}:suppressed"
-    yield name
-    client.delete(name, f"{name}:epoch", f"{name}:building", f"{name}:rebuild")
-    client.close()
+def key(redis_key):
+    return redis_key + ":suppressed"
 
 
 def test_an_unbuilt_index_never_answers_no(key):
