@@ -14,6 +14,7 @@ from dataclasses import asdict
 
 from celery import shared_task
 from django.conf import settings
+from django.db import OperationalError
 
 from emailops import wiring
 from emailops.core.contract import parse_request
@@ -39,7 +40,16 @@ def enqueue_email_request(body: str) -> str:
     return wiring.queue().send(body)
 
 
-@shared_task(name=services.RUN_JOB_TASK)
+# A database hiccup (a dropped connection, a lock) before the job is claimed would leave it
+# PENDING: the task is delivered again shortly instead; job_run is safe to deliver twice.
+@shared_task(
+    name=services.RUN_JOB_TASK,
+    autoretry_for=(OperationalError,),
+    retry_backoff=1,
+    retry_backoff_max=10,
+    retry_jitter=False,
+    max_retries=5,
+)
 def run_job(job_id: int) -> str:
     """Run (or resume) a job; safe to deliver twice. Returns the state it ended in."""
     return services.job_run(job_id=job_id).state

@@ -57,3 +57,22 @@ def test_tasks_run_on_a_real_redis_broker(aws):
         stats = consume.delay(10).get(timeout=30)
     assert sqs_id and stats["deleted"] == 1
     assert [m.subject for m in aws.sent_emails()] == ["You were added to the team Imaging"]
+
+
+def test_a_database_hiccup_delivers_the_job_again(monkeypatch):
+    """A lock or a dropped connection before the job is claimed must not leave it PENDING."""
+    from types import SimpleNamespace
+
+    from django.db import OperationalError
+
+    calls = []
+
+    def job_run(*, job_id):
+        calls.append(job_id)
+        if len(calls) == 1:
+            raise OperationalError("database table is locked: templates_admin_job")
+        return SimpleNamespace(state="SUCCEEDED")
+
+    monkeypatch.setattr(tasks.services, "job_run", job_run)
+    assert tasks.run_job.apply(args=[7]).get() == "SUCCEEDED"
+    assert calls == [7, 7]
