@@ -18,6 +18,7 @@ class Migration(migrations.Migration):
                     ("dlq_list", "Dead-letter listing"),
                     ("bulk_resend", "Bulk resend"),
                     ("template_check", "Template check"),
+                    ("erase_recipient", "Recipient erasure"),
                 ],
                 max_length=20,
             ),

@@ -23,7 +23,7 @@ def grant(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("templates_admin", "0009_job_kinds_erasure_and_dlq_listing"),
+        ("templates_admin", "0008_dead_letter_listing_job"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
