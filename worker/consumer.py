@@ -197,7 +197,7 @@ class Consumer:
 
     def _receive_loop(self, run: _Run) -> None:
         while not run.stop.is_set() and not run.drained.is_set():
-            wanted = run.capacity.take(run.batch_size, timeout=0.5)
+            wanted = run.capacity.take(run.batch_size, timeout=0.5, starving=run.work.empty)
             wanted = run.reserve(wanted)
             if not wanted:
                 continue

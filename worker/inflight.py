@@ -40,9 +40,16 @@ class Capacity:
         self._free = slots
         self._cond = threading.Condition()
 
-    def take(self, most: int, *, timeout: float) -> int:
+    def take(
+        self, most: int, *, timeout: float, starving: Callable[[], bool] = lambda: True
+    ) -> int:
+        """Up to ``most`` slots. While ``starving()`` is false (workers still have records to
+        start), wait until ``most`` are free: a slot freed one at a time must not become a
+        receive of one (each receive is a billed call), unless the workers would sit idle."""
         with self._cond:
-            if not self._cond.wait_for(lambda: self._free > 0, timeout=timeout):
+            if not self._cond.wait_for(
+                lambda: self._free >= most or (self._free > 0 and starving()), timeout=timeout
+            ):
                 return 0
             taken = min(most, self._free)
             self._free -= taken

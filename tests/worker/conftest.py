@@ -22,6 +22,11 @@ class RecordingQueue(SqsQueue):
         super().__init__(*args, **kwargs)
         self.visibility: list[int] = []
         self.extended: list[tuple[int, int]] = []
+        self.receives: list[int] = []  # max_messages of each receive
+
+    def receive(self, *, max_messages=10, wait_seconds=20):
+        self.receives.append(max_messages)
+        return super().receive(max_messages=max_messages, wait_seconds=wait_seconds)
 
     def change_visibility(self, message, seconds):
         self.visibility.append(seconds)

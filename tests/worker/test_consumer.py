@@ -111,6 +111,22 @@ def test_many_records_on_many_threads_are_each_sent_once(aws, parts):
     assert stats.deleted == 30 and aws.queue_messages(aws.queue_url) == []
 
 
+def test_a_sequential_consumer_receives_full_batches_not_one_record_per_call(aws, parts):
+    # Each receive is a billed call: one slot freed at a time must not become a receive of one.
+    pipeline, sender, queue = parts
+    aws.sqs.send_message_batch(
+        QueueUrl=aws.queue_url,
+        Entries=[{"Id": str(i), "MessageBody": request(f"u{i}@example.com")} for i in range(10)],
+    )
+    aws.sqs.send_message_batch(
+        QueueUrl=aws.queue_url,
+        Entries=[{"Id": str(i), "MessageBody": request(f"v{i}@example.com")} for i in range(10)],
+    )
+    stats = run_until_empty(make_consumer(queue, pipeline, aws.dlq_url, concurrency=1))
+    assert stats.deleted == 20 and len(sender.sent) == 20
+    assert set(queue.receives) == {10}, queue.receives
+
+
 def test_max_messages_and_stop(aws, parts):
     pipeline, sender, queue = parts
     for i in range(5):

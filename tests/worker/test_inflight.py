@@ -109,6 +109,14 @@ def test_capacity_bounds_what_is_held():
     assert capacity.take(10, timeout=0) == 2
 
 
+def test_capacity_waits_for_a_full_batch_while_the_workers_have_work():
+    capacity = Capacity(11)
+    assert capacity.take(10, timeout=0) == 10
+    capacity.give(2)
+    assert capacity.take(10, timeout=0, starving=lambda: False) == 0  # workers busy: wait
+    assert capacity.take(10, timeout=0, starving=lambda: True) == 3  # idle workers: take them
+
+
 def test_deletes_are_batched_across_records_and_flushed_promptly(aws):
     from emailops.aws.sqs import SqsQueue
 
