@@ -280,7 +280,7 @@ STATS_TTL_DAYS = env.int("STATS_TTL_DAYS", default=400)
 # Counts are summed in memory; one thread writes them while the others' gather, and a failed write
 # keeps its counts for the next. > 0 batches further (one ADD per scope and hour every so many
 # seconds), but a killed consumer loses that many seconds of counts.
-STATS_FLUSH_SECONDS = env.float("STATS_FLUSH_SECONDS", default=0.0)
+STATS_FLUSH_SECONDS = env.float("STATS_FLUSH_SECONDS", default=1.0)
 # Rates are computed over this many hours, and not judged below this many delivered-or-bounced.
 REPUTATION_WINDOW_HOURS = env.int("REPUTATION_WINDOW_HOURS", default=24)
 REPUTATION_MIN_VOLUME = env.int("REPUTATION_MIN_VOLUME", default=200)

@@ -132,11 +132,12 @@ def _hour_counts(item: dict[str, Any]) -> HourCounts:
 
 
 class BufferedStats:
-    """The counters summed in memory and written by one thread at a time: while one writes, the
-    others' counts gather and go in the next write (one ADD per scope and hour for however many
-    emails), and a write that fails (a throttled table) keeps its counts for the next flush
-    instead of losing them. ``flush_seconds`` > 0 batches further, at a price: a process killed
-    between flushes loses that many seconds of counts.
+    """The counters summed in memory and written every ``flush_seconds`` (one ADD per scope and
+    hour for however many emails), by one thread at a time: while one writes, the others' counts
+    gather for the next write. A write that fails (a throttled table) keeps its counts for the
+    next flush instead of losing them. The price of batching: a process killed between flushes
+    loses that many seconds of counts; at 0, every email would cost an ADD per scope, more than
+    its own journal writes.
 
     Counts still come only from journal writes that succeeded; this only delays adding them."""
 

@@ -76,6 +76,7 @@ def counters(aws, reputation_key):
             "failed": 1,
         },
     )
+    stats.flush()  # counters are written every STATS_FLUSH_SECONDS; now, here
     return stats
 
 

@@ -57,6 +57,7 @@ def count(message_id="welcome", organization=None, **counts):
     wiring.stats().add(
         message_id=message_id, organization=organization, hour=hour_of(time.time()), counts=counts
     )
+    wiring.flush_stats()  # counters are written every STATS_FLUSH_SECONDS; now, here
 
 
 def decide(priority, organization=None):
