@@ -5,8 +5,8 @@ extends a held record's visibility, and the journal claims it holds, once a thir
 passed, so a slow send (or a wait for the shared send rate) never lets a second consumer claim a
 recipient. Its calls run in parallel on clients of their own (short timeouts, few attempts) with a
 deadline per pass: one hung connection cannot starve every other lease, and what failed is tried
-again at the next tick. Deletes are batched across records and flushed within a fraction of a
-second, so one slow record never holds finished ones past their visibility timeout.
+again at the next tick. Deletes are batched across records and flushed within a second, so one
+slow record never holds finished ones past their visibility timeout.
 """
 
 from __future__ import annotations
@@ -219,14 +219,17 @@ class LeaseKeeper:
 
 
 class DeleteBatcher:
-    """Collects finished records and deletes them ten at a time, or after ``max_delay``."""
+    """Collects finished records and deletes them ten at a time, or after ``max_delay``: a
+    second is safe (a finished record still has at least two thirds of its visibility timeout,
+    the keeper saw to that), and at ten records a second it fills batches: 0.1 calls per
+    record where 0.2 s cost 0.5."""
 
     def __init__(
         self,
         sqs: SqsQueue,
         *,
         on_deleted: Callable[[int], None],
-        max_delay: float = 0.2,
+        max_delay: float = 1.0,
         on_died: Callable[[str, BaseException], None] | None = None,
     ) -> None:
         self.queue = sqs
