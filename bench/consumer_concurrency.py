@@ -10,20 +10,25 @@ divided by the time from the process's first AWS call to its last send, so Pytho
 left out. Also per email: AWS calls (the steady path's DynamoDB and SES calls, and all of them) and
 DynamoDB reads and writes, the floor of its capacity units.
 
-moto server is one Python process: on a small machine it saturates before the consumer does. The
-"moto answer time" rows show it (its own time per call, without the injected latency); when it
-grows with concurrency, the ratio measures moto, not the consumer.
+moto runs one process per service (SQS, DynamoDB, the rest: ``MotoPerService``), as AWS's services
+are separate: a single moto process can use one core at most, and on a small machine it saturated
+long before the consumer did, so the ratio measured moto's GIL. ``--one-moto`` runs the single
+process instead. Printed per email as well: the CPU moto, the proxy and the consumer spent (the
+machine's whole budget: when their sum per email times the rate nears the core count, the machine
+is the limit, not the consumer).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import resource
 import time
 
 import moto_env  # noqa: F401  (the project on sys.path, moto credentials, never real AWS)
 
 from tests.support.aws_proxy import AwsProxy, latency
-from tests.support.stack import MotoServer, Stack
+from tests.support.stack import MotoPerService, MotoServer, Stack
 
 
 def single_recipient(prefix: str, count: int) -> list[dict]:
@@ -41,9 +46,36 @@ READS = {"GetItem", "Query", "BatchGetItem", "Scan"}
 WRITES = {"UpdateItem", "PutItem", "DeleteItem", "BatchWriteItem", "TransactWriteItems"}
 
 
-def run(stack: Stack, proxy: AwsProxy, name: str, concurrency: int | None, requests: int) -> dict:
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU of running processes, from /proc."""
+    total = 0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run(
+    stack: Stack,
+    proxy: AwsProxy,
+    name: str,
+    concurrency: int | None,
+    requests: int,
+    moto_pids: list[int],
+) -> dict:
     """One consume_emails --until-empty over its own requests; ``concurrency`` None = defaults."""
     stack.enqueue(single_recipient(f"{name}-", requests))
+    moto_before, proxy_before, child_before = (
+        cpu_seconds(moto_pids),
+        time.process_time(),
+        children_cpu(),
+    )
     process = stack.start_consumer(
         name,
         stack.consumer_args(concurrency=concurrency, until_empty=True, wait_time=1),
@@ -52,6 +84,9 @@ def run(stack: Stack, proxy: AwsProxy, name: str, concurrency: int | None, reque
     started = time.monotonic()
     code = process.wait(timeout=max(600, requests * 2))
     wall = time.monotonic() - started
+    moto_cpu = cpu_seconds(moto_pids) - moto_before
+    proxy_cpu = time.process_time() - proxy_before  # the proxy runs in this process
+    consumer_cpu = children_cpu() - child_before  # its start-up included
     if code != 0:
         raise SystemExit(f"consumer {name} exited {code}:\n{process.output()[-3000:]}")
     calls = [c for c in proxy.records() if c.client == name]
@@ -75,19 +110,25 @@ def run(stack: Stack, proxy: AwsProxy, name: str, concurrency: int | None, reque
         "writes": writes / per_email,
         "moto_p50": answered[len(answered) // 2],
         "moto_p90": answered[int(len(answered) * 0.9)],
+        "cpu_ms": {
+            "moto": moto_cpu * 1000 / per_email,
+            "proxy": proxy_cpu * 1000 / per_email,
+            "consumer": consumer_cpu * 1000 / per_email,
+        },
     }
 
 
-def at_latency(latency_ms: float, requests: int) -> tuple[dict, dict]:
-    moto = MotoServer()
-    proxy = AwsProxy(moto.url).start()
+def at_latency(latency_ms: float, requests: int, one_moto: bool) -> tuple[dict, dict]:
+    moto = MotoServer() if one_moto else MotoPerService()
+    proxy = AwsProxy(moto.url, routes=moto.routes()).start()
+    pids = [moto.process.pid] if one_moto else [p.pid for p in moto.processes()]
     stack = None
     try:
         stack = Stack(moto, endpoint=proxy.url, queue="bench-concurrency", visibility_timeout=60)
         if latency_ms:
             proxy.add(latency(latency_ms / 1000))
-        sequential = run(stack, proxy, f"seq{latency_ms:g}", 1, requests)
-        ours = run(stack, proxy, f"ours{latency_ms:g}", None, requests)
+        sequential = run(stack, proxy, f"seq{latency_ms:g}", 1, requests, pids)
+        ours = run(stack, proxy, f"ours{latency_ms:g}", None, requests, pids)
     finally:
         if stack:
             stack.close()
@@ -100,13 +141,15 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--requests", type=int, default=300)
     parser.add_argument("--latencies", default="0,20", help="injected ms per AWS call")
+    parser.add_argument("--one-moto", action="store_true", help="one moto process for all")
     args = parser.parse_args()
     latencies = [float(x) for x in args.latencies.split(",")]
-    results = {ms: at_latency(ms, args.requests) for ms in latencies}
+    results = {ms: at_latency(ms, args.requests, args.one_moto) for ms in latencies}
     print(
         f"consumer throughput: {args.requests} single-recipient requests per run; a sequential "
-        "consumer (--concurrency 1) against consume_emails with default flags, moto server behind "
-        "the fault proxy (noisy: shared 2-core machine). Targets: >= 1.5x at 0 ms, >= 4x at 20 ms"
+        "consumer (--concurrency 1) against consume_emails with default flags, moto server "
+        f"({'one process' if args.one_moto else 'a process per service'}) behind the fault "
+        "proxy (noisy: shared 2-core machine). Targets: >= 1.5x at 0 ms, >= 4x at 20 ms"
     )
     print(f"{'injected latency':18}{'sequential':>12}{'defaults':>10}{'ratio':>8}")
     for ms, (seq, ours) in results.items():
@@ -122,6 +165,14 @@ def main() -> None:
             "(capacity units: 1 per read (<= 4 KB, consistent) and write (<= 1 KB) at least); "
             f"moto answer p50/p90 {ours['moto_p50']:.0f}/{ours['moto_p90']:.0f} ms"
         )
+    print("CPU ms per email (moto, the proxy, the consumer with its start-up):")
+    for ms, runs in results.items():
+        for label, result in zip(("sequential", "defaults"), runs, strict=True):
+            cpu = result["cpu_ms"]
+            print(
+                f"  {ms:g} ms {label:10} moto {cpu['moto']:5.1f}  proxy {cpu['proxy']:5.1f}  "
+                f"consumer {cpu['consumer']:5.1f}  sum {sum(cpu.values()):5.1f}"
+            )
 
 
 if __name__ == "__main__":

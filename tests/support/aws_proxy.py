@@ -434,17 +434,24 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     do_GET = do_POST = do_PUT = do_DELETE = do_HEAD = do_PATCH = _handle
 
-    def upstream(self) -> http.client.HTTPConnection:
-        conn = getattr(self, "_upstream", None)
+    def upstream(self, service: str) -> http.client.HTTPConnection:
+        """This client connection's kept connection to the moto that serves ``service``."""
+        address = self.server.proxy.address_for(service)
+        conns = self.__dict__.setdefault("_upstreams", {})
+        conn = conns.get(address)
         if conn is None:
-            host, port = self.server.proxy.upstream_address
-            conn = self._upstream = http.client.HTTPConnection(host, port, timeout=60)
+            conn = conns[address] = http.client.HTTPConnection(*address, timeout=60)
         return conn
+
+    def drop_upstream(self, service: str) -> None:
+        conns = self.__dict__.get("_upstreams", {})
+        if conn := conns.pop(self.server.proxy.address_for(service), None):
+            conn.close()
 
     def finish(self) -> None:
         with contextlib.suppress(OSError):
             super().finish()
-        if conn := getattr(self, "_upstream", None):
+        for conn in self.__dict__.get("_upstreams", {}).values():
             conn.close()
 
     def reset(self) -> None:
@@ -452,6 +459,11 @@ class _Handler(http.server.BaseHTTPRequestHandler):
         self.close_connection = True
         with contextlib.suppress(OSError):
             self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+
+def _address(url: str) -> tuple[str, int]:
+    parts = urlsplit(url)
+    return (parts.hostname or "127.0.0.1", parts.port or 80)
 
 
 @dataclass
@@ -466,6 +478,8 @@ class AwsProxy:
 
     upstream: str
     port: int = 0
+    # Service (SigV4 name) → the moto serving it, when moto runs one process per service.
+    routes: dict[str, str] = field(default_factory=dict)
     max_connections: int = 512
     max_records: int = 2_000_000
     seed: int | None = None
@@ -474,12 +488,15 @@ class AwsProxy:
     dropped_records: int = 0
 
     def __post_init__(self) -> None:
-        parts = urlsplit(self.upstream)
-        self.upstream_address = (parts.hostname or "127.0.0.1", parts.port or 80)
+        self.upstream_address = _address(self.upstream)
+        self._routes = {service: _address(url) for service, url in self.routes.items()}
         self._lock = threading.Lock()
         self._rng = random.Random(self.seed)
         self._server: _Server | None = None
         self._thread: threading.Thread | None = None
+
+    def address_for(self, service: str) -> tuple[str, int]:
+        return self._routes.get(service, self.upstream_address)
 
     # lifecycle
     def start(self) -> AwsProxy:
@@ -633,7 +650,7 @@ class AwsProxy:
             self._reply(handler, fault.status, list(extra.items()), payload, decision.latency / 2)
             return
         try:
-            conn = handler.upstream()
+            conn = handler.upstream(service)
             forwarded = time.perf_counter()
             forward = {k: v for k, v in handler.headers.items() if k.lower() not in _HOP_BY_HOP}
             forward["Content-Length"] = str(len(body))
@@ -646,8 +663,7 @@ class AwsProxy:
                 conn.close()
         except (OSError, http.client.HTTPException) as exc:
             handler.close_connection = True
-            conn.close()
-            handler._upstream = None
+            handler.drop_upstream(service)
             self._record(Call(time.time(), **base, status=502, error_code=type(exc).__name__))
             self._reply(handler, 502, [("Content-Type", "text/plain")], b"upstream failed", 0)
             return

@@ -86,11 +86,48 @@ class MotoServer:
             self.stop()
             raise RuntimeError("moto server did not start within 30 s")
 
+    def url_for(self, service: str) -> str:
+        return self.url
+
+    def routes(self) -> dict[str, str]:
+        return {}
+
     def stop(self) -> None:
         if self.process.poll() is None:
             self.process.kill()
             self.process.wait(timeout=10)
         self.log.close()
+
+
+class MotoPerService:
+    """moto as one process per service (SQS, DynamoDB, the rest), as AWS's services are separate.
+    One moto process can use one core at most (its GIL): on a small machine it becomes the
+    bottleneck that a benchmark measures instead of the consumer. Reached through the fault
+    proxy, which routes each call by its SigV4 service (``AwsProxy(routes=...)``)."""
+
+    def __init__(self, own: tuple[str, ...] = ("sqs", "dynamodb")) -> None:
+        self.rest = MotoServer()
+        self.servers: dict[str, MotoServer] = {}
+        try:
+            for service in own:
+                self.servers[service] = MotoServer()
+        except Exception:
+            self.stop()
+            raise
+        self.url = self.rest.url
+
+    def url_for(self, service: str) -> str:
+        return self.servers[service].url if service in self.servers else self.rest.url
+
+    def routes(self) -> dict[str, str]:
+        return {service: server.url for service, server in self.servers.items()}
+
+    def processes(self) -> list[subprocess.Popen]:
+        return [self.rest.process, *(server.process for server in self.servers.values())]
+
+    def stop(self) -> None:
+        for server in [self.rest, *self.servers.values()]:
+            server.stop()
 
 
 class ProxyProcess:
@@ -269,7 +306,7 @@ class Stack:
         """A boto3 client straight to moto (bypassing any proxy)."""
         return boto3.client(
             service,
-            endpoint_url=self.moto.url,
+            endpoint_url=self.moto.url_for(service),
             region_name="us-east-1",
             aws_access_key_id="testing",
             aws_secret_access_key="testing",
@@ -302,7 +339,7 @@ class Stack:
 
     def direct(self, url: str) -> str:
         """A queue URL as moto knows it (the consumers' URL names the proxy)."""
-        return url.replace(self.endpoint, self.moto.url, 1)
+        return url.replace(self.endpoint, self.moto.url_for("sqs"), 1)
 
     def enqueue(self, bodies: Iterable[str | dict]) -> int:
         if isinstance(bodies, str | dict):
@@ -370,7 +407,8 @@ class Stack:
     def sent_emails(self) -> list[SimpleNamespace]:
         """Every email moto's SES accepted, oldest first (``source``, ``subject``, ``body``,
         ``destinations``), read from moto's model API since moto runs in another process."""
-        with urllib.request.urlopen(f"{self.moto.url}/moto-api/data.json", timeout=30) as reply:
+        models_url = f"{self.moto.url_for('ses')}/moto-api/data.json"
+        with urllib.request.urlopen(models_url, timeout=30) as reply:
             models = json.load(reply)
         return [SimpleNamespace(**m) for m in models.get("ses", {}).get("Message", [])]
 
