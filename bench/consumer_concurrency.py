@@ -173,6 +173,14 @@ def main() -> None:
                 f"  {ms:g} ms {label:10} moto {cpu['moto']:5.1f}  proxy {cpu['proxy']:5.1f}  "
                 f"consumer {cpu['consumer']:5.1f}  sum {sum(cpu.values()):5.1f}"
             )
+    # The machine's ceiling: every core busy on this stack's CPU per email, and no better.
+    cores = os.cpu_count() or 1
+    print(f"the machine's ceiling ({cores} cores / the defaults' CPU per email):")
+    for ms, (seq, ours) in results.items():
+        ceiling = cores * 1000 / sum(ours["cpu_ms"].values())
+        print(
+            f"  {ms:g} ms: {ceiling:.1f} emails/s, a ratio of {ceiling / seq['rate']:.2f}x at most"
+        )
 
 
 if __name__ == "__main__":
