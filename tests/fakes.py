@@ -224,6 +224,9 @@ class InMemoryStats:
                     if n:
                         item[name] = item.get(name, 0) + n
 
+    def flush(self) -> None:
+        """Nothing is held: every add lands at once."""
+
     def totals(self, scope: str = "account") -> dict[str, int]:
         found: dict[str, int] = {}
         for (item_scope, _), counts in self.items.items():

@@ -151,9 +151,8 @@ class Consumer:
         return self.stats
 
     def _flush_counters(self) -> None:
-        counters = getattr(self.pipeline, "stats", None)
-        if counters is not None and hasattr(counters, "flush"):
-            counters.flush()
+        if self.pipeline.stats is not None:
+            self.pipeline.stats.flush()
 
     def _watched(self, target: Callable[..., None], *args: object, name: str) -> threading.Thread:
         def guarded() -> None:

@@ -44,6 +44,9 @@ class DynamoStats:
         for scope in scopes:
             self.add_scope(scope=scope, hour=hour, counts=counts, others=scopes[1:])
 
+    def flush(self) -> None:
+        """Nothing is held: every add is written at once."""
+
     def add_scope(
         self, *, scope: str, hour: str, counts: dict[str, int], others: list[str] | tuple = ()
     ) -> None:

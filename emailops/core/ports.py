@@ -202,6 +202,10 @@ class Stats(Protocol):
         self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
     ) -> None: ...
 
+    def flush(self) -> None:
+        """Write the counts still held in memory (a stop, an idle second); a no-op if none."""
+        ...
+
 
 class ReputationGate(Protocol):
     """The reputation guard's word on one send, from the state every consumer shares."""
