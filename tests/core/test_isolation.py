@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -47,3 +48,21 @@ def test_core_loads_no_django(loaded_by_core):
 
 def test_core_loads_no_redis(loaded_by_core):
     assert "redis" not in loaded_by_core  # the send-rate bucket's Redis half is emailops.redis_rate
+
+
+def test_core_starts_no_threads():
+    # Threads belong to the worker (and the adapters' pools): the core is called from them and
+    # may guard shared state with a lock, but never starts a thread or a pool of its own.
+    starters = {"Thread", "Timer", "ThreadPoolExecutor", "ProcessPoolExecutor", "start_new_thread"}
+    found = []
+    for path in sorted((ROOT / "emailops" / "core").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            name = getattr(node, "attr", None) or getattr(node, "id", None)
+            if isinstance(node, ast.ImportFrom) and node.module in (
+                "concurrent.futures",
+                "_thread",
+            ):
+                found.append(f"{path.name}:{node.lineno} imports {node.module}")
+            elif name in starters:
+                found.append(f"{path.name}:{node.lineno} uses {name}")
+    assert not found, found
