@@ -68,9 +68,10 @@ class EventsConsumer:
         self.stats = EventsStats()
         self.concurrency = max(1, concurrency)
         # Messages gathered per batch (receives of 10 back to back while the queue gives full
-        # ones): enough to keep the pool busy, and the more of one email's events meet in a
-        # batch, the fewer journal writes (they are merged into one).
-        self.batch_size = batch_size or min(100, max(10, 3 * self.concurrency))
+        # ones): about one per pool thread. More would merge a few more of one email's events
+        # into one write, but every message held is one more the queue (and moto's receive,
+        # which scans them all per returned message) carries in flight.
+        self.batch_size = batch_size or min(100, 10 * -(-self.concurrency // 10))
         self._lock = threading.Lock()  # stats and the max_messages budget, across loops
         self._pool: ThreadPoolExecutor | None = None
 

@@ -135,9 +135,9 @@ class DeliveryEventHandler:
     ) -> list[EventOutcome]:
         """An outcome per ``(body, receive_count)``, in order. The events of one email (one
         journal row) are applied together in one conditional write; their rows are read first
-        in one batch (``read_rows``). ``run(task, groups)`` runs a task
-        per email's group, and may run them at once (the consumer hands its thread pool's map):
-        groups touch different rows, and one email's events stay in one task."""
+        in one batch (``read_rows``). ``run(task, groups)`` runs a task per email's group, and
+        may run them at once (the consumer hands its thread pool's map): groups touch different
+        rows, and one email's events stay in one task."""
         outcomes: list[EventOutcome | None] = [None] * len(messages)
         groups: dict[tuple[str, str], Group] = {}
         for i, (body, receive_count) in enumerate(messages):
@@ -157,7 +157,7 @@ class DeliveryEventHandler:
             try:
                 return self._apply_group(group, rows, now)
             except Exception as exc:  # a bug must not take the batch down; SQS will redeliver
-                logger.exception("event.crashed")
+                logger.exception("event.crashed events=%d", len(group))
                 reason = f"internal error: {exc!r}"
                 return [(i, EventOutcome(EventAction.RETRY, reason=reason)) for i, _, _ in group]
 
@@ -195,6 +195,8 @@ class DeliveryEventHandler:
         group: list[tuple[int, DeliveryEvent, int]],
         rows: dict[str, dict[str, Any] | None],
         now: int,
+        *,
+        suppressed: bool = False,
     ) -> list[tuple[int, EventOutcome]]:
         """One email's events: suppress (before the journal, never waiting for it), then one
         write for all of them. Trouble with the write leaves every event of the group for
@@ -208,7 +210,7 @@ class DeliveryEventHandler:
         on_row = {entry.get("Id") for entry in (row or {}).get("DeliveryEvents") or []}
         for i, event, receive_count in group:
             try:
-                if event.event_id not in on_row:
+                if not suppressed and event.event_id not in on_row:
                     self._suppress(event, now)
             except EmailOpsError as exc:
                 done.append((i, self._failed(event, exc)))
@@ -227,7 +229,7 @@ class DeliveryEventHandler:
                 return done + [(i, self._failed(event, exc)) for i, event, _ in pending]
         # One of them cannot be written (or stored): find which; the others still apply.
         for item in pending:
-            done += self._apply_group([item], {}, now)
+            done += self._apply_group([item], {}, now, suppressed=True)
         return done
 
     def _apply_events(

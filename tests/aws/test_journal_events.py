@@ -582,3 +582,13 @@ def test_merging_ends_as_applying_one_by_one_in_any_order(aws_events):
                 single["DeliveryEventCount"],
             )
         assert state == one_by_one
+
+
+def test_untagged_events_of_one_email_cost_one_lookup_and_one_write(aws_events):
+    sent_row("go-row-key")
+    bodies = [json.dumps(untagged(ses_event(n))) for n in ("delivery.json", "bounce.json")]
+    client = CountingClient(aws_events.dynamodb)
+    outcomes = batch_handler(client).handle_batch([(body, 1) for body in bodies])
+    assert [o.result for o in outcomes] == ["applied", "applied"]
+    assert client.calls == ["query", "get_item", "update_item"]
+    assert row(aws_events, "go-row-key")["DeliveryStatus"] == "BOUNCED"
