@@ -9,7 +9,10 @@ each process's first AWS call to its last send (emails) or its last DeleteMessag
 Python's start-up is left out. Per row, in random order: Send, Delivery, then a Bounce, a Complaint
 or an Open, and one duplicate of any of them (SES delivers at least once). The journal's end state
 is checked: every row has its three distinct events, the status their ranks say, and the bounced
-and complaining addresses are suppressed. The machine is shared: figures are noisy.
+and complaining addresses are suppressed. The machine is shared: figures are noisy; moto's CPU per
+email and per event (from /proc) and the calls per operation are the steadier figures. moto's
+ReceiveMessage costs time in proportion to the queue's depth for every message it returns, and
+the events queue starts 4x deeper than the send queue: see docs/delivery-events.md.
 """
 
 from __future__ import annotations
