@@ -9,7 +9,10 @@ each process's first AWS call to its last send (emails) or its last DeleteMessag
 Python's start-up is left out. Per row, in random order: Send, Delivery, then a Bounce, a Complaint
 or an Open, and one duplicate of any of them (SES delivers at least once). The journal's end state
 is checked: every row has its three distinct events, the status their ranks say, and the bounced
-and complaining addresses are suppressed. The machine is shared: figures are noisy.
+and complaining addresses are suppressed. The machine is shared: figures are noisy; moto's CPU per
+email and per event (from /proc) and the calls per operation are the steadier figures. moto's
+ReceiveMessage costs time in proportion to the queue's depth for every message it returns, and
+the events queue starts 4x deeper than the send queue: see docs/delivery-events.md.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ from __future__ import annotations
 import argparse
 import base64
 import json
+import os
 import random
 import time
 from collections import Counter
+from pathlib import Path
 
 import moto_env  # noqa: F401  (the project on sys.path, moto credentials, never real AWS)
 
@@ -43,11 +48,19 @@ def event_for(name: str, row: dict, n: int) -> dict:
     return event
 
 
-def run_until_done(stack: Stack, name: str, command: str, args: list[str]) -> None:
+def moto_cpu_seconds(moto: MotoServer) -> float:
+    """The moto server's CPU time so far (user + system), from /proc (Linux)."""
+    stat = Path(f"/proc/{moto.process.pid}/stat").read_text()
+    fields = stat.rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_until_done(stack: Stack, name: str, command: str, args: list[str]) -> str:
     process = stack.start_consumer(name, args, env={"SES_MAX_SEND_RATE": "0"}, command=command)
     code = process.wait(timeout=1200)
     if code != 0:
         raise SystemExit(f"{command} exited {code}:\n{process.output()[-3000:]}")
+    return process.output()
 
 
 def main() -> None:
@@ -75,9 +88,12 @@ def main() -> None:
             }
             for i in range(args.rows)
         )
+        cpu = moto_cpu_seconds(moto)
         run_until_done(stack, "sender", "consume_emails", ["--until-empty", "--wait-time", "1"])
+        send_cpu = moto_cpu_seconds(moto) - cpu
         calls = [c for c in proxy.records() if c.client == "sender"]
         sends = [c for c in calls if c.operation == "SendEmail" and c.accepted]
+        send_ops = Counter(c.operation for c in calls)
         send_rate = len(sends) / (max(c.at for c in sends) - min(c.at for c in calls))
         rows = [
             {
@@ -106,9 +122,12 @@ def main() -> None:
                 {"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies[start : start + 10])
             ]
             stack.sqs.send_message_batch(QueueUrl=url, Entries=entries)
-        started = time.monotonic()
-        run_until_done(stack, "events", "consume_ses_events", ["--until-empty", "--wait-time", "1"])
+        started, cpu = time.monotonic(), moto_cpu_seconds(moto)
+        events_log = run_until_done(
+            stack, "events", "consume_ses_events", ["--until-empty", "--wait-time", "1"]
+        )
         wall = time.monotonic() - started
+        events_cpu = moto_cpu_seconds(moto) - cpu
         calls = [c for c in proxy.records() if c.client == "events"]
         deletes = [c for c in calls if c.operation == "DeleteMessageBatch"]
         events_rate = len(bodies) / (max(c.at for c in deletes) - min(c.at for c in calls))
@@ -148,8 +167,13 @@ def main() -> None:
         f"send rate, target >= 3x; process wall {wall:.1f} s)"
     )
     print(
-        f"  AWS calls per event: {sum(ops.values()) / len(bodies):.2f} ({dict(ops.most_common(6))})"
+        f"  moto CPU: {send_cpu * 1000 / len(rows):.1f} ms per email, "
+        f"{events_cpu * 1000 / len(bodies):.1f} ms per event"
     )
+    per_email = ", ".join(f"{op} {n / len(rows):.2f}" for op, n in send_ops.most_common())
+    print(f"  AWS calls per email: {sum(send_ops.values()) / len(rows):.2f} ({per_email})")
+    per_event = ", ".join(f"{op} {n / len(bodies):.3f}" for op, n in ops.most_common())
+    print(f"  AWS calls per event: {sum(ops.values()) / len(bodies):.2f} ({per_event})")
     answer = ", ".join(f"{op} {ms[len(ms) // 2]:.0f}" for op, ms in moto_ms.items() if ms)
     print(f"  moto's answer time p50, ms (its own time, no injected latency): {answer}")
     verdict = "OK" if not wrong and seen == len(rows) and suppressed >= want_suppressed else "WRONG"
@@ -159,6 +183,11 @@ def main() -> None:
     )
     for row in wrong[:5]:
         print(f"    {row}")
+    if wrong:  # what the events consumer said about anything it did not delete
+        print(
+            *[f"    {line[:300]}" for line in events_log.splitlines() if "WARN" in line][:10],
+            sep="\n",
+        )
 
 
 if __name__ == "__main__":

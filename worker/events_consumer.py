@@ -5,17 +5,19 @@ Applied, duplicate and stored events are deleted (batched); transient trouble le
 redelivery after a back-off; a message we cannot trust or read goes to the queue's dead-letter
 queue with a ``FailureReason``.
 
-With ``concurrency`` > 1 (SES_EVENTS_CONCURRENCY), several receive loops run at once and each
-batch's events are handled on a shared pool: SES sends 2-4 events per email, so this loop must keep
-up with a multiple of the send rate. Order and dedupe need no lock here: every event is applied by
-one conditional write on its row (``DeliveryEventCount`` as the version, the timeline's event ids
-for dedupe, ``DeliveryOrder`` so a late Delivery never overwrites a Bounce), retried on a lost race.
+Messages are gathered in batches (``batch_size``: receives of 10 back to back while the queue
+gives full ones) and handed to the handler as one batch: the rows the events name are read in one
+BatchGetItem, and one email's events are applied in ONE conditional write on its row
+(``DeliveryEventCount`` as the version, the timeline's event ids for dedupe, ``DeliveryOrder`` so
+a late Delivery never overwrites a Bounce), retried on a lost race. With ``concurrency`` > 1
+(SES_EVENTS_CONCURRENCY) several receive loops run at once and each batch's emails are handled on
+a shared pool, one email's events on one thread: SES sends 2-4 events per email, so this loop must
+keep up with a multiple of the send rate. See docs/delivery-events.md.
 """
 
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -29,7 +31,6 @@ from django.core.exceptions import ImproperlyConfigured
 from emailops import wiring
 from emailops.aws.clients import size_connection_pools
 from emailops.aws.sqs import QueueMessage, SqsQueue
-from emailops.core.delivery_events import BadEvent, parse_envelope
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog, logfmt
@@ -59,12 +60,18 @@ class EventsConsumer:
         handler: DeliveryEventHandler,
         dead_letter_url: str | None,
         concurrency: int = 1,
+        batch_size: int | None = None,
     ) -> None:
         self.queue = queue
         self.handler = handler
         self.dead_letter_url = dead_letter_url
         self.stats = EventsStats()
         self.concurrency = max(1, concurrency)
+        # Messages gathered per batch (receives of 10 back to back while the queue gives full
+        # ones): about one per pool thread. More would merge a few more of one email's events
+        # into one write, but every message held is one more the queue (and moto's receive,
+        # which scans them all per returned message) carries in flight.
+        self.batch_size = batch_size or min(100, 10 * -(-self.concurrency // 10))
         self._lock = threading.Lock()  # stats and the max_messages budget, across loops
         self._pool: ThreadPoolExecutor | None = None
 
@@ -116,29 +123,45 @@ class EventsConsumer:
         wait_time: int,
     ) -> None:
         while not stop.is_set():
+            batch, stopped = self._gather(stop, max_messages=max_messages, wait_time=wait_time)
+            if batch:
+                self.handle_batch(batch, counted=True)
+            if stopped:
+                break
+            if not batch and until_empty:
+                break
+
+    def _gather(
+        self, stop: threading.Event, *, max_messages: int | None, wait_time: int
+    ) -> tuple[list[QueueMessage], bool]:
+        """Receives of 10 until ``batch_size`` messages are in hand or a receive comes back short
+        (the first long-polls, the others do not wait); True when the loop must end after this
+        batch (stopped, or ``max_messages`` reached)."""
+        batch: list[QueueMessage] = []
+        while len(batch) < self.batch_size:
             with self._lock:  # reserve this receive's share of the budget
                 left = 10 if max_messages is None else max_messages - self.stats.received
-                wanted = min(10, left)
+                wanted = min(10, left, self.batch_size - len(batch))
                 self.stats.received += max(0, wanted)
             if wanted <= 0:
-                break
+                return batch, True
             try:
-                batch = self._receive(stop, max_messages=wanted, wait_time=wait_time)
+                got = self._receive(stop, max_messages=wanted, wait_time=0 if batch else wait_time)
             except EmailOpsError as exc:
                 with self._lock:
                     self.stats.received -= wanted
                 EventLog(logger).warning("receive.failed", error=exc.describe())
-                stop.wait(min(wait_time, 5) or 1)
+                if batch or stop.wait(min(wait_time, 5) or 1):
+                    return batch, stop.is_set()
                 continue
             with self._lock:  # give back the part of the reservation that did not come
-                self.stats.received -= wanted - len(batch or [])
-            if batch is None:  # stopped during the long poll
+                self.stats.received -= wanted - len(got or [])
+            if got is None:  # stopped during the long poll
+                return batch, True
+            batch += got
+            if len(got) < wanted:
                 break
-            if not batch:
-                if until_empty:
-                    break
-                continue
-            self.handle_batch(batch, counted=True)
+        return batch, False
 
     def _receive(
         self, stop: threading.Event, *, max_messages: int, wait_time: int
@@ -178,24 +201,22 @@ class EventsConsumer:
         if not counted:
             with self._lock:
                 self.stats.received += len(batch)
+        started = time.perf_counter()
+        try:
+            # One email's events in one task (one journal write), emails' tasks on the pool.
+            outcomes = self.handler.handle_batch(
+                [(message.body, message.receive_count) for message in batch],
+                run=self._pool.map if self._pool is not None else map,
+            )
+        except Exception as exc:  # a bug must not take the loop down; SQS will redeliver
+            logger.exception(logfmt("batch.crashed", count=len(batch)))
+            outcomes = [
+                EventOutcome(EventAction.RETRY, reason=f"internal error: {exc!r}") for _ in batch
+            ]
+        ms = round((time.perf_counter() - started) * 1000, 1)
         done: list[QueueMessage] = []
-        if self._pool is None:
-            outcomes = [self._handle(message) for message in batch]
-        else:
-            # Events of one email go one after another on one thread, emails' groups at once:
-            # racing writes on one row would only cost conditional-write retries.
-            groups: dict[str, list[int]] = {}
-            for i, message in enumerate(batch):
-                groups.setdefault(_email_of(message.body) or f"#{i}", []).append(i)
-            handled: dict[int, EventOutcome] = {}
-
-            def run(indexes: list[int]) -> None:
-                for i in indexes:
-                    handled[i] = self._handle(batch[i])
-
-            list(self._pool.map(run, groups.values()))
-            outcomes = [handled[i] for i in range(len(batch))]
         for message, outcome in zip(batch, outcomes, strict=True):
+            self._log(message, outcome, ms)
             if outcome.action is EventAction.DELETE:
                 done.append(message)
                 with self._lock:
@@ -213,13 +234,8 @@ class EventsConsumer:
             except EmailOpsError as exc:  # they come back and are found to be duplicates
                 EventLog(logger).warning("delete.failed", count=len(done), error=exc.describe())
 
-    def _handle(self, message: QueueMessage) -> EventOutcome:
-        started = time.perf_counter()
-        try:
-            outcome = self.handler.handle(message.body, receive_count=message.receive_count)
-        except Exception as exc:  # a bug must not take the batch down; SQS will redeliver
-            logger.exception(logfmt("event.crashed", sqsMessageId=message.message_id))
-            outcome = EventOutcome(EventAction.RETRY, reason=f"internal error: {exc!r}")
+    @staticmethod
+    def _log(message: QueueMessage, outcome: EventOutcome, batch_ms: float) -> None:
         EventLog(logger).log(
             logging.INFO if outcome.action is EventAction.DELETE else logging.WARNING,
             "event.done",
@@ -229,9 +245,8 @@ class EventsConsumer:
             outcome=outcome.action.value,
             result=outcome.result or None,
             reason=outcome.reason or None,
-            ms=round((time.perf_counter() - started) * 1000, 1),
+            batchMs=batch_ms,
         )
-        return outcome
 
     def _act(self, message: QueueMessage, outcome: EventOutcome) -> None:
         log = EventLog(logger, sqsMessageId=message.message_id)
@@ -249,18 +264,6 @@ class EventsConsumer:
             self.queue.change_visibility(message, delay)
         except EmailOpsError as exc:  # it simply reappears after the visibility timeout
             log.warning("queue_action.failed", action=outcome.action.value, error=exc.describe())
-
-
-def _email_of(body: str) -> str:
-    """The SES message id an events-queue body is about ("" when it cannot tell)."""
-    try:
-        data, _ = parse_envelope(body)
-        if "Message" in data and isinstance(data["Message"], str):
-            data = json.loads(data["Message"])
-        mail = data.get("mail") if isinstance(data, dict) else None
-        return str(mail.get("messageId") or "") if isinstance(mail, dict) else ""
-    except (BadEvent, ValueError, TypeError):
-        return ""
 
 
 def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:

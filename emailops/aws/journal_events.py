@@ -17,16 +17,18 @@ An event that would reconcile a row (below) while a consumer still holds a live 
 in the write's condition too: a claim taken between the read and the write fails the write, and
 the event is decided again on the fresh row.
 
-Each event is one read and one conditional write: the write holds only if no other event was
-applied since the read (``DeliveryEventCount``), and a reconciliation only if ``Status`` is still
-what was read. On a lost race the event is read and decided again, so ordering and dedupe never
-depend on arrival order or on two consumers interleaving.
+The events of one email that the consumer holds at once are one conditional write
+(``apply_events``), their rows read beforehand for the whole batch in one BatchGetItem
+(``read_rows``): the write holds only if no other event was applied since the read
+(``DeliveryEventCount``), and a reconciliation only if ``Status`` is still what was read. On a lost
+race the row is read again and every event decided again, so ordering and dedupe never depend on
+arrival order, on how events were grouped, or on two consumers interleaving.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -45,7 +47,9 @@ __all__ = [
     "MAX_TIMELINE",
     "DynamoEventJournal",
     "DynamoUnmatchedEvents",
+    "decide",
     "delivery_order",
+    "merged_update",
 ]
 
 MAX_TIMELINE = 50
@@ -107,6 +111,37 @@ class DynamoEventJournal:
                 return items[0]["Id"]["S"]
         return None
 
+    def read_rows(self, keys: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+        """The rows of ``keys`` as ``apply_events`` reads them, with BatchGetItem (100 keys a
+        call, strongly consistent); None for a key with no row."""
+        wanted = list(dict.fromkeys(keys))
+        rows: dict[str, dict[str, Any] | None] = dict.fromkeys(wanted)
+        for start in range(0, len(wanted), 100):
+            request: dict[str, Any] = {
+                self.table: {
+                    "Keys": [{"Id": {"S": key}} for key in wanted[start : start + 100]],
+                    "ProjectionExpression": _READ,
+                    "ExpressionAttributeNames": {"#status": "Status"},
+                    "ConsistentRead": True,
+                }
+            }
+            for _ in range(self.attempts):
+                try:
+                    found = self.client.batch_get_item(RequestItems=request)
+                except (ClientError, BotoCoreError) as exc:
+                    raise translate_error(exc, "read journal rows", key=wanted[start]) from exc
+                for item in found.get("Responses", {}).get(self.table, []):
+                    row = item_from_dynamo(item)
+                    rows[row["Id"]] = row
+                request = found.get("UnprocessedKeys") or {}
+                if not request:
+                    break
+            else:
+                raise TransientError(
+                    "read journal rows", key=wanted[start], reason="keys left unprocessed"
+                )
+        return rows
+
     def apply_event(
         self,
         key: str,
@@ -115,126 +150,62 @@ class DynamoEventJournal:
         now: int,
         on_applied: Callable[[str, str | None], None] | None = None,
     ) -> ApplyResult:
+        def applied(_: DeliveryEvent, message_id: str, organization: str | None) -> None:
+            if on_applied is not None:
+                on_applied(message_id, organization)
+
+        return self.apply_events(key, [event], now=now, on_applied=applied)[0]
+
+    def apply_events(
+        self,
+        key: str,
+        events: Sequence[DeliveryEvent],
+        *,
+        now: int,
+        row: dict[str, Any] | None = None,
+        on_applied: Callable[[DeliveryEvent, str, str | None], None] | None = None,
+    ) -> list[ApplyResult]:
+        """Apply ``events`` (one email's, any order) to the row in ONE conditional write; a result
+        per event. ``row``: the row as ``read_rows`` read it (else it is read here). On a lost
+        race the row is read again and every event decided again on it."""
         for _ in range(self.attempts):
-            item = self._call(
-                "get_item",
-                "read journal row",
-                key,
-                Key={"Id": {"S": key}},
-                ProjectionExpression=_READ,
-                ExpressionAttributeNames={"#status": "Status"},
-                ConsistentRead=True,
-            ).get("Item")
-            if not item:
-                return ApplyResult.GONE
-            row = item_from_dynamo(item)
-            timeline = list(row.get("DeliveryEvents") or [])
-            if any(entry.get("Id") == event.event_id for entry in timeline):
-                return ApplyResult.DUPLICATE
-            live_claim = row.get("Status") == Status.QUEUED.value and (
-                int(row.get("ClaimExpiresAt") or 0) > now
-            )
-            if live_claim and self._reconcilable(row, event):
-                return ApplyResult.CLAIMED
-            if self._write(key, row, timeline, event, now=now):
+            if row is None:
+                item = self._call(
+                    "get_item",
+                    "read journal row",
+                    key,
+                    Key={"Id": {"S": key}},
+                    ProjectionExpression=_READ,
+                    ExpressionAttributeNames={"#status": "Status"},
+                    ConsistentRead=True,
+                ).get("Item")
+                if not item:
+                    return [ApplyResult.GONE] * len(events)
+                row = item_from_dynamo(item)
+            results = decide(row, events, now=now)
+            fresh = [e for e, r in zip(events, results, strict=True) if r is ApplyResult.APPLIED]
+            if not fresh or self._write(key, row, fresh, now=now):
                 if on_applied is not None:
-                    on_applied(
-                        row.get("MessageId") or "", organization_id_of(row.get("Context") or {})
-                    )
-                return ApplyResult.APPLIED
+                    organization = organization_id_of(row.get("Context") or {})
+                    for event in fresh:
+                        on_applied(event, row.get("MessageId") or "", organization)
+                return results
+            row = None  # someone else wrote since our read: read and decide again
         raise TransientError(
             "apply delivery event", key=key, reason="the row kept changing; will retry"
-        )
-
-    @staticmethod
-    def _reconcilable(row: dict[str, Any], event: DeliveryEvent) -> bool:
-        return (
-            event.proves_sent and row.get("Status") in _RECONCILABLE and not row.get("SesMessageId")
         )
 
     def _write(
         self,
         key: str,
         row: dict[str, Any],
-        timeline: list[dict],
-        event: DeliveryEvent,
+        events: Sequence[DeliveryEvent],
         *,
         now: int,
     ) -> bool:
-        entry = {
-            "Type": _capped(event.raw_type, _MAX_FIELD),
-            "At": _capped(event.at, _MAX_FIELD),
-            "Id": event.event_id,
-            "Summary": _capped(event.summary, MAX_SUMMARY),
-        }
-        timeline = sorted([*timeline, entry], key=lambda e: timestamp_ms(e.get("At", "")))
-        count = int(row.get("DeliveryEventCount") or 0)
-        sets: dict[str, Any] = {
-            "DeliveryEvents": timeline[-MAX_TIMELINE:],
-            "DeliveryEventCount": count + 1,
-        }
-        removes: list[str] = []
-        names: dict[str, str] = {}
-        values: dict[str, Any] = {}
-        if count:
-            conditions = ["DeliveryEventCount = :seen"]
-            values[":seen"] = count
-        else:
-            conditions = ["attribute_exists(Id)", "attribute_not_exists(DeliveryEventCount)"]
-
-        order = delivery_order(event)
-        if order and order >= int(row.get("DeliveryOrder") or 0):
-            sets |= {
-                "DeliveryStatus": event.delivery_status.value,
-                "DeliveryStatusAt": _capped(event.at, _MAX_FIELD),
-                "DeliveryOrder": order,
-            }
-            if event.bounce_type:
-                sets |= {
-                    "BounceType": _capped(event.bounce_type, _MAX_FIELD),
-                    "BounceSubType": _capped(event.bounce_subtype, _MAX_FIELD),
-                }
-                if event.diagnostic_code:
-                    sets["DiagnosticCode"] = _capped(event.diagnostic_code, MAX_SUMMARY)
-                else:
-                    removes.append("DiagnosticCode")
-
-        # The lost-reply case: SES sent it but the consumer never learnt the SES id, so the row is
-        # still QUEUED (or FAILED, from the timeout). Left so, its next claim would send it again.
-        reconciling = (
-            event.proves_sent and row.get("Status") in _RECONCILABLE and not row.get("SesMessageId")
-        )
-        if reconciling:
-            sets |= {
-                "Status": Status.SENT.value,
-                "SesMessageId": event.ses_message_id,
-                "MessageSent": rfc3339(timestamp_ms(event.sent_at or event.at) // 1000),
-            }
-            removes.append("#err")
-            names["#err"] = "Error"
-            names["#status"] = "Status"
-            conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]
-            values[":was"] = row["Status"]
-            if row["Status"] == Status.QUEUED.value:  # nobody's claim may be live at the write
-                names["#lease"] = "ClaimExpiresAt"
-                conditions.append("(attribute_not_exists(#lease) OR #lease <= :now)")
-                values[":now"] = now
-
-        update_names = {f"#s{i}": attr for i, attr in enumerate(sets)}
-        update = "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets)))
-        if removes:
-            update += " REMOVE " + ", ".join(removes)
-        attr_values = {f":s{i}": _av(v) for i, v in enumerate(sets.values())}
-        attr_values |= {k: _av(v) for k, v in values.items()}
+        update = merged_update(row, events, now=now)
         try:
-            self.client.update_item(
-                TableName=self.table,
-                Key={"Id": {"S": key}},
-                UpdateExpression=update,
-                ConditionExpression=" AND ".join(conditions),
-                ExpressionAttributeNames=update_names | names,
-                ExpressionAttributeValues=attr_values,
-            )
+            self.client.update_item(TableName=self.table, Key={"Id": {"S": key}}, **update)
         except ClientError as exc:
             if error_code(exc) == "ConditionalCheckFailedException":
                 return False
@@ -242,6 +213,123 @@ class DynamoEventJournal:
         except BotoCoreError as exc:
             raise translate_error(exc, "apply delivery event", key=key) from exc
         return True
+
+
+def _reconcilable(row: dict[str, Any], event: DeliveryEvent) -> bool:
+    return event.proves_sent and row.get("Status") in _RECONCILABLE and not row.get("SesMessageId")
+
+
+def decide(row: dict[str, Any], events: Sequence[DeliveryEvent], *, now: int) -> list[ApplyResult]:
+    """What each event does to ``row``: APPLIED (to be written), DUPLICATE (on the timeline
+    already, or earlier in ``events``), or CLAIMED (it would reconcile the row while a consumer's
+    claim on it is live: it waits for that consumer's own mark)."""
+    seen = {entry.get("Id") for entry in row.get("DeliveryEvents") or []}
+    live_claim = row.get("Status") == Status.QUEUED.value and (
+        int(row.get("ClaimExpiresAt") or 0) > now
+    )
+    results = []
+    for event in events:
+        if event.event_id in seen:
+            results.append(ApplyResult.DUPLICATE)
+        elif live_claim and _reconcilable(row, event):
+            results.append(ApplyResult.CLAIMED)
+        else:
+            seen.add(event.event_id)
+            results.append(ApplyResult.APPLIED)
+    return results
+
+
+def merged_update(
+    row: dict[str, Any], events: Sequence[DeliveryEvent], *, now: int
+) -> dict[str, Any]:
+    """The UpdateItem arguments (expression, condition, names, values) that apply ``events``
+    (distinct, none on the row yet) to ``row`` as read: the same end state as applying them one
+    by one in any order. The timeline gains every event (SES time order, the latest 50 kept);
+    the status is the highest ``delivery_order`` among the row's and the events' (a tie goes to
+    the event, as it would one at a time); a row whose send reply was lost is reconciled by the
+    first event that proves the send. The condition holds only if nothing was applied since the
+    read (``DeliveryEventCount``) and, when reconciling, the row is still as read."""
+    entries = [
+        {
+            "Type": _capped(event.raw_type, _MAX_FIELD),
+            "At": _capped(event.at, _MAX_FIELD),
+            "Id": event.event_id,
+            "Summary": _capped(event.summary, MAX_SUMMARY),
+        }
+        for event in events
+    ]
+    timeline = list(row.get("DeliveryEvents") or [])
+    timeline = sorted([*timeline, *entries], key=lambda e: timestamp_ms(e.get("At", "")))
+    count = int(row.get("DeliveryEventCount") or 0)
+    sets: dict[str, Any] = {
+        "DeliveryEvents": timeline[-MAX_TIMELINE:],
+        "DeliveryEventCount": count + len(events),
+    }
+    removes: list[str] = []
+    names: dict[str, str] = {}
+    values: dict[str, Any] = {}
+    if count:
+        conditions = ["DeliveryEventCount = :seen"]
+        values[":seen"] = count
+    else:
+        conditions = ["attribute_exists(Id)", "attribute_not_exists(DeliveryEventCount)"]
+
+    winner, order = None, int(row.get("DeliveryOrder") or 0)
+    for event in events:  # ties: the later one, as applying them in this order would
+        candidate = delivery_order(event)
+        if candidate and candidate >= order:
+            winner, order = event, candidate
+    if winner is not None and winner.delivery_status is not None:
+        sets |= {
+            "DeliveryStatus": winner.delivery_status.value,
+            "DeliveryStatusAt": _capped(winner.at, _MAX_FIELD),
+            "DeliveryOrder": order,
+        }
+        if winner.bounce_type:
+            sets |= {
+                "BounceType": _capped(winner.bounce_type, _MAX_FIELD),
+                "BounceSubType": _capped(winner.bounce_subtype, _MAX_FIELD),
+            }
+            if winner.diagnostic_code:
+                sets["DiagnosticCode"] = _capped(winner.diagnostic_code, MAX_SUMMARY)
+            else:
+                removes.append("DiagnosticCode")
+
+    # The lost-reply case: SES sent it but the consumer never learnt the SES id, so the row is
+    # still QUEUED (or FAILED, from the timeout). Left so, its next claim would send it again.
+    proof = min(
+        (event for event in events if _reconcilable(row, event)),
+        key=lambda event: timestamp_ms(event.sent_at or event.at),
+        default=None,
+    )
+    if proof is not None:
+        sets |= {
+            "Status": Status.SENT.value,
+            "SesMessageId": proof.ses_message_id,
+            "MessageSent": rfc3339(timestamp_ms(proof.sent_at or proof.at) // 1000),
+        }
+        removes.append("#err")
+        names["#err"] = "Error"
+        names["#status"] = "Status"
+        conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]
+        values[":was"] = row["Status"]
+        if row["Status"] == Status.QUEUED.value:  # nobody's claim may be live at the write
+            names["#lease"] = "ClaimExpiresAt"
+            conditions.append("(attribute_not_exists(#lease) OR #lease <= :now)")
+            values[":now"] = now
+
+    update_names = {f"#s{i}": attr for i, attr in enumerate(sets)}
+    update = "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets)))
+    if removes:
+        update += " REMOVE " + ", ".join(removes)
+    attr_values = {f":s{i}": _av(v) for i, v in enumerate(sets.values())}
+    attr_values |= {k: _av(v) for k, v in values.items()}
+    return {
+        "UpdateExpression": update,
+        "ConditionExpression": " AND ".join(conditions),
+        "ExpressionAttributeNames": update_names | names,
+        "ExpressionAttributeValues": attr_values,
+    }
 
 
 class DynamoUnmatchedEvents:

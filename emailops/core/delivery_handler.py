@@ -8,10 +8,10 @@ outcome tells the consumer what to do with the message: delete it, leave it for 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import Any, Protocol
 
 from emailops.core.delivery_events import (
     BadEvent,
@@ -53,16 +53,24 @@ class EventJournal(Protocol):
         """The journal row the event belongs to: by the tag's key, else by SES message id."""
         ...
 
-    def apply_event(
+    def read_rows(self, keys: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+        """The rows of ``keys`` in one batch (None for a key with no row), as ``apply_events``
+        takes them."""
+        ...
+
+    def apply_events(
         self,
         key: str,
-        event: DeliveryEvent,
+        events: Sequence[DeliveryEvent],
         *,
         now: int,
-        on_applied: Callable[[str, str | None], None] | None = None,
-    ) -> ApplyResult:
-        """Apply the event to the row. ``on_applied(message_id, organization)`` runs once the
-        conditional write holding the event succeeded (so never for a duplicate)."""
+        row: dict[str, Any] | None = None,
+        on_applied: Callable[[DeliveryEvent, str, str | None], None] | None = None,
+    ) -> list[ApplyResult]:
+        """Apply one email's events to its row in one conditional write (``row``: as
+        ``read_rows`` read it; None: read it here); a result per event. ``on_applied(event,
+        message_id, organization)`` runs per event once the write holding it succeeded (so
+        never for a duplicate)."""
         ...
 
 
@@ -75,6 +83,12 @@ class UnmatchedEvents(Protocol):
 
 
 Verifier = Callable[[SnsEnvelope | None], None]
+Group = list[tuple[int, DeliveryEvent, int]]  # (position in the batch, event, receive count)
+Runner = Callable[[Callable[[Group], list], Iterable[Group]], Iterable[list]]
+
+
+def _one_by_one(task: Callable[[Group], list], groups: Iterable[Group]) -> Iterable[list]:
+    return map(task, groups)
 
 
 class EventAction(Enum):
@@ -114,46 +128,169 @@ class DeliveryEventHandler:
         self.stats = stats
 
     def handle(self, body: str, *, receive_count: int = 1) -> EventOutcome:
+        return self.handle_batch([(body, receive_count)])[0]
+
+    def handle_batch(
+        self, messages: Sequence[tuple[str, int]], *, run: Runner = _one_by_one
+    ) -> list[EventOutcome]:
+        """An outcome per ``(body, receive_count)``, in order. The events of one email (one
+        journal row) are applied together in one conditional write; their rows are read first
+        in one batch (``read_rows``). ``run(task, groups)`` runs a task per email's group, and
+        may run them at once (the consumer hands its thread pool's map): groups touch different
+        rows, and one email's events stay in one task."""
+        outcomes: list[EventOutcome | None] = [None] * len(messages)
+        groups: dict[tuple[str, str], Group] = {}
+        for i, (body, receive_count) in enumerate(messages):
+            parsed = self._parse(body)
+            if isinstance(parsed, EventOutcome):
+                outcomes[i] = parsed
+                continue
+            if parsed.journal_key:
+                group = ("key", parsed.journal_key)
+            else:
+                group = ("ses", parsed.ses_message_id) if parsed.ses_message_id else ("#", str(i))
+            groups.setdefault(group, []).append((i, parsed, receive_count))
+        rows = self._read_rows({key for kind, key in groups if kind == "key"})
+        now = int(self.clock())
+
+        def task(group: Group) -> list[tuple[int, EventOutcome]]:
+            try:
+                return self._apply_group(group, rows, now)
+            except Exception as exc:  # a bug must not take the batch down; SQS will redeliver
+                logger.exception("event.crashed events=%d", len(group))
+                reason = f"internal error: {exc!r}"
+                return [(i, EventOutcome(EventAction.RETRY, reason=reason)) for i, _, _ in group]
+
+        for group_outcomes in run(task, list(groups.values())):
+            for i, outcome in group_outcomes:
+                outcomes[i] = outcome
+        return [
+            outcome or EventOutcome(EventAction.RETRY, reason="internal error: no outcome")
+            for outcome in outcomes
+        ]
+
+    def _parse(self, body: str) -> DeliveryEvent | EventOutcome:
         try:
             data, envelope = parse_envelope(body)
             self.verify(envelope)
-            event = parse_event(data, envelope)
+            return parse_event(data, envelope)
         except BadEvent as exc:
             return EventOutcome(EventAction.DEAD_LETTER, reason=exc.describe())
         except EmailOpsError as exc:  # e.g. the signing certificate could not be fetched
             return EventOutcome(EventAction.RETRY, reason=exc.describe())
-        log = EventLog(
+
+    def _read_rows(self, keys: set[str]) -> dict[str, dict[str, Any] | None]:
+        """The rows the tagged events name, in one batch; {} when the read failed (each group
+        then reads its own row, and meets the trouble there)."""
+        if not keys:
+            return {}
+        try:
+            return self.journal.read_rows(keys)
+        except EmailOpsError as exc:
+            EventLog(logger).warning("rows.not_read", count=len(keys), error=exc.describe())
+            return {}
+
+    def _apply_group(
+        self,
+        group: list[tuple[int, DeliveryEvent, int]],
+        rows: dict[str, dict[str, Any] | None],
+        now: int,
+        *,
+        suppressed: bool = False,
+    ) -> list[tuple[int, EventOutcome]]:
+        """One email's events: suppress (before the journal, never waiting for it), then one
+        write for all of them. Trouble with the write leaves every event of the group for
+        redelivery; a permanent error is narrowed down by applying them one by one."""
+        done: list[tuple[int, EventOutcome]] = []
+        pending: list[tuple[int, DeliveryEvent, int]] = []
+        key = group[0][1].journal_key
+        row = rows.get(key) if key else None
+        # An event on its row already was suppressed before it was applied: not again (the
+        # address may have been lifted since, on purpose).
+        on_row = {entry.get("Id") for entry in (row or {}).get("DeliveryEvents") or []}
+        for i, event, receive_count in group:
+            try:
+                if not suppressed and event.event_id not in on_row:
+                    self._suppress(event, now)
+            except EmailOpsError as exc:
+                done.append((i, self._failed(event, exc)))
+                continue
+            pending.append((i, event, receive_count))
+        if not pending:
+            return done
+        try:
+            results = self._apply_events(key, rows, [e for _, e, _ in pending], now)
+            return done + [
+                (i, self._outcome(event, found, result, receive_count, now))
+                for (i, event, receive_count), (found, result) in zip(pending, results, strict=True)
+            ]
+        except EmailOpsError as exc:
+            if not exc.permanent or len(pending) == 1:
+                return done + [(i, self._failed(event, exc)) for i, event, _ in pending]
+        # One of them cannot be written (or stored): find which; the others still apply.
+        for item in pending:
+            done += self._apply_group([item], {}, now, suppressed=True)
+        return done
+
+    def _apply_events(
+        self,
+        key: str | None,
+        rows: dict[str, dict[str, Any] | None],
+        events: list[DeliveryEvent],
+        now: int,
+    ) -> list[tuple[str | None, ApplyResult]]:
+        """(row key, result) per event. The tag names the row, read already: no lookup first.
+        Only events whose tag names no row (or that have no tag) are looked up by SES id."""
+        counters = {event.event_id: self._counter(event, now) for event in events}
+
+        def counted(event: DeliveryEvent, message_id: str, organization: str | None) -> None:
+            if (count := counters.get(event.event_id)) is not None:
+                count(message_id, organization)
+
+        results = [ApplyResult.GONE] * len(events)
+        if key and not (key in rows and rows[key] is None):  # None: read, and there is no row
+            results = self.journal.apply_events(
+                key, events, now=now, row=rows.get(key), on_applied=counted
+            )
+        if ApplyResult.GONE not in results:
+            return [(key, result) for result in results]
+        found = self.journal.find_row_key(events[0])  # one email's events: one SES id
+        if found and found != key:
+            results = self.journal.apply_events(found, events, now=now, on_applied=counted)
+            key = found
+        return [(key, result) for result in results]
+
+    def _suppress(self, event: DeliveryEvent, now: int) -> None:
+        for address, reason, detail in event.suppressions():
+            source = event.ses_message_id or event.event_id
+            if self.suppressions.add(address, reason=reason, detail=detail, source=source, now=now):
+                self._log(event).info(
+                    "suppression.added", address=address, reason=reason, detail=detail
+                )
+
+    @staticmethod
+    def _log(event: DeliveryEvent) -> EventLog:
+        return EventLog(
             logger,
             eventType=event.raw_type,
             eventId=event.event_id,
             sesMessageId=event.ses_message_id or None,
         )
-        try:
-            return self._apply(event, receive_count, log)
-        except EmailOpsError as exc:
-            action = EventAction.DEAD_LETTER if exc.permanent else EventAction.RETRY
-            return EventOutcome(action, reason=exc.describe(), event=event)
 
-    def _apply(self, event: DeliveryEvent, receive_count: int, log: EventLog) -> EventOutcome:
-        now = int(self.clock())
-        for address, reason, detail in event.suppressions():
-            source = event.ses_message_id or event.event_id
-            if self.suppressions.add(address, reason=reason, detail=detail, source=source, now=now):
-                log.info("suppression.added", address=address, reason=reason, detail=detail)
-        # The tag names the row: apply reads it anyway, so no separate lookup first (one read
-        # per event, not two). Only when it has no row is the row looked up (by SES id too).
-        counted = self._counter(event, now, log)
-        key = event.journal_key
-        result = (
-            self.journal.apply_event(key, event, now=now, on_applied=counted)
-            if key
-            else ApplyResult.GONE
-        )
-        if result is ApplyResult.GONE:
-            found = self.journal.find_row_key(event)
-            if found and found != key:
-                key = found
-                result = self.journal.apply_event(key, event, now=now, on_applied=counted)
+    @staticmethod
+    def _failed(event: DeliveryEvent, exc: EmailOpsError) -> EventOutcome:
+        action = EventAction.DEAD_LETTER if exc.permanent else EventAction.RETRY
+        return EventOutcome(action, reason=exc.describe(), event=event)
+
+    def _outcome(
+        self,
+        event: DeliveryEvent,
+        key: str | None,
+        result: ApplyResult,
+        receive_count: int,
+        now: int,
+    ) -> EventOutcome:
+        log = self._log(event)
         if event.type is EventType.UNKNOWN:
             self.unmatched.store(event, reason="unknown event type", now=now)
             log.warning("event.unknown", key=key)
@@ -175,9 +312,7 @@ class DeliveryEventHandler:
         log.info("event.applied", key=key, result=result.value, summary=event.summary)
         return EventOutcome(EventAction.DELETE, result=result.value, event=event)
 
-    def _counter(
-        self, event: DeliveryEvent, now: int, log: EventLog
-    ) -> Callable[[str, str | None], None] | None:
+    def _counter(self, event: DeliveryEvent, now: int) -> Callable[[str, str | None], None] | None:
         """What to count once the event is on its row (delivered, bounced, complained...)."""
         name = event_counter(event.raw_type, event.bounce_type or "")
         if self.stats is None or name is None:
@@ -193,6 +328,8 @@ class DeliveryEventHandler:
                     counts={name: 1},
                 )
             except Exception as exc:  # a lost count must not redeliver (and recount) the event
-                log.warning("stats.not_counted", counter=name, error=f"{type(exc).__name__}: {exc}")
+                self._log(event).warning(
+                    "stats.not_counted", counter=name, error=f"{type(exc).__name__}: {exc}"
+                )
 
         return count

@@ -12,8 +12,9 @@ import pytest
 
 from emailops import wiring
 from emailops.aws.journal_events import MAX_SUMMARY, MAX_TIMELINE, DynamoEventJournal
-from emailops.core.delivery_events import parse_envelope, parse_event
+from emailops.core.delivery_events import encode_journal_key, parse_envelope, parse_event
 from emailops.core.delivery_handler import ApplyResult, EventAction
+from emailops.core.errors import PermanentError
 from tests.aws.test_journal import LEASE, NOW, claim, raw
 from tests.core.test_delivery_events import SES_ID, envelope, ses_event
 
@@ -263,13 +264,13 @@ class RacingJournal(DynamoEventJournal):
         self.rival = rival
         self.races = 0
 
-    def _write(self, key, row, timeline, event, **kwargs):
+    def _write(self, key, row, events, **kwargs):
         if self.rival is not None:
             rival, self.rival = self.rival, None
             rival_journal = DynamoEventJournal(self.client, self.table)
             assert rival_journal.apply_event(key, rival, now=NOW) is ApplyResult.APPLIED
             self.races += 1
-        return super()._write(key, row, timeline, event, **kwargs)
+        return super()._write(key, row, events, **kwargs)
 
 
 def parsed(body: str):
@@ -304,14 +305,14 @@ class ClaimingJournal(DynamoEventJournal):
         self.now = now
         self.claims = 0
 
-    def _write(self, key, row, timeline, event, **kwargs):
+    def _write(self, key, row, events, **kwargs):
         if not self.claims:
             self.claims += 1
             result = wiring.journal().claim(
                 claim(key, recipient="recipient@example.com", now=self.now)
             )
             assert result.state.value == "claimed"
-        return super()._write(key, row, timeline, event, **kwargs)
+        return super()._write(key, row, events, **kwargs)
 
 
 def test_a_claim_taken_between_read_and_write_keeps_the_row_from_reconciling(aws_events):
@@ -360,3 +361,234 @@ def test_a_large_context_is_trimmed_so_the_row_fits_beside_a_full_timeline(aws_e
     assert current["Context"]["datasetName"] == "Mine"  # small values are kept as they were
     assert current["Context"]["blob"].startswith("[trimmed:")
     assert current["ContextTrimmed"] > 370_000  # the original size, in bytes
+
+
+# --- a batch: rows read together, one email's events in one write ---------------------------------
+
+
+class CountingClient:
+    """The DynamoDB client, counting calls by operation and failing ``fail`` (operation → error)
+    the first ``times`` times."""
+
+    def __init__(self, client, *, fail: dict | None = None, times: int = 1) -> None:
+        self.client = client
+        self.calls: list[str] = []
+        self.fail = fail or {}
+        self.times = times
+
+    def __getattr__(self, name):
+        method = getattr(self.client, name)
+
+        def call(**kwargs):
+            self.calls.append(name)
+            if name in self.fail and self.times > 0:
+                self.times -= 1
+                raise self.fail[name]
+            return method(**kwargs)
+
+        return call
+
+
+def batch_handler(client):
+    from emailops.core.delivery_handler import DeliveryEventHandler
+
+    return DeliveryEventHandler(
+        journal=DynamoEventJournal(client, "email-journal"),
+        suppressions=wiring.suppression_list(),
+        unmatched=wiring.unmatched_events(),
+        verify=lambda envelope: None,
+        clock=lambda: NOW,
+    )
+
+
+def test_one_emails_events_in_a_batch_are_one_write_with_each_distinct_event_once(aws_events):
+    sent_row()
+    client = CountingClient(aws_events.dynamodb)
+    bounce = envelope(ses_event("bounce.json"), message_id="sns-b")
+    bodies = [
+        envelope(ses_event("delivery.json"), message_id="sns-d"),
+        bounce,
+        envelope(ses_event("send.json"), message_id="sns-s"),
+        envelope(ses_event("bounce.json"), message_id="sns-b2"),  # SES said it twice
+    ]
+    outcomes = batch_handler(client).handle_batch([(body, 1) for body in bodies])
+    assert [o.result for o in outcomes] == ["applied", "applied", "applied", "duplicate"]
+    assert all(o.action is EventAction.DELETE for o in outcomes)
+    assert client.calls == ["batch_get_item", "update_item"]  # one read, one write
+    current = row(aws_events)
+    assert current["DeliveryStatus"] == "BOUNCED"  # the bounce outranks the later delivery
+    assert current["BounceType"] == "Permanent"
+    assert [e["Type"] for e in current["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
+    assert current["DeliveryEventCount"] == 3
+    assert wiring.suppression_list().get("recipient@example.com").reason == "BOUNCE"
+    # Redelivered later: duplicates, no write, and no second suppression.
+    wiring.suppression_list().remove("recipient@example.com")  # lifted by an operator meanwhile
+    client.calls.clear()
+    again = batch_handler(client).handle_batch([(bounce, 2)])
+    assert [o.result for o in again] == ["duplicate"]
+    assert client.calls == ["batch_get_item"]
+    assert wiring.suppression_list().get("recipient@example.com") is None
+
+
+def test_a_merged_write_keeps_a_status_the_row_already_outranks(aws_events):
+    sent_row()
+    batch_handler(aws_events.dynamodb).handle_batch([(json.dumps(ses_event("complaint.json")), 1)])
+    late = [
+        at(ses_event("delivery.json"), "2017-08-05T00:59:00.000Z"),
+        at(ses_event("delivery-delay.json"), "2017-08-05T00:59:30.000Z"),
+        ses_event("open.json"),
+    ]
+    outcomes = batch_handler(aws_events.dynamodb).handle_batch(
+        [(json.dumps(event), 1) for event in late]
+    )
+    assert [o.result for o in outcomes] == ["applied"] * 3
+    current = row(aws_events)
+    assert current["DeliveryStatus"] == "COMPLAINED"
+    assert current["DeliveryEventCount"] == 4
+    assert len(current["DeliveryEvents"]) == 4
+
+
+def test_the_rows_of_a_batch_are_read_in_one_call_and_each_written_once(aws_events):
+    for i in range(3):
+        sent_row(f"row-{i}", ses_id=f"ses-{i}")
+    bodies = []
+    for i in range(3):
+        for name in ("delivery.json", "open.json"):
+            event = ses_event(name)
+            event["mail"]["messageId"] = f"ses-{i}"
+            event["mail"]["tags"]["emailops-journal-key"] = [encode_journal_key(f"row-{i}") or ""]
+            bodies.append((json.dumps(event), 1))
+    client = CountingClient(aws_events.dynamodb)
+    outcomes = batch_handler(client).handle_batch(bodies)
+    assert [o.result for o in outcomes] == ["applied"] * 6
+    assert sorted(client.calls) == ["batch_get_item"] + ["update_item"] * 3
+    for i in range(3):
+        assert row(aws_events, f"row-{i}")["DeliveryEventCount"] == 2
+
+
+def test_a_failed_merged_write_leaves_every_event_of_that_email_for_redelivery(aws_events):
+    from botocore.exceptions import ClientError
+
+    sent_row()
+    sent_row("other-row", ses_id="ses-other")
+    throttled = ClientError(
+        {"Error": {"Code": "ProvisionedThroughputExceededException", "Message": "slow down"}},
+        "UpdateItem",
+    )
+    other = ses_event("delivery.json")
+    other["mail"]["messageId"] = "ses-other"
+    other["mail"]["tags"]["emailops-journal-key"] = [encode_journal_key("other-row") or ""]
+    bodies = [json.dumps(ses_event("delivery.json")), json.dumps(ses_event("bounce.json"))]
+    client = CountingClient(aws_events.dynamodb, fail={"update_item": throttled})
+    outcomes = batch_handler(client).handle_batch([(b, 1) for b in [*bodies, json.dumps(other)]])
+    # The first write (this email's two events) failed: both are retried, neither applied...
+    assert [o.action for o in outcomes] == [
+        EventAction.RETRY,
+        EventAction.RETRY,
+        EventAction.DELETE,
+    ]
+    assert "DeliveryEvents" not in row(aws_events)
+    # ...while the other email's write went through, and the bounce's address is suppressed
+    # already (suppression never waits for the journal).
+    assert row(aws_events, "other-row")["DeliveryStatus"] == "DELIVERED"
+    assert wiring.suppression_list().get("recipient@example.com") is not None
+    # Redelivered, they apply.
+    again = batch_handler(aws_events.dynamodb).handle_batch([(b, 2) for b in bodies])
+    assert [o.result for o in again] == ["applied", "applied"]
+    assert row(aws_events)["DeliveryStatus"] == "BOUNCED"
+
+
+def test_a_permanent_error_in_a_merged_write_dead_letters_only_the_event_that_causes_it(
+    aws_events,
+):
+    sent_row()
+
+    class RefusingJournal(DynamoEventJournal):
+        """Refuses any write that carries the open (say, it made the item too large)."""
+
+        def _write(self, key, row, events, **kwargs):
+            if any(e.raw_type == "Open" for e in events):
+                raise PermanentError("apply delivery event", reason="item too large")
+            return super()._write(key, row, events, **kwargs)
+
+    handler = batch_handler(aws_events.dynamodb)
+    handler.journal = RefusingJournal(aws_events.dynamodb, "email-journal")
+    names = ("delivery.json", "open.json", "send.json")
+    outcomes = handler.handle_batch([(json.dumps(ses_event(n)), 1) for n in names])
+    assert [o.action for o in outcomes] == [
+        EventAction.DELETE,
+        EventAction.DEAD_LETTER,
+        EventAction.DELETE,
+    ]
+    assert [e["Type"] for e in row(aws_events)["DeliveryEvents"]] == ["Send", "Delivery"]
+
+
+def test_a_merged_write_that_loses_a_race_is_decided_again_with_the_rivals_event_deduped(
+    aws_events,
+):
+    """Another consumer applies the same bounce between our batch read and our write."""
+    sent_row()
+    bounce = parsed(json.dumps(ses_event("bounce.json")))
+    handler = batch_handler(aws_events.dynamodb)
+    racing = RacingJournal(aws_events.dynamodb, "email-journal", rival=bounce)
+    handler.journal = racing
+    bodies = [json.dumps(ses_event("bounce.json")), json.dumps(ses_event("delivery.json"))]
+    outcomes = handler.handle_batch([(b, 1) for b in bodies])
+    assert racing.races == 1
+    assert [o.result for o in outcomes] == ["duplicate", "applied"]
+    current = row(aws_events)
+    assert current["DeliveryStatus"] == "BOUNCED"
+    assert [e["Type"] for e in current["DeliveryEvents"]] == ["Delivery", "Bounce"]
+    assert current["DeliveryEventCount"] == 2
+
+
+def test_merging_ends_as_applying_one_by_one_in_any_order(aws_events):
+    """The merged write's end state equals the one-at-a-time state, whatever the order."""
+    import itertools
+
+    names = ("send.json", "delivery.json", "delivery-delay.json", "bounce.json", "open.json")
+    bodies = [json.dumps(ses_event(n)) for n in names]
+    one_by_one = None
+    for i, order in enumerate(itertools.permutations(bodies)):
+        if i % 17:  # a spread of the 120 orders keeps this test quick
+            continue
+        key = f"perm-{i}"
+        sent_row(key)
+        events = [json.loads(b) for b in order]
+        for event in events:
+            event["mail"]["tags"]["emailops-journal-key"] = [encode_journal_key(key) or ""]
+        batch_handler(aws_events.dynamodb).handle_batch([(json.dumps(e), 1) for e in events])
+        current = row(aws_events, key)
+        state = (
+            current["DeliveryStatus"],
+            current["DeliveryStatusAt"],
+            current["BounceType"],
+            [(e["Type"], e["At"]) for e in current["DeliveryEvents"]],
+            current["DeliveryEventCount"],
+        )
+        if one_by_one is None:
+            sent_row("one-by-one")
+            for event in events:
+                event["mail"]["tags"]["emailops-journal-key"] = [
+                    encode_journal_key("one-by-one") or ""
+                ]
+                batch_handler(aws_events.dynamodb).handle_batch([(json.dumps(event), 1)])
+            single = row(aws_events, "one-by-one")
+            one_by_one = (
+                single["DeliveryStatus"],
+                single["DeliveryStatusAt"],
+                single["BounceType"],
+                [(e["Type"], e["At"]) for e in single["DeliveryEvents"]],
+                single["DeliveryEventCount"],
+            )
+        assert state == one_by_one
+
+
+def test_untagged_events_of_one_email_cost_one_lookup_and_one_write(aws_events):
+    sent_row("go-row-key")
+    bodies = [json.dumps(untagged(ses_event(n))) for n in ("delivery.json", "bounce.json")]
+    client = CountingClient(aws_events.dynamodb)
+    outcomes = batch_handler(client).handle_batch([(body, 1) for body in bodies])
+    assert [o.result for o in outcomes] == ["applied", "applied"]
+    assert client.calls == ["query", "get_item", "update_item"]
+    assert row(aws_events, "go-row-key")["DeliveryStatus"] == "BOUNCED"

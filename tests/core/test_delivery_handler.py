@@ -22,18 +22,24 @@ class Journal:
             raise self.error
         return self.key
 
-    def apply_event(self, key, event, *, now, on_applied=None):
+    def read_rows(self, keys):
+        if self.error:
+            raise self.error
+        return {key: ({} if key == self.key else None) for key in keys}
+
+    def apply_events(self, key, events, *, now, row=None, on_applied=None):
         if self.error:
             raise self.error
         if key != self.key:  # only one row exists
-            return ApplyResult.GONE
-        seen = any(e.event_id == event.event_id for _, e in self.applied)
-        self.applied.append((key, event))
-        if seen:
-            return ApplyResult.DUPLICATE
-        if on_applied is not None:
-            on_applied("welcome", "7")
-        return ApplyResult.APPLIED
+            return [ApplyResult.GONE] * len(events)
+        results = []
+        for event in events:
+            seen = any(e.event_id == event.event_id for _, e in self.applied)
+            self.applied.append((key, event))
+            results.append(ApplyResult.DUPLICATE if seen else ApplyResult.APPLIED)
+            if not seen and on_applied is not None:
+                on_applied(event, "welcome", "7")
+        return results
 
 
 class Recorder:

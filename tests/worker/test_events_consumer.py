@@ -254,11 +254,14 @@ class Rendezvous:
     def __init__(self, parties: int) -> None:
         self.barrier = threading.Barrier(parties, timeout=10)
 
-    def handle(self, body: str, *, receive_count: int = 1):
+    def handle_batch(self, messages, *, run):
         from emailops.core.delivery_handler import EventAction, EventOutcome
 
-        self.barrier.wait()  # BrokenBarrierError (a crash: retried) when handled one by one
-        return EventOutcome(EventAction.DELETE, result="applied")
+        def task(body):
+            self.barrier.wait()  # BrokenBarrierError (a crash: retried) when handled one by one
+            return EventOutcome(EventAction.DELETE, result="applied")
+
+        return list(run(task, [body for body, _ in messages]))
 
 
 def test_events_of_a_batch_are_handled_at_once(aws_events):
@@ -282,3 +285,92 @@ def test_many_events_of_one_row_at_once_keep_order_and_dedupe(aws_events):
     row = wiring.journal().get(KEY)
     assert row["DeliveryStatus"] == "BOUNCED"
     assert [e["Type"] for e in row["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
+
+
+class RecordingQueue(SqsQueue):
+    """The real adapter, recording what each receive asked for and got, and what was deleted."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.receives: list[tuple[int, int]] = []  # (asked, got)
+        self.deleted: list[str] = []
+
+    def receive(self, *, max_messages=10, wait_seconds=20):
+        got = super().receive(max_messages=max_messages, wait_seconds=wait_seconds)
+        self.receives.append((max_messages, len(got)))
+        return got
+
+    def delete_batch(self, messages):
+        self.deleted += [m.body for m in messages]
+        return super().delete_batch(messages)
+
+
+class BatchRecorder:
+    """A handler that records the batches it is given; bodies starting "retry" are retried."""
+
+    def __init__(self) -> None:
+        self.batches: list[list[str]] = []
+
+    def handle_batch(self, messages, *, run):
+        from emailops.core.delivery_handler import EventAction, EventOutcome
+
+        self.batches.append([body for body, _ in messages])
+        return [
+            EventOutcome(EventAction.RETRY, reason="write failed")
+            if body.startswith("retry")
+            else EventOutcome(EventAction.DELETE, result="applied")
+            for body, _ in messages
+        ]
+
+
+def test_receives_are_full_batches_of_ten_gathered_into_one_batch(aws_events):
+    url = aws_events.events_queue_url
+    for start in range(0, 25, 10):
+        entries = [
+            {"Id": str(i), "MessageBody": f"e{start + i}"} for i in range(min(10, 25 - start))
+        ]
+        aws_events.sqs.send_message_batch(QueueUrl=url, Entries=entries)
+    queue = RecordingQueue(aws_events.sqs, url)
+    handler = BatchRecorder()
+    consumer = EventsConsumer(
+        queue=queue, handler=handler, dead_letter_url=None, concurrency=1, batch_size=20
+    )
+    stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
+    assert stats.received == stats.applied == 25
+    # Full receives of 10, back to back, until the batch is full or a receive comes back short.
+    assert queue.receives[:3] == [(10, 10), (10, 10), (10, 5)]
+    assert [len(batch) for batch in handler.batches] == [20, 5]
+    assert sorted(queue.deleted) == sorted(f"e{i}" for i in range(25))
+
+
+def test_only_what_was_applied_is_deleted(aws_events):
+    """A failed (merged) write's events are left for redelivery; the rest of the batch goes."""
+    url = aws_events.events_queue_url
+    bodies = ["e0", "retry-1", "e2", "retry-3"]
+    aws_events.sqs.send_message_batch(
+        QueueUrl=url, Entries=[{"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies)]
+    )
+    queue = RecordingQueue(aws_events.sqs, url)
+    consumer = EventsConsumer(
+        queue=queue, handler=BatchRecorder(), dead_letter_url=None, concurrency=4
+    )
+    stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
+    assert (stats.applied, stats.retried) == (2, 2)
+    assert sorted(queue.deleted) == ["e0", "e2"]
+    hidden = aws_events.sqs.get_queue_attributes(
+        QueueUrl=url, AttributeNames=["ApproximateNumberOfMessagesNotVisible"]
+    )["Attributes"]["ApproximateNumberOfMessagesNotVisible"]
+    assert hidden == "2"  # waiting out their back-off, then redelivered
+
+
+def test_a_crash_in_the_handler_leaves_the_whole_batch_for_redelivery(aws_events):
+    class Crashing:
+        def handle_batch(self, messages, *, run):
+            raise RuntimeError("a bug")
+
+    aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody="e0")
+    queue = RecordingQueue(aws_events.sqs, aws_events.events_queue_url)
+    consumer = EventsConsumer(queue=queue, handler=Crashing(), dead_letter_url=None)
+    stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
+    assert (stats.received, stats.applied, stats.retried) == (1, 0, 1)
+    assert queue.deleted == []
