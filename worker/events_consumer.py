@@ -83,12 +83,25 @@ class EventsConsumer:
         max_messages: int | None = None,
         wait_time: int = 20,
     ) -> EventsStats:
+        counters = getattr(self.handler, "stats", None)  # a test's handler may have none
+        if counters is None:
+            return self._run(stop, until_empty, max_messages, wait_time)
+        # Counters are written every STATS_FLUSH_SECONDS when events come; this writes what an
+        # idle consumer still holds within a second, and the rest when it stops.
+        flushed = threading.Event()
+
+        def flush_every_second() -> None:
+            while not flushed.wait(1.0):
+                counters.flush()
+
+        flusher = threading.Thread(target=flush_every_second, name="events-counters", daemon=True)
+        flusher.start()
         try:
             return self._run(stop, until_empty, max_messages, wait_time)
-        finally:  # the counts this process still holds (a handler without counters has none)
-            counters = getattr(self.handler, "stats", None)
-            if counters is not None and hasattr(counters, "flush"):
-                counters.flush()
+        finally:
+            flushed.set()
+            flusher.join(5)
+            counters.flush()
 
     def _run(
         self, stop: threading.Event, until_empty: bool, max_messages: int | None, wait_time: int

@@ -374,3 +374,33 @@ def test_a_crash_in_the_handler_leaves_the_whole_batch_for_redelivery(aws_events
     stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
     assert (stats.received, stats.applied, stats.retried) == (1, 0, 1)
     assert queue.deleted == []
+
+
+class FlushRecorder:
+    """Counters that note when they are flushed (the handler's ``stats``)."""
+
+    def __init__(self) -> None:
+        self.flushed = threading.Event()
+
+    def flush(self) -> None:
+        self.flushed.set()
+
+
+def test_an_idle_events_consumer_writes_its_counters_within_a_second(aws_events):
+    """Counters are written every STATS_FLUSH_SECONDS while events come; an idle consumer
+    (long-polling an empty queue) must not sit on the last ones until it stops or is killed."""
+    handler = BatchRecorder()
+    handler.stats = FlushRecorder()
+    consumer = EventsConsumer(
+        queue=wiring.events_queue(), handler=handler, dead_letter_url=None, concurrency=1
+    )
+    stop = threading.Event()
+    loop = threading.Thread(
+        target=consumer.run, kwargs={"stop": stop, "wait_time": 20}, daemon=True
+    )
+    loop.start()
+    try:
+        assert handler.stats.flushed.wait(5)  # flushed during the 20 s long poll
+    finally:
+        stop.set()
+        loop.join(10)
