@@ -10,9 +10,14 @@ Python's start-up is left out. Per row, in random order: Send, Delivery, then a 
 or an Open, and one duplicate of any of them (SES delivers at least once). The journal's end state
 is checked: every row has its three distinct events, the status their ranks say, and the bounced
 and complaining addresses are suppressed. The machine is shared: figures are noisy; moto's CPU per
-email and per event (from /proc) and the calls per operation are the steadier figures. moto's
-ReceiveMessage costs time in proportion to the queue's depth for every message it returns, and
-the events queue starts 4x deeper than the send queue: see docs/delivery-events.md.
+email and per event (from /proc) and the calls per operation are the steadier figures.
+
+Both queues start equally deep: moto's ReceiveMessage costs time in proportion to the queue's depth
+for every message it returns (real SQS does not), so 2,000 events queued at once would each pay 4x
+what an email paid and the ratio would measure moto. The events go in rounds of ``--rows`` (one
+``consume_ses_events --until-empty`` each, the same depth the sends started from), and the rate
+is all events over the rounds' busy time. moto runs a process per service, as in
+bench/consumer_concurrency.py (``--one-moto`` for one process).
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import moto_env  # noqa: F401  (the project on sys.path, moto credentials, never
 from emailops.core.delivery_events import JOURNAL_KEY_TAG, RANK, DeliveryStatus
 from tests.core.test_delivery_events import EVENTS, envelope
 from tests.support.aws_proxy import AwsProxy, latency
-from tests.support.stack import MotoServer, Stack
+from tests.support.stack import MotoPerService, MotoServer, Stack
 
 TYPES = {"bounce.json": "BOUNCED", "complaint.json": "COMPLAINED", "open.json": None}
 
@@ -48,11 +53,14 @@ def event_for(name: str, row: dict, n: int) -> dict:
     return event
 
 
-def moto_cpu_seconds(moto: MotoServer) -> float:
-    """The moto server's CPU time so far (user + system), from /proc (Linux)."""
-    stat = Path(f"/proc/{moto.process.pid}/stat").read_text()
-    fields = stat.rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+def moto_cpu_seconds(moto: MotoServer | MotoPerService) -> float:
+    """moto's CPU time so far (user + system, every process), from /proc (Linux)."""
+    total = 0
+    processes = moto.processes() if isinstance(moto, MotoPerService) else [moto.process]
+    for process in processes:
+        fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
 
 
 def run_until_done(stack: Stack, name: str, command: str, args: list[str]) -> str:
@@ -68,11 +76,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, default=500)
     parser.add_argument("--events", type=int, default=2000)
     parser.add_argument("--latency-ms", type=float, default=0)
+    parser.add_argument("--one-moto", action="store_true", help="one moto process for all")
     args = parser.parse_args()
     per_row = max(1, args.events // args.rows)
     random.seed(18)
-    moto = MotoServer()
-    proxy = AwsProxy(moto.url).start()
+    moto = MotoServer() if args.one_moto else MotoPerService()
+    proxy = AwsProxy(moto.url, routes=moto.routes()).start()
     stack = None
     try:
         stack = Stack(
@@ -117,20 +126,28 @@ def main() -> None:
             expected[row["tag"]] = (max(statuses, key=lambda s: RANK[DeliveryStatus(s)]), last)
         random.shuffle(bodies)
         url = stack.direct(stack.events_queue_url)
-        for start in range(0, len(bodies), 10):
-            entries = [
-                {"Id": str(i), "MessageBody": b} for i, b in enumerate(bodies[start : start + 10])
-            ]
-            stack.sqs.send_message_batch(QueueUrl=url, Entries=entries)
-        started, cpu = time.monotonic(), moto_cpu_seconds(moto)
-        events_log = run_until_done(
-            stack, "events", "consume_ses_events", ["--until-empty", "--wait-time", "1"]
-        )
-        wall = time.monotonic() - started
-        events_cpu = moto_cpu_seconds(moto) - cpu
-        calls = [c for c in proxy.records() if c.client == "events"]
-        deletes = [c for c in calls if c.operation == "DeleteMessageBatch"]
-        events_rate = len(bodies) / (max(c.at for c in deletes) - min(c.at for c in calls))
+        wall = busy = events_cpu = 0.0
+        events_log, calls = "", []
+        for round_start in range(0, len(bodies), len(rows)):  # as deep as the sends started
+            chunk = bodies[round_start : round_start + len(rows)]
+            for start in range(0, len(chunk), 10):
+                entries = [
+                    {"Id": str(i), "MessageBody": b}
+                    for i, b in enumerate(chunk[start : start + 10])
+                ]
+                stack.sqs.send_message_batch(QueueUrl=url, Entries=entries)
+            name = f"events{round_start}"
+            started, cpu = time.monotonic(), moto_cpu_seconds(moto)
+            events_log += run_until_done(
+                stack, name, "consume_ses_events", ["--until-empty", "--wait-time", "1"]
+            )
+            wall += time.monotonic() - started
+            events_cpu += moto_cpu_seconds(moto) - cpu
+            round_calls = [c for c in proxy.records() if c.client == name]
+            deletes = [c for c in round_calls if c.operation == "DeleteMessageBatch"]
+            busy += max(c.at for c in deletes) - min(c.at for c in round_calls)
+            calls += round_calls
+        events_rate = len(bodies) / busy
         ops = Counter(c.operation for c in calls)
         moto_ms = {
             op: sorted(c.upstream_seconds * 1000 for c in calls if c.operation == op) for op in ops
@@ -159,7 +176,8 @@ def main() -> None:
     want_suppressed = sum(1 for _, last in expected.values() if last != "open.json")
     print(
         f"events consumer: {len(bodies)} mixed SES events for {len(rows)} sent rows, "
-        f"{args.latency_ms:g} ms injected per AWS call, default flags (noisy: shared 2-core machine)"
+        f"{args.latency_ms:g} ms injected per AWS call, default flags, in rounds of {len(rows)} "
+        "(noisy: shared 2-core machine)"
     )
     print(f"  consume_emails       {send_rate:8.1f} emails/s")
     print(
