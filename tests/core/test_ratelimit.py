@@ -208,6 +208,41 @@ def test_a_sleep_that_ends_early_sleeps_again_to_the_slot(time_, shared):
     assert time_.slept[-1] == pytest.approx(0.004)
 
 
+def late_sleep(time_: Time, lateness: list[float]):
+    """A sleep that oversleeps by the next of ``lateness`` (a CPU too busy to wake us on time)."""
+
+    def sleep(seconds: float) -> None:
+        time_.sleep(seconds + (lateness.pop(0) if lateness else 0.0))
+
+    return sleep
+
+
+def test_a_caller_woken_past_the_slack_lets_its_slot_pass_and_takes_the_next(time_, shared):
+    """Reaching SES 50 ms after its slot, a send would share a second with the ``rate`` sends
+    after it (11 in a second at 10/s): the slot is lost instead, and the send takes a new one."""
+    limiter = make(time_, shared, rate=10)
+    limiter.acquire()  # at 1000.0
+    gap = 1 / (10 * PACING)
+    limiter.sleep = late_sleep(time_, [0.050])
+    limiter.acquire()
+    assert time_.now == pytest.approx(1000 + 2 * gap)  # the slot after the one it overslept
+    assert limiter.slots_given_up == 1
+    limiter.sleep = late_sleep(time_, [0.020])  # within the slack (31 ms): the slot is used
+    limiter.acquire()
+    assert time_.now == pytest.approx(1000 + 3 * gap + 0.020)
+    assert limiter.slots_given_up == 1
+
+
+def test_a_slot_is_let_pass_once_per_send_so_a_lasting_overload_still_sends(time_, shared):
+    limiter = make(time_, shared, rate=10)
+    limiter.acquire()
+    limiter.sleep = late_sleep(time_, [0.050, 0.050, 0.050])
+    limiter.acquire()
+    assert limiter.slots_given_up == 1
+    gap = 1 / (10 * PACING)
+    assert time_.now == pytest.approx(1000 + 2 * gap + 0.050)  # late again, and sent
+
+
 def test_acquire_returns_the_seconds_waited_and_they_add_up(time_, shared):
     limiter = make(time_, shared, rate=10)
     waited = [limiter.acquire() for _ in range(5)]
