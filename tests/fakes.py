@@ -193,7 +193,9 @@ class RecordingSender:
     sent: list[OutgoingEmail] = field(default_factory=list)
     errors: list[EmailOpsError] = field(default_factory=list)  # raised, in order, before succeeding
 
-    def send(self, email: OutgoingEmail) -> str:
+    def send(self, email: OutgoingEmail, *, before_send=None) -> str:
+        if before_send is not None:
+            before_send()  # as SES's sender does: after the request is built, before it leaves
         if self.errors:
             raise self.errors.pop(0)
         self.sent.append(email)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,16 +39,37 @@ def _send_error(exc: ClientError | BotoCoreError, key: str) -> EmailOpsError:
     return translate_error(exc, "send email", key=key, permanent_class=SendRejected)
 
 
+# The ``before_send`` of the send in progress on this thread (botocore calls its hooks in the
+# calling thread; one client serves every thread).
+_departure = threading.local()
+
+
+def _before_send(**_: Any) -> None:
+    """botocore's ``before-send`` hook: the request is built and signed, the socket is next."""
+    hook = getattr(_departure, "hook", None)
+    if hook is not None:
+        _departure.hook = None  # once, even if botocore were to retry
+        hook()
+
+
 class SesSender:
     def __init__(self, client: Any, *, configuration_set: str = "") -> None:
         self.client = client
         # Events (delivery, bounce, complaint...) are published through the configuration set.
         self.configuration_set = configuration_set
+        # The rate limiter's wait runs here, after botocore's CPU work (serialising, signing),
+        # so a send reaches SES at its slot plus the network time only. A SigV4 signature stays
+        # valid for 5 minutes, far longer than a slot is ever reserved ahead.
+        # First: ahead of any handler that answers in SES's place (moto's mock, in tests).
+        client.meta.events.register_first(
+            "before-send.ses.SendEmail", _before_send, unique_id="emailops-before-send"
+        )
 
-    def send(self, email: OutgoingEmail) -> str:
+    def send(self, email: OutgoingEmail, *, before_send: Callable[[], None] | None = None) -> str:
         body = {"Html": {"Data": email.html, "Charset": "UTF-8"}}
         if email.text:
             body["Text"] = {"Data": email.text, "Charset": "UTF-8"}
+        _departure.hook = before_send
         try:
             response = self.client.send_email(
                 Source=email.from_address,
@@ -57,6 +80,8 @@ class SesSender:
             )
         except (ClientError, BotoCoreError) as exc:
             raise _send_error(exc, email.to) from exc
+        finally:
+            _departure.hook = None
         return response["MessageId"]
 
     def _event_options(self, email: OutgoingEmail) -> dict[str, Any]:

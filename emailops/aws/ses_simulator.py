@@ -149,8 +149,8 @@ class SimulatingSender:
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)
 
-    def send(self, email: OutgoingEmail) -> str:
-        message_id = self.inner.send(email)
+    def send(self, email: OutgoingEmail, *, before_send: Callable[[], None] | None = None) -> str:
+        message_id = self.inner.send(email, before_send=before_send)
         now_ms = int(self.clock() * 1000)
         for event in simulated_events(
             email, message_id, now_ms=now_ms, configuration_set=self.configuration_set

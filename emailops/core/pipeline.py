@@ -172,6 +172,15 @@ class _NotNow(Exception):
         self.result = result
 
 
+class _HeldBack(Exception):
+    """What ``before_send`` raised (a pause, _NotNow): carried out through the sender so it is
+    never taken for the send's own failure, then raised again as it was."""
+
+    def __init__(self, cause: BaseException) -> None:
+        super().__init__(str(cause))
+        self.cause = cause
+
+
 def _sequential(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:
     return [fn(item) for item in items]
 
@@ -386,17 +395,33 @@ class EmailPipeline:
         throttled: Callable[[], None] = lambda: None,
     ) -> tuple[str, float]:
         """Take the shared rate, send; SES throttling lowers the rate and tries again in place.
-        ``ready`` runs just before each send (after any wait) and raises _NotNow to hold it.
+
+        The rate is taken in the sender's ``before_send``: once the request is built and signed,
+        so the send reaches SES at its slot give or take the network, not the SDK's CPU time
+        under a busy GIL (sends bunching at SES would put more than the rate in a second).
+        ``ready`` runs before the slot is taken (a stopping consumer or a lost claim takes no
+        slot) and again just before the send (the wait may have left the claim short); it
+        raises _NotNow to hold the send.
         ``slow``: first take a slot of the guard's reduced rate (normal mail while it acts)."""
         waited = 0.0
-        for tries_left in range(self.settings.throttle_retries, -1, -1):
-            if slow and self.slow_limiter is not None:
-                waited += self.slow_limiter.acquire()
-            if self.rate_limiter is not None:
-                waited += self.rate_limiter.acquire()
-            ready()
+
+        def depart() -> None:
+            nonlocal waited
             try:
-                return self.sender.send(email), waited
+                ready()
+                if slow and self.slow_limiter is not None:
+                    waited += self.slow_limiter.acquire()
+                if self.rate_limiter is not None:
+                    waited += self.rate_limiter.acquire()
+                ready()
+            except Exception as exc:
+                raise _HeldBack(exc) from exc
+
+        for tries_left in range(self.settings.throttle_retries, -1, -1):
+            try:
+                return self.sender.send(email, before_send=depart), waited
+            except _HeldBack as held:
+                raise held.cause from None
             except SendThrottled as exc:
                 throttled()
                 if self.rate_limiter is not None:

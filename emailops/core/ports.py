@@ -6,6 +6,7 @@ Adapters raise only the core's exceptions (``emailops.core.errors``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import Any, Protocol
@@ -189,8 +190,13 @@ class SendRateLimiter(Protocol):
 
 
 class Sender(Protocol):
-    def send(self, email: OutgoingEmail) -> str:
-        """Send one email; return the provider's message id."""
+    def send(self, email: OutgoingEmail, *, before_send: Callable[[], None] | None = None) -> str:
+        """Send one email; return the provider's message id.
+
+        ``before_send`` runs once, after the request is built and signed and right before it
+        leaves; what it raises propagates and nothing is sent. The send rate's wait goes there,
+        so the time from a send slot to the provider is the network's alone, not the SDK's CPU.
+        """
         ...
 
 

@@ -46,6 +46,29 @@ def requests(sender):
     sender.client.meta.events.unregister("provide-client-params.ses.SendEmail", record)
 
 
+def test_before_send_runs_once_the_request_is_built_and_before_it_reaches_ses(
+    aws, sender, requests
+):
+    seen: list[tuple[int, int]] = []
+    sender.send(EMAIL, before_send=lambda: seen.append((len(requests), len(aws.sent_emails()))))
+    assert seen == [(1, 0)]  # parameters built, nothing at SES yet
+    assert len(aws.sent_emails()) == 1
+    sender.send(EMAIL)  # a send without one is not held by the last one's
+    assert seen == [(1, 0)] and len(aws.sent_emails()) == 2
+
+
+def test_what_before_send_raises_propagates_as_it_is_and_nothing_is_sent(aws, sender):
+    class Held(Exception):
+        pass
+
+    def hold() -> None:
+        raise Held("the pause is in force")
+
+    with pytest.raises(Held):
+        sender.send(EMAIL, before_send=hold)
+    assert aws.sent_emails() == []
+
+
 def test_send(aws, sender, requests):
     message_id = sender.send(EMAIL)
     [sent] = aws.sent_emails()

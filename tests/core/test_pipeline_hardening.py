@@ -172,6 +172,42 @@ def test_throttling_lowers_the_rate_and_sends_in_place(stack):
     assert outcome.rate_wait == 0.75
 
 
+def test_the_rate_is_taken_once_the_request_is_built_right_before_it_leaves(stack):
+    """The slot's wait runs in the sender's before_send: the SDK's CPU work (building, signing)
+    comes before it, so what lies between a slot and SES is the network alone."""
+    order: list[str] = []
+
+    class Limiter(RecordingLimiter):
+        def acquire(self) -> float:
+            order.append("slot")
+            return super().acquire()
+
+    class Sender:
+        def send(self, email, *, before_send=None):
+            order.append("built and signed")
+            before_send()
+            order.append("left")
+            return "ses-1"
+
+    stack.pipeline.rate_limiter = limiter = Limiter()
+    stack.pipeline.sender = Sender()
+    outcome = stack.process(MINIMAL)
+    assert (outcome.action, outcome.sent, outcome.rate_wait) == (Action.DELETE, 1, 0.25)
+    assert order == ["built and signed", "slot", "left"] and limiter.acquired == 1
+
+
+def test_a_pause_met_while_taking_the_slot_sends_nothing_and_is_not_extended(stack):
+    """DailyQuotaExceeded from the limiter (the pause in force) leaves through the sender: it must
+    not be taken for SES's own answer, which would pause every consumer another 10 minutes."""
+    limiter = RecordingLimiter()
+    limiter.paused = True
+    stack.pipeline.rate_limiter = limiter
+    outcome = stack.process(MINIMAL)
+    assert outcome.action is Action.WAIT and "quota" in outcome.reason
+    assert limiter.quota_hits == 0 and limiter.acquired == 0 and stack.sender.sent == []
+    assert alice_row(stack)["Status"] == Status.QUEUED and alice_row(stack)["ClaimExpiresAt"] == 0
+
+
 # --- suppression and partly bad input ------------------------------------------------------------
 
 
@@ -229,9 +265,9 @@ def test_claims_are_held_during_the_send_and_released_after(stack):
     seen: list[dict] = []
     original = stack.sender.send
 
-    def send(email):
+    def send(email, *, before_send=None):
         seen.append(held.snapshot())
-        return original(email)
+        return original(email, before_send=before_send)
 
     stack.sender.send = send
     stack.pipeline.process(MINIMAL, held=held)
@@ -265,7 +301,8 @@ class ClaimedMeanwhile:
     def __init__(self, stack: Stack, body: str) -> None:
         self.stack, self.body = stack, body
 
-    def send(self, email):
+    def send(self, email, *, before_send=None):
+        before_send()
         row = self.stack.row(self.body, "alice@example.com")
         row["Attempts"] += 1  # the other consumer's claim; it will send and mark its own
         return "ses-late"

@@ -83,8 +83,9 @@ def test_after_a_stop_no_new_send_starts_and_the_rest_is_left_for_the_next_deliv
     body = request_body(recipients=recipients, datasetName="D")
     real_send = stack.sender.send
 
-    def send(email):
-        stopping.append(True)  # the stop comes during the first send
+    def send(email, *, before_send=None):
+        before_send()  # the send starts (its slot taken, its claim checked) ...
+        stopping.append(True)  # ... and the stop comes during it
         return real_send(email)
 
     stack.sender.send = send
@@ -97,6 +98,36 @@ def test_after_a_stop_no_new_send_starts_and_the_rest_is_left_for_the_next_deliv
     assert stack.process(body).action is Action.DELETE
     assert sorted(e.to for e in stack.sender.sent) == sorted(r["email"] for r in recipients)
     assert {stack.row(body, r["email"])["Status"] for r in recipients} == {Status.SENT}
+
+
+def test_a_stop_before_the_send_takes_no_slot():
+    """A slot taken and not used is a send the whole account never makes: a consumer that is
+    stopping (or a claim that is gone) is noticed before the slot is taken."""
+    stack = Stack()
+    stopping = []
+    held = HeldClaims(stopping=lambda: bool(stopping))
+    taken = []
+
+    class Limiter:
+        def acquire(self) -> float:
+            taken.append(True)
+            return 0.0
+
+        def on_throttled(self) -> None: ...
+
+        def on_daily_quota_exceeded(self) -> None: ...
+
+    stack.pipeline.rate_limiter = Limiter()
+    real_send = stack.sender.send
+
+    def send(email, *, before_send=None):
+        stopping.append(True)  # the stop comes while the request is built
+        return real_send(email, before_send=before_send)
+
+    stack.sender.send = send
+    outcome = stack.pipeline.process(MINIMAL, held=held)
+    assert stack.sender.sent == [] and taken == [] and outcome.action is Action.WAIT
+    assert alice(stack)["ClaimExpiresAt"] == 0
 
 
 def test_a_stop_during_the_rate_wait_releases_the_claim():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import random
 import threading
 
 import pytest
@@ -122,6 +123,124 @@ def test_sends_are_paced_under_the_rate_in_every_second(time_, shared):
     assert busiest_second(times) <= 20
     achieved = (len(times) - 1) / (times[-1] - times[0])
     assert achieved == pytest.approx(20 * PACING)
+
+
+def test_two_consumers_on_one_bucket_get_slots_exactly_apart_and_fill_every_second(time_):
+    """Two processes sharing one Redis key: their sends interleave on one timeline, each exactly
+    1/(rate x PACING) after the last whoever took it, so the rate is used (>= 95 %) and no second
+    holds more than it."""
+    bucket = LocalBucketStore(clock=time_.clock)  # the one Redis key (its clock is Redis's TIME)
+    first, second = make(time_, bucket, rate=10), make(time_, bucket, rate=10)
+    times = []
+    for limiter in [first, second, second, first, first, first, second] * 15:
+        limiter.acquire()
+        times.append(time_.now)
+    gaps = {round(b - a, 9) for a, b in itertools.pairwise(times)}
+    assert gaps == {round(1 / (10 * PACING), 9)}
+    assert busiest_second(times) == 10
+    assert (len(times) - 1) / (times[-1] - times[0]) >= 0.95 * 10
+
+
+@pytest.mark.parametrize("rate", [10, 14, 50])
+def test_sends_reaching_ses_late_within_the_slack_never_put_more_than_the_rate_in_a_second(
+    time_, shared, rate
+):
+    """What PACING buys: a send may reach SES up to 1/PACING - 1 (31 ms) later than the one
+    ``rate`` slots after it. The worst case: blocks of ``rate`` sends, alternately late and on
+    time; then any lateness in [0, slack), drawn at random (seeded)."""
+    limiter = make(time_, shared, rate=rate)
+    slots = send_times(limiter, time_, 6 * rate)
+    slack = 1 / PACING - 1
+    assert slack >= 0.03
+    blocks = [t + (0.999 * slack if (i // rate) % 2 == 0 else 0) for i, t in enumerate(slots)]
+    assert busiest_second(sorted(blocks)) == rate
+    rng = random.Random(18)
+    jittered = sorted(t + rng.uniform(0, 0.999 * slack) for t in slots)
+    assert busiest_second(jittered) <= rate
+
+
+class SlowStore:
+    """A shared store whose every answer takes 10 ms each way (a loaded Redis, a busy GIL)."""
+
+    backend = "redis"
+
+    def __init__(self, inner: LocalBucketStore, time_: Time) -> None:
+        self.inner, self.time = inner, time_
+
+    def reserve(self, **kwargs):
+        self.time.now += 0.010  # the call on its way: the store reads its clock after this
+        grant = self.inner.reserve(**kwargs)
+        self.time.now += 0.010  # the answer on its way back
+        return grant
+
+    def throttled(self, **kwargs):
+        return self.inner.throttled(**kwargs)
+
+    def pause(self, seconds):
+        return self.inner.pause(seconds)
+
+
+def test_a_send_leaves_at_its_slot_not_a_reply_later(time_):
+    """The store's ``wait`` counts from when it read its clock, between the call and the answer:
+    the limiter sleeps to that moment plus ``wait``, not ``wait`` after the answer came."""
+    bucket = LocalBucketStore(clock=time_.clock)
+    limiter = make(time_, SlowStore(bucket, time_), rate=10)
+    leave = send_times(limiter, time_, 5)
+    slots = [1000.010 + i / (10 * PACING) for i in range(5)]  # the store's clock: 10 ms in
+    assert leave[0] == pytest.approx(1000.020)  # the first slot was "now": it is gone by the answer
+    assert leave[1:] == pytest.approx(slots[1:], abs=1e-9)  # not 10 ms after each slot
+
+
+def test_a_sleep_that_ends_early_sleeps_again_to_the_slot(time_, shared):
+    limiter = make(time_, shared, rate=10)
+    limiter.acquire()
+    woke_early = []
+
+    def sleep(seconds: float) -> None:
+        if not woke_early:
+            woke_early.append(seconds)
+            seconds -= 0.004  # a timer that fires 4 ms early (coarse clocks, signals)
+        time_.sleep(seconds)
+
+    limiter.sleep = sleep
+    limiter.acquire()
+    assert time_.now == pytest.approx(1000 + 1 / (10 * PACING), abs=1e-9)
+    assert time_.slept[-1] == pytest.approx(0.004)
+
+
+def late_sleep(time_: Time, lateness: list[float]):
+    """A sleep that oversleeps by the next of ``lateness`` (a CPU too busy to wake us on time)."""
+
+    def sleep(seconds: float) -> None:
+        time_.sleep(seconds + (lateness.pop(0) if lateness else 0.0))
+
+    return sleep
+
+
+def test_a_caller_woken_past_the_slack_lets_its_slot_pass_and_takes_the_next(time_, shared):
+    """Reaching SES 50 ms after its slot, a send would share a second with the ``rate`` sends
+    after it (11 in a second at 10/s): the slot is lost instead, and the send takes a new one."""
+    limiter = make(time_, shared, rate=10)
+    limiter.acquire()  # at 1000.0
+    gap = 1 / (10 * PACING)
+    limiter.sleep = late_sleep(time_, [0.050])
+    limiter.acquire()
+    assert time_.now == pytest.approx(1000 + 2 * gap)  # the slot after the one it overslept
+    assert limiter.slots_given_up == 1
+    limiter.sleep = late_sleep(time_, [0.020])  # within the slack (31 ms): the slot is used
+    limiter.acquire()
+    assert time_.now == pytest.approx(1000 + 3 * gap + 0.020)
+    assert limiter.slots_given_up == 1
+
+
+def test_a_slot_is_let_pass_once_per_send_so_a_lasting_overload_still_sends(time_, shared):
+    limiter = make(time_, shared, rate=10)
+    limiter.acquire()
+    limiter.sleep = late_sleep(time_, [0.050, 0.050, 0.050])
+    limiter.acquire()
+    assert limiter.slots_given_up == 1
+    gap = 1 / (10 * PACING)
+    assert time_.now == pytest.approx(1000 + 2 * gap + 0.050)  # late again, and sent
 
 
 def test_acquire_returns_the_seconds_waited_and_they_add_up(time_, shared):

@@ -145,7 +145,8 @@ def test_graceful_stop_finishes_in_flight_work_and_hands_back_the_rest(aws, part
     sending, release = threading.Event(), threading.Event()
     real_send = sender.send
 
-    def slow_send(email):
+    def slow_send(email, *, before_send=None):
+        before_send()  # the send starts: its slot taken, its claim checked
         sending.set()
         assert release.wait(10)
         return real_send(email)

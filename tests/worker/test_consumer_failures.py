@@ -127,7 +127,8 @@ def test_a_stop_during_a_large_request_starts_no_new_send(aws, parts):
     started, release = threading.Semaphore(0), threading.Event()
     real_send = sender.send
 
-    def slow_send(email):
+    def slow_send(email, *, before_send=None):
+        before_send()  # the send starts: its slot taken, its claim checked
         started.release()
         assert release.wait(10)
         return real_send(email)

@@ -66,7 +66,8 @@ def test_a_slow_send_keeps_its_claim_so_no_second_consumer_can_take_it(aws, part
     extended, release = threading.Event(), threading.Event()
     real_send = sender.send
 
-    def slow_send(email):
+    def slow_send(email, *, before_send=None):
+        before_send()  # the send starts: its slot taken, its claim checked
         key = next(iter(journal.rows))
         first_lease = journal.rows[key]["ClaimExpiresAt"]
         deadline = time.monotonic() + 10
