@@ -100,8 +100,9 @@ def aws(aws_env, settings):
     from emailops import wiring
     from emailops.aws import provision
     from emailops.aws.clients import aws_client
+    from tests.support.moto_atomic import atomic_dynamodb_writes
 
-    with mock_aws():
+    with mock_aws(), atomic_dynamodb_writes():
         wiring.reset()
         settings.TEMPLATES_TABLE = "email-message-templates"
         settings.JOURNAL_TABLE = "email-journal"

@@ -200,6 +200,7 @@ class Consumer:
             wanted = run.reserve(wanted)
             if not wanted:
                 continue
+            seen = run.received  # what other receivers got meanwhile may still become copies
             try:
                 batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
                 # Their visibility runs from now, not from when a worker (or a refresh) gets to
@@ -214,6 +215,7 @@ class Consumer:
             run.capacity.give(wanted - len(batch))
             run.unreserve(wanted - len(batch))
             self.stats.add(received=len(batch))
+            run.note_received(len(batch))
             # Held at once: if this thread dies below, the batch is handed back with the rest.
             held = [
                 self.inflight.add(m, received_at=received_at, stopping=run.stop.is_set)
@@ -238,7 +240,9 @@ class Consumer:
                 else:
                     run.work.put(one)
             if not batch:
-                if run.until_empty and not len(self.inflight):
+                # Empty only if no other receiver got records during this receive: a record it
+                # held may have become a copy (a refresh, a retry) just after the queue answered.
+                if run.until_empty and not len(self.inflight) and run.received == seen:
                     # Other receivers may still hand in what they got; workers finish all of it.
                     run.drained.set()
                 elif not run.wait_time:  # no long poll to wait in: do not spin on an empty queue
@@ -504,6 +508,7 @@ class _Run:
         self.batch_size = batch_size
         self.stop = stop
         self.drained = threading.Event()
+        self.received = 0  # records received so far, by every receiver
         self._lock = threading.Lock()
 
     def reserve(self, wanted: int) -> int:
@@ -518,6 +523,10 @@ class _Run:
         if not allowed:
             self.drained.set()
         return allowed
+
+    def note_received(self, count: int) -> None:
+        with self._lock:
+            self.received += count
 
     def unreserve(self, count: int) -> None:
         with self._lock:

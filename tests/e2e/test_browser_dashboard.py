@@ -64,6 +64,7 @@ def test_support_sees_the_dashboard_charts_drawn_with_data(
                 "rate_waits": 3,
             },
         )
+    stats.flush()  # counters are written every STATS_FLUSH_SECONDS; now, here
     user = make_user("Support")
     page = login(user)
     page.add_init_script(WATCH_CSP)

@@ -185,3 +185,55 @@ def test_a_dead_letter_move_that_keeps_failing_does_not_loop_through_refreshes(a
     # Its next receive is SQS's: the redrive policy (maxReceiveCount 3) moves it to the DLQ.
     assert queue.receive(wait_seconds=1) == []
     assert len(aws.queue_messages(aws.dlq_url)) == 1
+
+
+def test_a_receiver_that_finds_the_queue_empty_while_another_refreshes_does_not_end_the_run(
+    aws, parts
+):
+    """--until-empty with two receivers: B's receive comes back empty because A's record had
+    not become its refreshed copy yet, and B looks after A let go of the original. B must not
+    end the run: the copy is on the queue. (Seen under load as a refreshed record never sent.)"""
+    from worker.inflight import InFlight
+
+    pipeline, sender, queue = parts
+    aws.sqs.send_message(
+        QueueUrl=aws.queue_url,
+        MessageBody=request("a@example.com"),
+        MessageAttributes={STATE_ATTRIBUTE: {"DataType": "String", "StringValue": "{}"}},
+    )
+    (first,) = queue.receive(wait_seconds=0)
+    queue.change_visibility(first, 0)  # received twice now: near maxReceiveCount 3
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, max_receive_count=3)
+    both_asking, let_go, b_looked = threading.Event(), threading.Event(), threading.Event()
+
+    class Watched(InFlight):
+        def remove(self, message):
+            super().remove(message)
+            if not let_go.is_set():  # A, right after its refresh: wait until B has looked
+                let_go.set()
+                b_looked.wait(5)
+
+        def __len__(self):
+            if let_go.is_set():
+                b_looked.set()
+            return super().__len__()
+
+    consumer.inflight = consumer.keeper.inflight = Watched()
+    real_receive, calls, lock = queue.receive, [], threading.Lock()
+
+    def receive(**kwargs):
+        with lock:
+            calls.append(kwargs)
+            order = len(calls)
+        if order == 1:  # A: answered once B is asking too
+            assert both_asking.wait(5)
+            return real_receive(**kwargs)
+        if order == 2:  # B: empty, the answer arriving after A let go of the original
+            both_asking.set()
+            assert let_go.wait(5)
+            return []
+        return real_receive(**kwargs)
+
+    queue.receive = receive
+    stats = run_bounded(consumer, until_empty=True)
+    assert stats.refreshed == 1 and len(sender.sent) == 1 and not consumer.failure
