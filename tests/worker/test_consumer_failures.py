@@ -67,16 +67,22 @@ def test_records_with_poison_state_are_sent_as_fresh_and_nothing_stalls(aws, par
     assert consumer.health.healthy and not consumer.failure
 
 
-def test_poison_state_near_max_receive_count_is_refreshed_without_killing_the_receiver(aws, parts):
-    pipeline, sender, queue = parts
+def near_max_receives(aws, queue, pipeline, *, state: str):
+    """One request carrying ``state``, received once already: the consumer's receive is its
+    second, near maxReceiveCount 3, so the consumer refreshes it. Returns that consumer."""
     aws.sqs.send_message(
         QueueUrl=aws.queue_url,
         MessageBody=request("a@example.com"),
-        MessageAttributes={STATE_ATTRIBUTE: {"DataType": "String", "StringValue": "1e999"}},
+        MessageAttributes={STATE_ATTRIBUTE: {"DataType": "String", "StringValue": state}},
     )
     (first,) = queue.receive(wait_seconds=0)
     queue.change_visibility(first, 0)
-    consumer = make_consumer(queue, pipeline, aws.dlq_url, max_receive_count=3)
+    return make_consumer(queue, pipeline, aws.dlq_url, max_receive_count=3)
+
+
+def test_poison_state_near_max_receive_count_is_refreshed_without_killing_the_receiver(aws, parts):
+    pipeline, sender, queue = parts
+    consumer = near_max_receives(aws, queue, pipeline, state="1e999")
     stats = run_bounded(consumer, until_empty=True)
     assert stats.refreshed == 1 and len(sender.sent) == 1 and not consumer.failure
 
@@ -196,14 +202,7 @@ def test_a_receiver_that_finds_the_queue_empty_while_another_refreshes_does_not_
     from worker.inflight import InFlight
 
     pipeline, sender, queue = parts
-    aws.sqs.send_message(
-        QueueUrl=aws.queue_url,
-        MessageBody=request("a@example.com"),
-        MessageAttributes={STATE_ATTRIBUTE: {"DataType": "String", "StringValue": "{}"}},
-    )
-    (first,) = queue.receive(wait_seconds=0)
-    queue.change_visibility(first, 0)  # received twice now: near maxReceiveCount 3
-    consumer = make_consumer(queue, pipeline, aws.dlq_url, max_receive_count=3)
+    consumer = near_max_receives(aws, queue, pipeline, state="{}")
     both_asking, let_go, b_looked = threading.Event(), threading.Event(), threading.Event()
 
     class Watched(InFlight):
