@@ -92,7 +92,10 @@ class EventsConsumer:
 
         def flush_every_second() -> None:
             while not flushed.wait(1.0):
-                counters.flush()
+                try:  # a failed write keeps its counts (BufferedStats); a bug must not end this
+                    counters.flush()
+                except Exception:
+                    logger.exception(logfmt("stats.flush_crashed", retry="in a second"))
 
         flusher = threading.Thread(target=flush_every_second, name="events-counters", daemon=True)
         flusher.start()
