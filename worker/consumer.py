@@ -200,7 +200,8 @@ class Consumer:
             wanted = run.reserve(wanted)
             if not wanted:
                 continue
-            seen = run.received  # what other receivers got meanwhile may still become copies
+            # Records held now, or received by others meanwhile, may still become copies.
+            seen, holding = run.received, len(self.inflight)
             try:
                 batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
                 # Their visibility runs from now, not from when a worker (or a refresh) gets to
@@ -215,12 +216,12 @@ class Consumer:
             run.capacity.give(wanted - len(batch))
             run.unreserve(wanted - len(batch))
             self.stats.add(received=len(batch))
-            run.note_received(len(batch))
             # Held at once: if this thread dies below, the batch is handed back with the rest.
             held = [
                 self.inflight.add(m, received_at=received_at, stopping=run.stop.is_set)
                 for m in batch
             ]
+            run.note_received(len(batch))  # after holding them: a receiver that sees no change
             # Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
             # them: a consumer killed meanwhile would use up one more receive of each.
             worn = [h for h in held if self._near_max_receives(h.message)]
@@ -242,7 +243,7 @@ class Consumer:
             if not batch:
                 # Empty only if no other receiver got records during this receive: a record it
                 # held may have become a copy (a refresh, a retry) just after the queue answered.
-                if run.until_empty and not len(self.inflight) and run.received == seen:
+                if run.until_empty and not (holding or len(self.inflight)) and run.received == seen:
                     # Other receivers may still hand in what they got; workers finish all of it.
                     run.drained.set()
                 elif not run.wait_time:  # no long poll to wait in: do not spin on an empty queue
