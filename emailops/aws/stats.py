@@ -28,6 +28,13 @@ def _hour_epoch(hour: str) -> int:
     return int(datetime.strptime(hour, "%Y-%m-%dT%H").replace(tzinfo=UTC).timestamp())
 
 
+def _scopes(message_id: str, organization: str | None) -> list[str]:
+    """The account's scope, then the messageId's and the organization's (when there is one)."""
+    return [ACCOUNT, message_scope(message_id)] + (
+        [org_scope(organization)] if organization else []
+    )
+
+
 class DynamoStats:
     def __init__(self, client: Any, table: str, *, ttl_days: int = 400) -> None:
         self.client = client
@@ -38,9 +45,7 @@ class DynamoStats:
         self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
     ) -> None:
         """ADD ``counts`` to the account's, the messageId's and the organization's hour."""
-        scopes = [ACCOUNT, message_scope(message_id)]
-        if organization:
-            scopes.append(org_scope(organization))
+        scopes = _scopes(message_id, organization)
         for scope in scopes:
             self.add_scope(scope=scope, hour=hour, counts=counts, others=scopes[1:])
 
@@ -165,9 +170,7 @@ class BufferedStats:
     def add(
         self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
     ) -> None:
-        scopes = [ACCOUNT, message_scope(message_id)]
-        if organization:
-            scopes.append(org_scope(organization))
+        scopes = _scopes(message_id, organization)
         with self._lock:
             for scope in scopes:
                 self._pending.setdefault((scope, hour), Counter()).update(counts)
