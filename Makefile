@@ -32,6 +32,7 @@ bench: $(PY)  ## benchmarks: figures side by side, not pass/fail (several minute
 	$(PY) bench/events_throughput.py
 	$(PY) bench/consumer_throughput.py
 	$(PY) bench/journal_search.py
+	$(PY) bench/render_limits.py
 	$(PY) bench/send_rate_cap.py
 	$(PY) bench/consumer_rss.py --messages $(BENCH_RSS_MESSAGES)
 

@@ -16,8 +16,8 @@ import contextlib
 import contextvars
 import re
 import time
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 from jinja2.exceptions import SecurityError
@@ -35,6 +35,9 @@ MAX_WIDTH = 10_000  # padding and format widths, indent and wrap widths, numeric
 MAX_LOOP_ITERATIONS = 100_000  # all loops of one render together
 MAX_CALL_DEPTH = 50  # macros calling macros (a recursive macro stops here)
 MAX_OPERATIONS = 200_000  # calls, lookups, operators, filters, loop steps, outputs of one render
+# A macro call runs Jinja's own machinery (~20 us, a dozen cheap steps' worth): it counts as this
+# many steps, so a macro fanning out is stopped by the count, well inside the CPU deadline.
+MACRO_CALL_STEPS = 10
 MAX_RENDER_SECONDS = 1.0  # CPU time; real emails render in milliseconds
 MAX_POWER_BITS = 4096  # `n ** e` and `n * m` results beyond this many bits are refused
 MAX_REPEAT = 100_000  # `'x' * n` / `[x] * n` results beyond this length are refused
@@ -51,6 +54,9 @@ class Limits:
     depth: int = MAX_CALL_DEPTH
     operations: int = MAX_OPERATIONS
     seconds: float = MAX_RENDER_SECONDS
+    # CPU time of the rendering thread, not wall time: a permanent failure must not depend on how
+    # busy the machine (or the GIL) is. A parameter so that tests can drive the deadline.
+    clock: Callable[[], float] = field(default=time.thread_time, compare=False, repr=False)
 
 
 def _mb(chars: int) -> str:
@@ -58,22 +64,21 @@ def _mb(chars: int) -> str:
 
 
 class _Budget:
-    __slots__ = ("deadline", "depth", "iterations", "limits", "operations", "output")
+    __slots__ = ("clock", "deadline", "depth", "iterations", "limits", "operations", "output")
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        # CPU time of this thread, not wall time: a permanent failure must not depend on how busy
-        # the machine (or the GIL) is.
-        self.deadline = time.thread_time() + limits.seconds
+        self.clock = limits.clock
+        self.deadline = self.clock() + limits.seconds
         self.iterations = 0
         self.operations = 0
         self.output = 0
         self.depth = 0
 
-    def tick(self, *, clock: bool = False) -> None:
+    def tick(self, *, clock: bool = False, steps: int = 1) -> None:
         # The count stops call-heavy templates (a macro calling itself twice, 30 deep) early and
         # the same way on every machine; the deadline stops anything slow that the count misses.
-        self.operations += 1
+        self.operations += steps
         if self.operations > self.limits.operations:
             raise RenderLimitExceeded(
                 f"the template took more than {self.limits.operations:,} steps"
@@ -81,7 +86,7 @@ class _Budget:
             )
         # Reading a thread's CPU clock is a system call (~1 us): look at every filter and call
         # (the steps that can take milliseconds) and at every 8th cheap step.
-        if (clock or not self.operations & 7) and time.thread_time() > self.deadline:
+        if (clock or not self.operations & 7) and self.clock() > self.deadline:
             raise RenderLimitExceeded(
                 f"render took longer than {self.limits.seconds:g} s (of CPU time)"
             )

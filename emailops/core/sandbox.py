@@ -28,7 +28,7 @@ from jinja2 import nodes, pass_context, pass_environment
 from jinja2.compiler import CodeGenerator, operators
 from jinja2.exceptions import SecurityError
 from jinja2.filters import make_attrgetter
-from jinja2.runtime import LoopContext
+from jinja2.runtime import LoopContext, Macro
 from jinja2.sandbox import (
     ImmutableSandboxedEnvironment,
     SandboxedEscapeFormatter,
@@ -38,6 +38,7 @@ from markupsafe import Markup
 
 from emailops.core.render_limits import (
     CONTAINERS,
+    MACRO_CALL_STEPS,
     MAX_ITEMS,
     MAX_POWER_BITS,
     RenderLimitExceeded,
@@ -374,7 +375,7 @@ class BoundedSandbox(ImmutableSandboxedEnvironment):
     def call(self, context: Any, obj: Any, /, *args: Any, **kwargs: Any) -> Any:
         current = active_budget()
         if current is not None:
-            current.tick(clock=True)
+            current.tick(clock=True, steps=MACRO_CALL_STEPS if isinstance(obj, Macro) else 1)
             if isinstance(obj, LoopContext) and args:  # `loop(children)` in a recursive loop
                 args = (current.count(args[0]), *args[1:])
             current.depth += 1
