@@ -7,6 +7,7 @@ DEBUG off. Subprocesses the tests start (e2e) inherit the variable.
 """
 
 import os
+import uuid
 
 os.environ["DJANGO_DEBUG"] = "true"
 
@@ -15,3 +16,6 @@ from emailops.settings import *  # noqa: F403
 # Tests reset moto's tables between cases; a Redis set of suppressed addresses would outlive them.
 # The tests of the index give it a key of their own.
 SUPPRESSION_INDEX_REDIS_KEY = ""
+# The send-rate bucket and the reputation flags are keyed under this name: test processes running
+# side by side (pytest-xdist) must not pace or pause each other.
+SES_RATE_REDIS_KEY = f"emailops-test:{uuid.uuid4().hex}:ses-rate"

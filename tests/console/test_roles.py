@@ -8,20 +8,32 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import CommandError, call_command
+from django.db import connection
+from django.db.migrations.executor import MigrationExecutor
 
 from templates_admin import roles
+from tests.conftest import ensure_console_groups
 
-pytestmark = pytest.mark.django_db
 
+@pytest.mark.django_db(transaction=True)
+def test_the_migrations_create_each_group_with_exactly_its_permissions():
+    # Run them here: transactional tests elsewhere flush the tables, the migrations' rows included,
+    # and pytest-xdist does not fix which test files come before this one.
+    executor = MigrationExecutor(connection)
+    executor.migrate([("templates_admin", "0001_initial")])
+    assert not Group.objects.filter(name__in=roles.GROUP_PERMISSIONS).exists()
+    executor.loader.build_graph()
+    executor.migrate(executor.loader.graph.leaf_nodes())
 
-def test_the_migration_creates_each_group_with_exactly_its_permissions():
     for name, permissions in roles.GROUP_PERMISSIONS.items():
         group = Group.objects.get(name=name)
         granted = {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()}
         assert granted == set(permissions), name
 
 
+@pytest.mark.django_db
 def test_create_console_user_onboards_someone_into_a_group():
+    ensure_console_groups()
     out = io.StringIO()
     call_command(
         "create_console_user", "ann", "--group", "Support", "--email", "ann@example.com", stdout=out
@@ -33,7 +45,9 @@ def test_create_console_user_onboards_someone_into_a_group():
     assert user.check_password(password)
 
 
+@pytest.mark.django_db
 def test_create_console_user_refuses_an_unknown_group_and_creates_nobody():
+    ensure_console_groups()
     with pytest.raises(CommandError, match=r"no group 'Admins'.*Support"):
         call_command("create_console_user", "bob", "--group", "Admins")
     assert not get_user_model().objects.filter(username="bob").exists()

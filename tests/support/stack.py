@@ -282,8 +282,10 @@ class Stack:
             "EMAIL_SERVICE_QUEUE_URL": self.queue_url,
             **({"SES_EVENTS_QUEUE_URL": self.events_queue_url} if events_queue else {}),
             "LOG_LEVEL": os.environ.get("LOG_LEVEL", "WARNING"),
-            # Its own suppression set: stacks (and helpers) share one Redis, not one table.
+            # Its own suppression set, send-rate bucket and reputation flags: stacks (and test
+            # processes running side by side) share one Redis, not one table.
             "SUPPRESSION_INDEX_REDIS_KEY": f"emailops-stack:{uuid.uuid4().hex}:suppressed",
+            "SES_RATE_REDIS_KEY": f"emailops-stack:{uuid.uuid4().hex}:ses-rate",
             **(extra_env or {}),
         }
         self.consumers: list[ChildProcess] = []
