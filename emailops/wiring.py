@@ -14,27 +14,20 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
+from typing import TYPE_CHECKING
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops.aws.clients import aws_client, lease_client, reset_clients
-from emailops.aws.erasure import RecipientEraser
 from emailops.aws.journal import DynamoJournal
-from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
-from emailops.aws.journal_scan import JournalScan
-from emailops.aws.journal_search import JournalSearch
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
-from emailops.aws.ses_account import SesAccountView
-from emailops.aws.ses_simulator import SimulatingSender
-from emailops.aws.sns_verify import SnsVerifier
 from emailops.aws.sqs import SqsQueue
 from emailops.aws.stats import BufferedStats, DynamoStats
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.core.compose import Composer
-from emailops.core.delivery_handler import DeliveryEventHandler
 from emailops.core.events import EventLog
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
@@ -44,6 +37,17 @@ from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
 from emailops.redis_rate import RedisBucketStore
 from emailops.redis_suppression import RedisSuppressionIndex
 from emailops.reputation_state import ReputationGate, ReputationState
+
+# Imported where used: the consumer never needs them, and its start-up is measured (bench/startup.py).
+if TYPE_CHECKING:
+    from emailops.aws.erasure import RecipientEraser
+    from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
+    from emailops.aws.journal_scan import JournalScan
+    from emailops.aws.journal_search import JournalSearch
+    from emailops.aws.ses_account import SesAccountView
+    from emailops.aws.ses_simulator import SimulatingSender
+    from emailops.aws.sns_verify import SnsVerifier
+    from emailops.core.delivery_handler import DeliveryEventHandler
 
 __all__ = [
     "build_pipeline",
@@ -134,11 +138,15 @@ def lease_queue() -> SqsQueue:
 
 @functools.cache
 def journal_search() -> JournalSearch:
+    from emailops.aws.journal_search import JournalSearch
+
     return JournalSearch(_client("dynamodb"), require("JOURNAL_TABLE"), go_rows_until=_go_cutover())
 
 
 @functools.cache
 def journal_scan() -> JournalScan:
+    from emailops.aws.journal_scan import JournalScan
+
     return JournalScan(_client("dynamodb"), require("JOURNAL_TABLE"))
 
 
@@ -156,6 +164,8 @@ def _go_cutover() -> int | None:
 
 
 def recipient_eraser() -> RecipientEraser:
+    from emailops.aws.erasure import RecipientEraser
+
     return RecipientEraser(
         _client("dynamodb"),
         journal_table=require("JOURNAL_TABLE"),
@@ -184,6 +194,8 @@ def sender() -> SesSender | SimulatingSender:
     )
     if not settings.SES_SIMULATE_EVENTS:
         return ses
+    from emailops.aws.ses_simulator import SimulatingSender
+
     sns = _client("sns")
     topic_arn = sns.create_topic(Name=settings.SES_EVENTS_TOPIC_NAME)["TopicArn"]  # idempotent
     return SimulatingSender(ses, sns, topic_arn, configuration_set=settings.SES_CONFIGURATION_SET)
@@ -191,11 +203,15 @@ def sender() -> SesSender | SimulatingSender:
 
 @functools.cache
 def event_journal() -> DynamoEventJournal:
+    from emailops.aws.journal_events import DynamoEventJournal
+
     return DynamoEventJournal(_client("dynamodb"), require("JOURNAL_TABLE"))
 
 
 @functools.cache
 def unmatched_events() -> DynamoUnmatchedEvents:
+    from emailops.aws.journal_events import DynamoUnmatchedEvents
+
     return DynamoUnmatchedEvents(
         _client("dynamodb"),
         require("SES_EVENTS_UNMATCHED_TABLE"),
@@ -210,6 +226,8 @@ def events_queue() -> SqsQueue:
 
 @functools.cache
 def sns_verifier() -> SnsVerifier:
+    from emailops.aws.sns_verify import SnsVerifier
+
     return SnsVerifier(
         verify_signatures=settings.SES_EVENTS_VERIFY_SIGNATURES,
         allowed_topics=settings.SES_EVENTS_TOPIC_ARNS,
@@ -218,6 +236,8 @@ def sns_verifier() -> SnsVerifier:
 
 
 def delivery_event_handler() -> DeliveryEventHandler:
+    from emailops.core.delivery_handler import DeliveryEventHandler
+
     return DeliveryEventHandler(
         journal=event_journal(),
         suppressions=suppression_list(),
@@ -294,6 +314,8 @@ def flush_stats() -> None:
 
 
 def ses_account_view() -> SesAccountView:
+    from emailops.aws.ses_account import SesAccountView
+
     return SesAccountView(_client("sesv2"), _client("cloudwatch"), _client("ses"))
 
 
