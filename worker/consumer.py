@@ -202,12 +202,14 @@ class Consumer:
                 continue
             # Records held now, or received by others meanwhile, may still become copies.
             seen, holding = run.received, len(self.inflight)
+            run.receiving_started()
             try:
                 batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
                 # Their visibility runs from now, not from when a worker (or a refresh) gets to
                 # them: the keeper's first extension is timed from here.
                 received_at = time.monotonic()
             except EmailOpsError as exc:
+                run.receiving_ended(0)
                 run.capacity.give(wanted)
                 run.unreserve(wanted)
                 self._receive_failed(exc)
@@ -221,7 +223,7 @@ class Consumer:
                 self.inflight.add(m, received_at=received_at, stopping=run.stop.is_set)
                 for m in batch
             ]
-            run.note_received(len(batch))  # after holding them: a receiver that sees no change
+            run.receiving_ended(len(batch))  # after holding them: a receiver that sees no change
             # Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
             # them: a consumer killed meanwhile would use up one more receive of each.
             worn = [h for h in held if self._near_max_receives(h.message)]
@@ -241,9 +243,14 @@ class Consumer:
                 else:
                     run.work.put(one)
             if not batch:
-                # Empty only if no other receiver got records during this receive: a record it
-                # held may have become a copy (a refresh, a retry) just after the queue answered.
-                if run.until_empty and not (holding or len(self.inflight)) and run.received == seen:
+                # Empty only if no other receiver got records during this receive, or is still
+                # receiving: a record it held may become a copy (a refresh, a retry) after the
+                # queue answered this one.
+                if (
+                    run.until_empty
+                    and not (holding or len(self.inflight))
+                    and run.quiet_since(seen)
+                ):
                     # Other receivers may still hand in what they got; workers finish all of it.
                     run.drained.set()
                 elif not run.wait_time:  # no long poll to wait in: do not spin on an empty queue
@@ -510,6 +517,7 @@ class _Run:
         self.stop = stop
         self.drained = threading.Event()
         self.received = 0  # records received so far, by every receiver
+        self.receiving = 0  # receivers between asking the queue and holding what it answered
         self._lock = threading.Lock()
 
     def reserve(self, wanted: int) -> int:
@@ -525,9 +533,20 @@ class _Run:
             self.drained.set()
         return allowed
 
-    def note_received(self, count: int) -> None:
+    def receiving_started(self) -> None:
         with self._lock:
+            self.receiving += 1
+
+    def receiving_ended(self, count: int) -> None:
+        """A receive came back and its ``count`` records are held."""
+        with self._lock:
+            self.receiving -= 1
             self.received += count
+
+    def quiet_since(self, seen: int) -> bool:
+        """No receiver got records since ``received`` was ``seen``, and none is receiving."""
+        with self._lock:
+            return self.received == seen and not self.receiving
 
     def unreserve(self, count: int) -> None:
         with self._lock:

@@ -236,3 +236,32 @@ def test_a_receiver_that_finds_the_queue_empty_while_another_refreshes_does_not_
     queue.receive = receive
     stats = run_bounded(consumer, until_empty=True)
     assert stats.refreshed == 1 and len(sender.sent) == 1 and not consumer.failure
+
+
+def test_a_receiver_that_finds_the_queue_empty_while_another_is_still_receiving_does_not_end_the_run(
+    aws, parts
+):
+    """--until-empty with two receivers: B's receive comes back empty while A's receive is still
+    on its way back with the record (on moto, a record made visible again is hidden for the rest
+    of that millisecond). B must not end the run: A's record, refreshed, becomes a copy that
+    somebody still has to receive. (Seen under load: a refreshed record never sent.)"""
+    pipeline, sender, queue = parts
+    consumer = near_max_receives(aws, queue, pipeline, state="{}")
+    b_asked_again = threading.Event()
+    real_receive, calls, lock = queue.receive, [], threading.Lock()
+
+    def receive(**kwargs):
+        with lock:
+            calls.append(kwargs)
+            order = len(calls)
+        if order == 1:  # A: still receiving until B has looked (or, wrongly, ended the run)
+            b_asked_again.wait(3)
+            return real_receive(**kwargs)
+        if order == 2:  # B: empty while A's receive is under way
+            return []
+        b_asked_again.set()
+        return real_receive(**kwargs)
+
+    queue.receive = receive
+    stats = run_bounded(consumer, until_empty=True)
+    assert stats.refreshed == 1 and len(sender.sent) == 1 and not consumer.failure
