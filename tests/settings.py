@@ -7,6 +7,7 @@ DEBUG off. Subprocesses the tests start (e2e) inherit the variable.
 """
 
 import os
+import tempfile
 import uuid
 
 os.environ["DJANGO_DEBUG"] = "true"
@@ -19,3 +20,13 @@ SUPPRESSION_INDEX_REDIS_KEY = ""
 # The send-rate bucket and the reputation flags are keyed under this name: test processes running
 # side by side (pytest-xdist) must not pace or pause each other.
 SES_RATE_REDIS_KEY = f"emailops-test:{uuid.uuid4().hex}:ses-rate"
+
+# SQLite: a file, not pytest-django's in-memory database. Tests that run a Celery worker thread
+# write from two connections at once; the in-memory database (one shared cache) answers "database
+# table is locked" at once, a file makes the second writer wait its turn (the 5 s busy timeout).
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
+    DATABASES["default"]["TEST"] = {  # noqa: F405
+        "NAME": os.path.join(
+            tempfile.gettempdir(), f"emailops-test-{uuid.uuid4().hex[:12]}.sqlite3"
+        )
+    }
