@@ -102,6 +102,7 @@ class Consumer:
     ) -> ConsumerStats:
         force = force or threading.Event()
         concurrency = max(1, self.settings.concurrency)
+        receivers_wanted = max(1, min(4, math.ceil(concurrency / 8)))
         run = _Run(
             capacity=Capacity(concurrency + batch_size),
             work=queue.Queue(),
@@ -110,11 +111,12 @@ class Consumer:
             wait_time=wait_time,
             batch_size=batch_size,
             stop=stop,
+            receivers=receivers_wanted,
         )
         self.failure, self._stop = "", stop
         receivers = [
             self._watched(self._receive_loop, run, name=f"receiver-{i}")
-            for i in range(max(1, min(4, math.ceil(concurrency / 8))))
+            for i in range(receivers_wanted)
         ]
         workers = [
             self._watched(self._work_loop, run, name=f"worker-{i}") for i in range(concurrency)
@@ -202,14 +204,12 @@ class Consumer:
                 continue
             # Records held now, or received by others meanwhile, may still become copies.
             seen, holding = run.received, len(self.inflight)
-            run.receiving_started()
             try:
                 batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
                 # Their visibility runs from now, not from when a worker (or a refresh) gets to
                 # them: the keeper's first extension is timed from here.
                 received_at = time.monotonic()
             except EmailOpsError as exc:
-                run.receiving_ended(0)
                 run.capacity.give(wanted)
                 run.unreserve(wanted)
                 self._receive_failed(exc)
@@ -223,7 +223,7 @@ class Consumer:
                 self.inflight.add(m, received_at=received_at, stopping=run.stop.is_set)
                 for m in batch
             ]
-            run.receiving_ended(len(batch))  # after holding them: a receiver that sees no change
+            run.note_received(len(batch))  # after holding them: a receiver that sees no change
             # Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
             # them: a consumer killed meanwhile would use up one more receive of each.
             worn = [h for h in held if self._near_max_receives(h.message)]
@@ -243,16 +243,13 @@ class Consumer:
                 else:
                     run.work.put(one)
             if not batch:
-                # Empty only if no other receiver got records during this receive, or is still
-                # receiving: a record it held may become a copy (a refresh, a retry) after the
-                # queue answered this one.
-                if (
-                    run.until_empty
-                    and not (holding or len(self.inflight))
-                    and run.quiet_since(seen)
-                ):
-                    # Other receivers may still hand in what they got; workers finish all of it.
-                    run.drained.set()
+                # --until-empty: this receiver is done once the queue answers it empty while
+                # nothing is held and nobody received meanwhile (a held record may still become a
+                # copy: a refresh, a retry). The others go on, so a copy made from a record one of
+                # them is receiving right now is still received; the run drains with the last.
+                if run.until_empty and not (holding or len(self.inflight)) and run.received == seen:
+                    run.retire()
+                    return
                 elif not run.wait_time:  # no long poll to wait in: do not spin on an empty queue
                     run.stop.wait(0.1)
 
@@ -507,6 +504,7 @@ class _Run:
         wait_time: int,
         batch_size: int,
         stop: threading.Event,
+        receivers: int = 1,
     ) -> None:
         self.capacity = capacity
         self.work = work
@@ -517,7 +515,7 @@ class _Run:
         self.stop = stop
         self.drained = threading.Event()
         self.received = 0  # records received so far, by every receiver
-        self.receiving = 0  # receivers between asking the queue and holding what it answered
+        self.receivers = receivers  # still receiving (--until-empty retires them one by one)
         self._lock = threading.Lock()
 
     def reserve(self, wanted: int) -> int:
@@ -533,20 +531,16 @@ class _Run:
             self.drained.set()
         return allowed
 
-    def receiving_started(self) -> None:
+    def note_received(self, count: int) -> None:
         with self._lock:
-            self.receiving += 1
-
-    def receiving_ended(self, count: int) -> None:
-        """A receive came back and its ``count`` records are held."""
-        with self._lock:
-            self.receiving -= 1
             self.received += count
 
-    def quiet_since(self, seen: int) -> bool:
-        """No receiver got records since ``received`` was ``seen``, and none is receiving."""
+    def retire(self) -> None:
+        """One receiver found the queue empty; the run is drained when the last one has."""
         with self._lock:
-            return self.received == seen and not self.receiving
+            self.receivers -= 1
+            if not self.receivers:
+                self.drained.set()
 
     def unreserve(self, count: int) -> None:
         with self._lock:

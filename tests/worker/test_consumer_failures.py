@@ -265,3 +265,24 @@ def test_a_receiver_that_finds_the_queue_empty_while_another_is_still_receiving_
     queue.receive = receive
     stats = run_bounded(consumer, until_empty=True)
     assert stats.refreshed == 1 and len(sender.sent) == 1 and not consumer.failure
+
+
+def test_until_empty_ends_when_the_receivers_long_polls_always_overlap(aws, parts):
+    """Each receive answers (empty) only once the next one has been asked: whenever a receiver
+    finds the queue empty, the other is receiving. Waiting for a moment when neither is receiving
+    never ended the run (seen in CI: every e2e consumer with --until-empty --wait-time 1 hung)."""
+    pipeline, _sender, queue = parts
+    consumer = make_consumer(queue, pipeline, aws.dlq_url, concurrency=16)  # two receivers
+    real_receive, asked, changed = queue.receive, [0], threading.Condition()
+
+    def receive(**kwargs):
+        with changed:
+            asked[0] += 1
+            mine = asked[0]
+            changed.notify_all()
+            changed.wait_for(lambda: asked[0] > mine, timeout=1)  # the last one asked waits 1 s
+        return real_receive(**kwargs)
+
+    queue.receive = receive
+    stats = run_bounded(consumer, seconds=10, until_empty=True)
+    assert stats.received == 0 and not consumer.failure
