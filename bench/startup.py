@@ -39,7 +39,8 @@ def first_receive(stack: Stack, proxy: AwsProxy, command: str, name: str) -> flo
         ]
         if calls:
             process.wait(timeout=60)
-            return min(c.at for c in calls) - process.started
+            # When the request reached the proxy: ``at`` is when moto answered, a long poll later.
+            return min(c.arrived for c in calls) - process.started
         if not process.alive():
             raise SystemExit(f"{command} exited early:\n{process.output()[-3000:]}")
         time.sleep(0.01)

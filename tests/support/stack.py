@@ -172,9 +172,9 @@ class ChildProcess:
         self.name = name
         self.log_path = Path(tempfile.mkstemp(prefix=f"{name}-", suffix=".log")[1])
         self.stdout_path = self.log_path.with_suffix(".out")
+        self.started = time.time()  # before the exec: start-up is measured from here
         with self.log_path.open("wb") as log, self.stdout_path.open("wb") as out:
             self.process = subprocess.Popen(argv, env=env, cwd=ROOT, stdout=out, stderr=log)
-        self.started = time.time()
         self.pid = self.process.pid
 
     def alive(self) -> bool:
