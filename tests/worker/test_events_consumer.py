@@ -379,18 +379,24 @@ def test_a_crash_in_the_handler_leaves_the_whole_batch_for_redelivery(aws_events
 class FlushRecorder:
     """Counters that note when they are flushed (the handler's ``stats``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, crashes: int = 0) -> None:
         self.flushed = threading.Event()
+        self.crashes = crashes  # the first flushes raise, like a bug in the counters would
 
     def flush(self) -> None:
+        if self.crashes:
+            self.crashes -= 1
+            raise RuntimeError("a bug in the counters")
         self.flushed.set()
 
 
-def test_an_idle_events_consumer_writes_its_counters_within_a_second(aws_events):
+@pytest.mark.parametrize("crashes", [0, 1], ids=["flushes", "flushes-again-after-a-crash"])
+def test_an_idle_events_consumer_writes_its_counters_within_a_second(aws_events, crashes, caplog):
     """Counters are written every STATS_FLUSH_SECONDS while events come; an idle consumer
-    (long-polling an empty queue) must not sit on the last ones until it stops or is killed."""
+    (long-polling an empty queue) must not sit on the last ones until it stops or is killed. A
+    flush that raises is logged, and the flusher goes on: it does not die silently."""
     handler = BatchRecorder()
-    handler.stats = FlushRecorder()
+    handler.stats = FlushRecorder(crashes=crashes)
     consumer = EventsConsumer(
         queue=wiring.events_queue(), handler=handler, dead_letter_url=None, concurrency=1
     )
@@ -404,3 +410,4 @@ def test_an_idle_events_consumer_writes_its_counters_within_a_second(aws_events)
     finally:
         stop.set()
         loop.join(10)
+    assert ("stats.flush_crashed" in caplog.text) == bool(crashes)
