@@ -504,7 +504,7 @@ class _Run:
         wait_time: int,
         batch_size: int,
         stop: threading.Event,
-        receivers: int = 1,
+        receivers: int,
     ) -> None:
         self.capacity = capacity
         self.work = work
