@@ -84,6 +84,19 @@ def try_it(env_file: Path, cwd: Path) -> str:
     )
 
 
+def create_admin_args(password: str) -> list[str]:
+    """``manage.py create_console_user`` for the dev admin. ``--password=…`` in one word: a random
+    password may start with "-", which argparse would take for an option (1 start in 64 failed)."""
+    return [
+        "create_console_user",
+        "admin",
+        "--superuser",
+        "--email",
+        "admin@example.com",  # a deliverable-looking address: .local recipients are refused
+        f"--password={password}",
+    ]
+
+
 def stop_all(processes: dict[str, subprocess.Popen], timeout: float = 30) -> list[str]:
     """SIGTERM to every child still running, one wait for them all (each drains in parallel),
     SIGKILL for any still there at the deadline; returns the names, in start order."""
@@ -158,15 +171,7 @@ class Command(BaseCommand):
             step("bootstrap_aws")
             step("load_templates", str(SAMPLES / "templates"))
             step("load_template_mappings", str(SAMPLES / "mappings.json"))
-            step(
-                "create_console_user",
-                "admin",
-                "--superuser",
-                "--email",
-                "admin@example.com",  # a deliverable-looking address: .local recipients are refused
-                "--password",
-                password,
-            )
+            step(*create_admin_args(password))
             start("console", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"])
             start("consumer", [*manage, "consume_emails", "--wait-time", "5"])
             start("events consumer", [*manage, "consume_ses_events", "--wait-time", "5"])
