@@ -62,14 +62,24 @@ def wait_until(predicate: Callable[[], bool], *, timeout: float, interval: float
 
 
 class MotoServer:
-    """``python -m moto.server`` in its own process, so its CPU and GIL are not the harness's."""
+    """moto's server in its own process, so its CPU and GIL are not the harness's; its DynamoDB
+    conditional writes are atomic, as DynamoDB's are (tests/support/moto_server.py)."""
 
     def __init__(self) -> None:
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(self.port)],
+            [
+                sys.executable,
+                "-m",
+                "tests.support.moto_server",
+                "-H",
+                "127.0.0.1",
+                "-p",
+                str(self.port),
+            ],
+            cwd=ROOT,
             # Stack.purge may empty a queue more than once a minute (real SQS refuses; tests need not).
             env={**os.environ, "MOTO_SQS_ENFORCE_STRICT_QUEUE_PURGE_BEHAVIOUR": "false"},
             stdout=self.log,
