@@ -291,6 +291,9 @@ class TemplateDraft(models.Model):
     # "" = unchanged. Text, not 998 characters: an over-long subject must reach the check that names it.
     subject = models.TextField(blank=True)
     base_version = models.CharField(max_length=200, blank=True)  # "" = the file did not exist
+    # The mapping's version the subject change started from (None: no subject change, or a
+    # draft older than this field): publishing over someone else's newer mapping is a conflict.
+    mapping_version = models.IntegerField(null=True, blank=True)
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
     )
@@ -323,6 +326,12 @@ class TemplateVersion(models.Model):
         PUBLISH = "publish"
         ROLLBACK = "rollback"
 
+    class State(models.TextChoices):
+        # Recorded before the file is written, so S3 is never ahead of the history; a publish
+        # that stopped part-way is found by its content hash and finished by the next attempt.
+        PENDING = "pending"
+        PUBLISHED = "published"
+
     key = models.CharField(max_length=500, db_index=True)
     # The S3 VersionId on a versioned bucket, else our id in the object's metadata (an original
     # file's ETag): what the composer reads back and the journal records as TemplateVersion.
@@ -343,6 +352,8 @@ class TemplateVersion(models.Model):
     )
     # What the rollback returned to (a version_id of this key), for the history page.
     restored_from = models.CharField(max_length=200, blank=True)
+    state = models.CharField(max_length=10, choices=State.choices, default=State.PUBLISHED)
+    content_sha256 = models.CharField(max_length=64, blank=True)  # of the exact bytes
 
     class Meta:
         ordering = ["-at", "-id"]

@@ -44,13 +44,15 @@ def draft_get(*, draft_id: int) -> TemplateDraft:
 
 
 def template_history(*, key: str) -> list[TemplateVersion]:
-    """Every recorded version of ``key``, newest first."""
-    versions = TemplateVersion.objects.filter(key=key).select_related("author", "draft")
+    """Every published version of ``key``, newest first (not a publish still in progress)."""
+    versions = TemplateVersion.objects.filter(key=key, state=TemplateVersion.State.PUBLISHED)
+    versions = versions.select_related("author", "draft")
     return list(versions.order_by("-at", "-id"))
 
 
 def template_version_get(*, key: str, version_id: str) -> TemplateVersion | None:
-    return TemplateVersion.objects.filter(key=key, version_id=version_id).first()
+    published = TemplateVersion.objects.filter(state=TemplateVersion.State.PUBLISHED)
+    return published.filter(key=key, version_id=version_id).first()
 
 
 def published_source(*, key: str) -> tuple[str | None, str]:

@@ -4,27 +4,30 @@ Publishing is the only way a draft reaches a published key, and it is conditiona
 the S3 write carries If-Match (the ETag we checked) or If-None-Match (the file was absent), and
 the version row is unique per (key, parent_version), so of two owners publishing from the same
 version the second always gets DraftConflict. A file the console has not seen before (uploaded by
-hand or by the Go deploy) is kept as an "original" version before it is first replaced.
+hand or by the Go deploy) is kept as an "original" version before it is first replaced. The
+steps and their order (so that any failure leaves what the next attempt finishes) are in
+``publishing`` and docs/templates.md.
 """
 
 from __future__ import annotations
 
 import logging
-import uuid
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from emailops import wiring
-from emailops.aws.s3 import PublishedObject
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
-from templates_admin.drafts.layout import (
-    draft_object_key,
-    history_object_key,
-    validate_template_key,
+from emailops.core.ports import TemplateMapping
+from templates_admin.drafts.layout import draft_object_key, validate_template_key
+from templates_admin.drafts.publishing import (
+    DraftConflict,
+    FileChange,
+    mark_published,
+    publish_file,
 )
 from templates_admin.mappings import services as mapping_services
 from templates_admin.models import TemplateDraft, TemplateVersion
@@ -41,23 +44,6 @@ __all__ = [
 ]
 
 log = EventLog(logging.getLogger("templates_admin.drafts"))
-
-
-class DraftConflict(ConcurrentUpdate):
-    """The published file changed since the draft's base version (or a concurrent publish won)."""
-
-    def __init__(self, *, key: str, base_version: str, current_version: str, reason: str = ""):
-        self.base_version = base_version
-        self.current_version = current_version
-        super().__init__(
-            "publish template",
-            key=key,
-            reason=reason
-            or (
-                f"the published file is now version {current_version or '(none)'}, "
-                f"the draft started from {base_version or '(none)'}"
-            ),
-        )
 
 
 class CheckFailed(Exception):
@@ -98,7 +84,8 @@ def draft_create(
     subject = (subject or "").strip()
     if subject and not message_id:
         raise ValidationError("A subject change needs the messageId whose mapping it changes.")
-    if message_id and wiring.mapping_store().get_mapping(message_id) is None:
+    mapping = wiring.mapping_store().get_mapping(message_id) if message_id else None
+    if message_id and mapping is None:
         raise ValidationError(f"There is no mapping for messageId {message_id!r}.")
     current = wiring.template_store().read_object(key)
     if source is None:
@@ -112,6 +99,7 @@ def draft_create(
             source=source,
             subject=subject,
             base_version=current.version if current else "",
+            mapping_version=mapping.version if subject and mapping else None,
             author=user,
         )
         if source:
@@ -132,96 +120,14 @@ def _open_draft(draft_id: int) -> TemplateDraft:
 
 def draft_discard(*, draft_id: int, user: AbstractBaseUser | None) -> None:
     draft = _open_draft(draft_id)
+    if draft.versions.exists():
+        # Its publish stopped part-way and its file may be live: discarding would hide that.
+        raise ValidationError(
+            f"Draft #{draft_id}'s publish did not finish; publish it again to finish it."
+        )
     draft.discarded_at = timezone.now()
     draft.save(update_fields=["discarded_at"])
     log.info("template.draft_discarded", draft=draft_id, key=draft.key, user=_username(user))
-
-
-def _latest(key: str) -> TemplateVersion | None:
-    return TemplateVersion.objects.filter(key=key).order_by("-at", "-id").first()
-
-
-def _write_version(
-    *,
-    key: str,
-    data: bytes,
-    base_version: str | None,
-    kind: str,
-    user: AbstractBaseUser | None,
-    reason: str,
-    draft: TemplateDraft | None = None,
-    restored_from: str = "",
-) -> TemplateVersion:
-    """Publish ``data`` at ``key`` as a new version, if the key still holds ``base_version``
-    (None: whatever it holds now, as read here). Raises DraftConflict."""
-    store = wiring.template_store()
-    current: PublishedObject | None = store.read_object(key)
-    current_version = current.version if current else ""
-    if base_version is not None and current_version != base_version:
-        raise DraftConflict(key=key, base_version=base_version, current_version=current_version)
-    version_id = uuid.uuid4().hex
-    try:
-        with transaction.atomic():
-            # The parent is the version we read and replace, never "the latest row now": a
-            # publish that committed since our read then shares our parent and the unique
-            # (key, parent_version) constraint refuses the second insert.
-            latest = _latest(key)
-            parent = current_version or (latest.version_id if latest else "")
-            known = TemplateVersion.objects.filter(key=key, version_id=current_version)
-            if current is not None and not known.exists():
-                # The original-bytes rule: what was there before the console is history too.
-                original_key = history_object_key(key, current_version)
-                store.write_internal(original_key, current.data)
-                TemplateVersion.objects.create(
-                    key=key,
-                    version_id=current_version,
-                    etag=current.etag,
-                    parent_version=latest.version_id if latest else "",
-                    author=None,
-                    reason="in the bucket before this publish (not published by the console)",
-                    kind=TemplateVersion.Kind.ORIGINAL,
-                    history_key=original_key,
-                )
-            history_key = history_object_key(key, version_id)
-            store.write_internal(history_key, data)
-            version = TemplateVersion.objects.create(
-                key=key,
-                version_id=version_id,
-                parent_version=parent,
-                author=user,
-                reason=reason,
-                kind=kind,
-                history_key=history_key,
-                draft=draft,
-                restored_from=restored_from,
-            )
-            written = store.publish_template(key, data, version_id=version_id, replacing=current)
-            version.etag = written.etag
-            version.version_id = written.version  # the S3 VersionId on a versioned bucket
-            version.save(update_fields=["etag", "version_id"])
-    except IntegrityError:
-        # Another publish from the same version committed first (unique key + parent_version).
-        raise DraftConflict(
-            key=key,
-            base_version=current_version,
-            current_version="(another publish)",
-            reason="someone else published this file at the same time; reload and try again",
-        ) from None
-    except ConcurrentUpdate as exc:
-        if isinstance(exc, DraftConflict):
-            raise
-        raise DraftConflict(
-            key=key, base_version=current_version, current_version="(changed)", reason=exc.reason
-        ) from exc
-    log.info(
-        f"template.{kind}",
-        key=key,
-        version=version.version_id,
-        parent=version.parent_version,
-        user=_username(user),
-        reason=reason,
-    )
-    return version
 
 
 def draft_publish(
@@ -244,36 +150,101 @@ def draft_publish(
     warnings = [f for f in findings if f.severity == "warning"]
     if warnings and not accept_warnings:
         raise WarningsNotAccepted(warnings)
-    mapping = None
-    if draft.subject:
-        # Looked up before the file is written: a deleted mapping stops the publish early.
-        mapping = wiring.mapping_store().get_mapping(draft.message_id)
-        if mapping is None:
-            raise ValidationError(f"There is no mapping for messageId {draft.message_id!r}.")
+    mapping = _subject_preflight(draft)
     version = None
     if draft.source:
-        version = _write_version(
-            key=draft.key,
-            data=draft.source.encode("utf-8"),
-            base_version=draft.base_version,
-            kind=TemplateVersion.Kind.PUBLISH,
-            user=user,
-            reason=reason,
-            draft=draft,
+        version = publish_file(
+            FileChange(
+                key=draft.key,
+                data=draft.source.encode("utf-8"),
+                base_version=draft.base_version,
+                kind=TemplateVersion.Kind.PUBLISH,
+                user=user,
+                reason=reason,
+                draft=draft,
+            )
         )
+    saved = _subject_update(draft, mapping, user=user, file_out=version is not None)
     published = version.version_id if version else ""
-    if mapping is not None and mapping.subject != draft.subject:
-        saved = mapping_services.mapping_update(
+    # Ours changed it: written now, or by an earlier attempt (the version moved since the draft).
+    if saved is not None and (
+        saved is not mapping or draft.mapping_version not in (None, saved.version)
+    ):
+        published = published or f"mapping-v{saved.version}"
+    with transaction.atomic():  # the last step: the version is out and the draft closed, together
+        if version is not None:
+            mark_published(version)
+        draft.published_version = published or "unchanged"
+        draft.save(update_fields=["published_version"])
+    if version is not None:
+        _log_published(version, user=user)
+    return version
+
+
+def _subject_preflight(draft: TemplateDraft) -> TemplateMapping | None:
+    """Everything that could stop the subject change, checked before any file goes out: the
+    mapping exists, has not changed since the draft was made, and takes the new subject."""
+    if not draft.subject:
+        return None
+    mapping = wiring.mapping_store().get_mapping(draft.message_id)
+    if mapping is None:
+        raise ValidationError(f"There is no mapping for messageId {draft.message_id!r}.")
+    if mapping.subject == draft.subject:
+        return mapping  # nothing to change (or an earlier attempt changed it)
+    file_started = draft.versions.exists()  # an earlier attempt's file may be out: finish it
+    moved = draft.mapping_version is not None and mapping.version != draft.mapping_version
+    if moved and not file_started:
+        raise DraftConflict(
+            key=f"mapping {draft.message_id}",
+            base_version=f"v{draft.mapping_version}",
+            current_version=f"v{mapping.version}",
+            reason=(
+                f"the mapping was changed since the draft was made (version {mapping.version}, "
+                f"the draft started from {draft.mapping_version}); reload and try again"
+            ),
+        )
+    mapping_services.mapping_validate(template_file=mapping.template_file, subject=draft.subject)
+    return mapping
+
+
+def _subject_update(
+    draft: TemplateDraft,
+    mapping: TemplateMapping | None,
+    *,
+    user: AbstractBaseUser | None,
+    file_out: bool,
+) -> TemplateMapping | None:
+    if mapping is None or mapping.subject == draft.subject:
+        return mapping
+    try:
+        return mapping_services.mapping_update(
             message_id=mapping.message_id,
             template_file=mapping.template_file,
             subject=draft.subject,
             expected_version=mapping.version,
             user=user,
         )
-        published = published or f"mapping-v{saved.version}"
-    draft.published_version = published or "unchanged"
-    draft.save(update_fields=["published_version"])
-    return version
+    except ConcurrentUpdate as exc:
+        # Someone saved the mapping between our read and our write. With the file out, the
+        # draft stays open and its next publish finishes the subject on the fresh mapping.
+        finish = "; its file is published: publish again to finish" if file_out else ""
+        raise DraftConflict(
+            key=f"mapping {mapping.message_id}",
+            base_version=f"v{mapping.version}",
+            current_version="(changed)",
+            reason=f"{exc.reason}{finish}",
+        ) from exc
+
+
+def _log_published(version: TemplateVersion, *, user: AbstractBaseUser | None) -> None:
+    log.info(
+        f"template.{version.kind}",
+        key=version.key,
+        version=version.version_id,
+        parent=version.parent_version,
+        user=_username(user),
+        reason=version.reason,
+    )
 
 
 def template_rollback(
@@ -282,18 +253,26 @@ def template_rollback(
     """Publish an older version's exact bytes as a new version (audited like a publish)."""
     validate_template_key(key)
     try:
-        target = TemplateVersion.objects.get(key=key, version_id=version_id)
+        target = TemplateVersion.objects.get(
+            key=key, version_id=version_id, state=TemplateVersion.State.PUBLISHED
+        )
     except TemplateVersion.DoesNotExist:
         raise ValidationError(f"{key} has no version {version_id!r}.") from None
     data = wiring.template_store().read_internal(target.history_key)
     if data is None:
         raise ValidationError(f"The bytes of {key} version {version_id} are missing from S3.")
-    return _write_version(
-        key=key,
-        data=data,
-        base_version=None,
-        kind=TemplateVersion.Kind.ROLLBACK,
-        user=user,
-        reason=reason,
-        restored_from=version_id,
+    version = publish_file(
+        FileChange(
+            key=key,
+            data=data,
+            base_version=None,
+            kind=TemplateVersion.Kind.ROLLBACK,
+            user=user,
+            reason=reason,
+            restored_from=version_id,
+        )
     )
+    with transaction.atomic():
+        mark_published(version)
+    _log_published(version, user=user)
+    return version
