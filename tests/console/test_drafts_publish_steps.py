@@ -171,9 +171,8 @@ def test_a_failure_recording_the_version_row_leaves_nothing_behind(samples, owne
     draft, source = a_draft(owner)
     original = published()
 
-    with database_fails_on('INSERT INTO "templates_admin_templateversion"'):
-        with pytest.raises(Outage):
-            services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    with database_fails_on('INSERT INTO "templates_admin_templateversion"'), pytest.raises(Outage):
+        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
 
     assert published() == original
     assert not TemplateVersion.objects.exists()
@@ -294,20 +293,16 @@ def test_a_stopped_draft_holds_the_key_with_a_clear_conflict(samples, owner, mon
 
 
 @pytest.mark.parametrize("before", [True, False], ids=["before-s3", "after-s3"])
-def test_a_rollback_that_stopped_is_finished_by_clicking_again(
-    samples, owner, monkeypatch, before
-):
+def test_a_rollback_that_stopped_is_finished_by_clicking_again(samples, owner, monkeypatch, before):
     original = published()
-    draft, source = a_draft(owner, subject=None)
+    draft, _ = a_draft(owner, subject=None)
     services.draft_publish(draft_id=draft.pk, user=owner, reason="r1")
     oldest = selectors.template_history(key=KEY)[-1]
     fail_after(monkeypatch, wiring.template_store(), "publish_template", before=before)
 
     with pytest.raises(Outage):
         services.template_rollback(key=KEY, version_id=oldest.version_id, user=owner, reason="u")
-    back = services.template_rollback(
-        key=KEY, version_id=oldest.version_id, user=owner, reason="u"
-    )
+    back = services.template_rollback(key=KEY, version_id=oldest.version_id, user=owner, reason="u")
 
     live = wiring.template_store().read_object(KEY)
     assert live.data == original and back.version_id == live.version
