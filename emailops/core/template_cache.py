@@ -30,6 +30,7 @@ __all__ = [
 ]
 
 V = TypeVar("V")
+S = TypeVar("S")
 DEFAULT_MAX_ENTRIES = 1000
 
 
@@ -92,10 +93,12 @@ class _Entries(Generic[V]):
         return entry
 
 
-class CachedTemplateStore:
+class _CachedStore(Generic[S, V]):
+    """A store read through an expiring LRU of its answers (``V``) for ``seconds``."""
+
     def __init__(
         self,
-        store: TemplateStore,
+        store: S,
         *,
         seconds: float,
         clock: Callable[[], float] = time.monotonic,
@@ -103,11 +106,13 @@ class CachedTemplateStore:
     ) -> None:
         self.store = store
         self.seconds = seconds
-        self._entries: _Entries[str | None] = _Entries(seconds, clock, max_entries)
+        self._entries: _Entries[V] = _Entries(seconds, clock, max_entries)
 
     def __len__(self) -> int:
         return len(self._entries)
 
+
+class CachedTemplateStore(_CachedStore[TemplateStore, str | None]):
     def read_template(self, key: str) -> str | None:
         return self.fetch_template(key).source
 
@@ -131,22 +136,7 @@ class CachedTemplateStore:
         return self._entries.put(key, now, result.source, result.etag, result.version)
 
 
-class CachedMappingStore:
-    def __init__(
-        self,
-        store: MappingStore,
-        *,
-        seconds: float,
-        clock: Callable[[], float] = time.monotonic,
-        max_entries: int = DEFAULT_MAX_ENTRIES,
-    ) -> None:
-        self.store = store
-        self.seconds = seconds
-        self._entries: _Entries[TemplateMapping | None] = _Entries(seconds, clock, max_entries)
-
-    def __len__(self) -> int:
-        return len(self._entries)
-
+class CachedMappingStore(_CachedStore[MappingStore, TemplateMapping | None]):
     def get_mapping(self, message_id: str) -> TemplateMapping | None:
         now, entry = self._entries.get(message_id)
         if entry is not None and entry.expires > now:
