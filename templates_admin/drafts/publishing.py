@@ -48,9 +48,18 @@ PENDING, PUBLISHED = TemplateVersion.State.PENDING, TemplateVersion.State.PUBLIS
 class DraftConflict(ConcurrentUpdate):
     """The published file changed since the draft's base version (or a concurrent publish won)."""
 
-    def __init__(self, *, key: str, base_version: str, current_version: str, reason: str = ""):
+    def __init__(
+        self,
+        *,
+        key: str,
+        base_version: str,
+        current_version: str,
+        reason: str = "",
+        finish: bool = False,
+    ):
         self.base_version = base_version
         self.current_version = current_version
+        self.finish = finish  # the file is out: publishing the same draft again finishes it
         super().__init__(
             "publish template",
             key=key,

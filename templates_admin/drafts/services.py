@@ -233,6 +233,7 @@ def _subject_update(
             base_version=f"v{mapping.version}",
             current_version="(changed)",
             reason=f"{exc.reason}{finish}",
+            finish=file_out,
         ) from exc
 
 

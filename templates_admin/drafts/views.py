@@ -173,11 +173,14 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
             accept_warnings=form.cleaned_data["accept_warnings"],
         )
     except services.DraftConflict as exc:
-        messages.error(
-            request,
-            f"Not published: {draft.key} changed since this draft was made ({exc}). "
-            "Start a new draft from the current version.",
-        )
+        if exc.finish:  # its file is out; the subject is what is left
+            messages.error(request, f"Not finished: {exc}.")
+        else:
+            messages.error(
+                request,
+                f"Not published: {draft.key} changed since this draft was made ({exc}). "
+                "Start a new draft from the current version.",
+            )
     except services.CheckFailed as exc:
         messages.error(request, f"Not published: the check found {len(exc.findings)} error(s).")
     except services.WarningsNotAccepted as exc:

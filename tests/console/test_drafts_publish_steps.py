@@ -8,6 +8,7 @@ the DynamoDB mapping store's ``save_mapping`` and the database connection (an ex
 from __future__ import annotations
 
 import contextlib
+from html import unescape
 
 import pytest
 from django.core.exceptions import ValidationError
@@ -33,17 +34,6 @@ class Outage(TransientError):
         super().__init__("injected fault", key=where, reason="unreachable")
 
 
-@pytest.fixture
-def samples(aws):
-    aws.load_samples()
-    return aws
-
-
-@pytest.fixture
-def owner(make_user):
-    return make_user("Template owners")
-
-
 def published() -> bytes:
     return wiring.template_store().read_object(KEY).data
 
@@ -67,6 +57,21 @@ def fail_after(monkeypatch, target, name: str, *, before: bool = False) -> None:
         raise Outage(name)
 
     monkeypatch.setattr(target, name, failing)
+
+
+def someone_saves_the_mapping_first(monkeypatch) -> None:
+    """The mapping's conditional write refuses once, as when another owner saved it meanwhile."""
+    store = wiring.mapping_store()
+    real_save = store.save_mapping
+    raced = []
+
+    def refused_once(mapping, *, expected_version):
+        if not raced:
+            raced.append(expected_version)
+            raise ConcurrentUpdate("save template mapping", key=TEAM, reason="changed meanwhile")
+        return real_save(mapping, expected_version=expected_version)
+
+    monkeypatch.setattr(store, "save_mapping", refused_once)
 
 
 @contextlib.contextmanager
@@ -246,17 +251,7 @@ def test_a_mapping_saved_by_someone_else_mid_publish_is_finished_on_retry(
     """The race the preflight cannot see: the conditional write refuses, the file is already
     out, and the next attempt applies the subject to the fresh mapping and closes the draft."""
     draft, source = a_draft(owner)
-    store = wiring.mapping_store()
-    real_save = store.save_mapping
-    raced = []
-
-    def someone_saves_first(mapping, *, expected_version):
-        if not raced:
-            raced.append(expected_version)
-            raise ConcurrentUpdate("save template mapping", key=TEAM, reason="changed meanwhile")
-        return real_save(mapping, expected_version=expected_version)
-
-    monkeypatch.setattr(store, "save_mapping", someone_saves_first)
+    someone_saves_the_mapping_first(monkeypatch)
 
     with pytest.raises(services.DraftConflict) as caught:
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
@@ -310,3 +305,19 @@ def test_a_rollback_that_stopped_is_finished_by_clicking_again(samples, owner, m
     assert [v.kind for v in history] == ["rollback", "publish", "original"]
     assert history[0].restored_from == oldest.version_id
     assert not TemplateVersion.objects.filter(state="pending").exists()
+
+
+def test_the_publish_page_says_publish_again_when_only_the_subject_is_left(
+    samples, owner, client, monkeypatch
+):
+    draft, source = a_draft(owner)
+    someone_saves_the_mapping_first(monkeypatch)
+    client.force_login(owner)
+    url = f"/admin/templates_admin/templatemappingpage/draft/{draft.pk}/publish/"
+
+    first = client.post(url, {"reason": "r", "accept_warnings": "on"}, follow=True)
+    assert "Not finished" in unescape(first.content.decode())
+    assert "publish again to finish" in unescape(first.content.decode())
+    client.post(url, {"reason": "r", "accept_warnings": "on"})
+
+    assert_published(draft, source)

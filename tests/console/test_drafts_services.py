@@ -16,17 +16,6 @@ KEY = "default/added-to-team.html"
 TEAM = "added-to-team"
 
 
-@pytest.fixture
-def samples(aws):
-    aws.load_samples()
-    return aws
-
-
-@pytest.fixture
-def owner(make_user):
-    return make_user("Template owners")
-
-
 def s3_objects(aws) -> dict[str, bytes]:
     store = wiring.template_store()
     return {key: store.read_object(key).data for key in store.list_keys("")}

@@ -23,17 +23,6 @@ BASE = "/admin/templates_admin/templatemappingpage/"
 
 
 @pytest.fixture
-def samples(aws):
-    aws.load_samples()
-    return aws
-
-
-@pytest.fixture
-def owner(make_user):
-    return make_user("Template owners")
-
-
-@pytest.fixture
 def owner_client(client, owner):
     client.force_login(owner)
     return client
