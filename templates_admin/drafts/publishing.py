@@ -84,6 +84,16 @@ class FileChange:
     draft: TemplateDraft | None = None
     restored_from: str = ""
 
+    def audit_fields(self) -> dict[str, object]:
+        """Who, why and how, as the version row records them."""
+        return {
+            "author": self.user,
+            "reason": self.reason,
+            "kind": self.kind,
+            "draft": self.draft,
+            "restored_from": self.restored_from,
+        }
+
 
 def content_digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
@@ -202,14 +212,10 @@ def _record_intent(
                 key=key,
                 version_id=version_id,
                 parent_version=parent,
-                author=change.user,
-                reason=change.reason,
-                kind=change.kind,
                 history_key=history_key,
-                draft=change.draft,
-                restored_from=change.restored_from,
                 state=PENDING,
                 content_sha256=digest,
+                **change.audit_fields(),
             )
     except IntegrityError:
         raise _slot_taken(key, current) from None
