@@ -34,6 +34,7 @@ from templates_admin.models import TemplateDraft, TemplateVersion
 __all__ = [
     "DraftConflict",
     "FileChange",
+    "abandon_pending",
     "content_digest",
     "latest_published",
     "mark_published",
@@ -144,6 +145,14 @@ def publish_file(change: FileChange) -> TemplateVersion:
     mine.version_id = written.version  # the S3 VersionId on a versioned bucket
     mine.etag = written.etag
     return mine
+
+
+def abandon_pending(version: TemplateVersion) -> None:
+    """An attempt nobody will finish (its draft is discarded): if its file is live it is recorded
+    as published (it is what is sent), else its row goes and the key is free again."""
+    settled = _settle(version.key, wiring.template_store().read_object(version.key))
+    if settled is None or settled.pk != version.pk:
+        _release(version)
 
 
 def _own_attempt(change: FileChange, digest: str) -> TemplateVersion | None:

@@ -26,6 +26,7 @@ from templates_admin.drafts.layout import draft_object_key, validate_template_ke
 from templates_admin.drafts.publishing import (
     DraftConflict,
     FileChange,
+    abandon_pending,
     mark_published,
     publish_file,
 )
@@ -120,11 +121,8 @@ def _open_draft(draft_id: int) -> TemplateDraft:
 
 def draft_discard(*, draft_id: int, user: AbstractBaseUser | None) -> None:
     draft = _open_draft(draft_id)
-    if draft.versions.exists():
-        # Its publish stopped part-way and its file may be live: discarding would hide that.
-        raise ValidationError(
-            f"Draft #{draft_id}'s publish did not finish; publish it again to finish it."
-        )
+    for stopped in draft.versions.filter(state=TemplateVersion.State.PENDING):
+        abandon_pending(stopped)  # a publish of it stopped part-way: the history stays true
     draft.discarded_at = timezone.now()
     draft.save(update_fields=["discarded_at"])
     log.info("template.draft_discarded", draft=draft_id, key=draft.key, user=_username(user))

@@ -261,17 +261,32 @@ def test_a_mapping_saved_by_someone_else_mid_publish_is_finished_on_retry(
     assert_published(draft, source)
 
 
-def test_a_draft_whose_publish_stopped_cannot_be_discarded(samples, owner, monkeypatch):
+@pytest.mark.parametrize("before", [True, False], ids=["before-s3", "after-s3"])
+def test_discarding_a_stopped_draft_keeps_the_history_true(samples, owner, monkeypatch, before):
+    """Stopped before its file went out: discarding frees the key for the next draft. Stopped
+    after: the live file stays recorded as that draft's publish, never as an "original"."""
+    original = published()
     draft, source = a_draft(owner)
-    fail_after(monkeypatch, wiring.template_store(), "publish_template")
+    fail_after(monkeypatch, wiring.template_store(), "publish_template", before=before)
     with pytest.raises(Outage):
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
 
-    with pytest.raises(ValidationError, match="publish it again"):
-        services.draft_discard(draft_id=draft.pk, user=owner)
+    services.draft_discard(draft_id=draft.pk, user=owner)
 
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
-    assert_published(draft, source)
+    assert published() == (original if before else source.encode())
+    assert not TemplateVersion.objects.filter(state="pending").exists()
+    kinds = [(v.kind, v.draft_id) for v in selectors.template_history(key=KEY)]
+    assert kinds == (
+        [("original", None)] if before else [("publish", draft.pk), ("original", None)]
+    )
+    base = wiring.template_store().read_object(KEY).version
+    nxt = services.draft_create(
+        key=KEY, source="<p>next {{.teamName}}</p>", subject=None, message_id=TEAM, user=owner
+    )
+    assert nxt.base_version == base
+    services.draft_publish(draft_id=nxt.pk, user=owner, reason="next", accept_warnings=True)
+    assert published() == b"<p>next {{.teamName}}</p>"
+    assert [v.kind for v in selectors.template_history(key=KEY)].count("original") == 1
 
 
 def test_a_stopped_draft_holds_the_key_with_a_clear_conflict(samples, owner, monkeypatch):
