@@ -19,7 +19,7 @@ from emailops.aws.suppression import Suppression
 from emailops.core.errors import EmailOpsError
 from templates_admin import roles
 from templates_admin.console import console_view
-from templates_admin.journal.presentation import local_text, utc_text
+from templates_admin.display import local_text, utc_text
 from templates_admin.models import SuppressionListPage
 from templates_admin.suppression import selectors
 from templates_admin.suppression.forms import SuppressionRemoveForm, SuppressionSearchForm
