@@ -1,4 +1,5 @@
-"""What every console page shares: its permission check, the strict CSP, and AWS trouble shown as
+"""What every console page shares: its area's page frame (``Area.page``, the one page helper), its
+permission check, the strict CSP, and AWS trouble shown as
 an admin page (503) instead of a server error.
 
 ``admin_view`` only checks ``is_staff``; each page names the permissions it needs here, so the
@@ -9,32 +10,58 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied
+from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from emailops.core.errors import ConcurrentUpdate, EmailOpsError
 from templates_admin.csp import POLICY, strict_csp
 
-__all__ = ["admin_page", "console_view"]
+__all__ = ["Area", "console_view"]
 
 
-def admin_page(
-    request: HttpRequest,
-    admin_site: AdminSite,
-    template: str,
-    context: dict[str, Any],
-    *,
-    opts: Any,
-    status: int = 200,
-) -> TemplateResponse:
-    """A console page inside the admin: the site's navigation, the placeholder model's ``opts``
-    (breadcrumbs), then the view's own context."""
-    context = {**admin_site.each_context(request), "opts": opts, **context}
-    return TemplateResponse(request, template, context, status=status)
+@dataclass(frozen=True)
+class Area:
+    """One console area's pages: where its templates are, the placeholder model whose admin entry
+    they sit under (breadcrumbs, the shared ``templates_admin/base.html``), its stylesheet, and
+    what else every page of the area shows (``extra``, from the request)."""
+
+    templates: str  # the folder, e.g. "templates_admin/journal/"
+    page_model: type[Model]
+    stylesheet: str  # a static path, e.g. "templates_admin/journal.css"
+    extra: Callable[[HttpRequest], dict[str, Any]] | None = None
+
+    def url(self, admin_site: AdminSite) -> str:
+        """The area's entry page (its placeholder's changelist) on ``admin_site``."""
+        opts = self.page_model._meta
+        return reverse(f"{admin_site.name}:{opts.app_label}_{opts.model_name}_changelist")
+
+    def page(
+        self,
+        request: HttpRequest,
+        admin_site: AdminSite,
+        template: str,
+        context: dict[str, Any],
+        *,
+        status: int = 200,
+    ) -> TemplateResponse:
+        """A console page inside the admin: the site's navigation, the area's ``opts``, entry
+        link and stylesheet, its ``extra``, then the view's own context."""
+        context = {
+            **admin_site.each_context(request),
+            "opts": self.page_model._meta,
+            "area_url": self.url(admin_site),
+            "area_stylesheet": self.stylesheet,
+            **(self.extra(request) if self.extra else {}),
+            **context,
+        }
+        return TemplateResponse(request, self.templates + template, context, status=status)
 
 
 def console_view(*permissions: str, policy: str = POLICY) -> Callable:

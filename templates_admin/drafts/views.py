@@ -12,29 +12,19 @@ from django.contrib import messages
 from django.contrib.admin import AdminSite
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from emailops.core.template_check import organization_of_key
 from templates_admin import roles
-from templates_admin.console import admin_page, console_view
+from templates_admin.console import Area, console_view
 from templates_admin.drafts import check, preview, selectors, services
 from templates_admin.drafts.forms import DraftCreateForm, PublishForm, ReplayForm, RollbackForm
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.models import TemplateDraft, TemplateMappingPage
 
-TEMPLATES = "templates_admin/drafts/"
-
-
-def _page(
-    request: HttpRequest, admin_site: AdminSite, template: str, context: dict, *, status: int = 200
-) -> TemplateResponse:
-    return admin_page(
-        request, admin_site, TEMPLATES + template, context, opts=TemplateMappingPage._meta,
-        status=status,
-    )  # fmt: skip
+AREA = Area("templates_admin/drafts/", TemplateMappingPage, "templates_admin/mappings.css")
 
 
 def _url(name: str, **kwargs: Any) -> str:
@@ -82,7 +72,7 @@ def draft_list(request: HttpRequest, *, admin_site: AdminSite, message_id: str) 
         "files": keys,
         "now": timezone.now(),
     }
-    return _page(request, admin_site, "list.html", context)
+    return AREA.page(request, admin_site, "list.html", context)
 
 
 @console_view(roles.MANAGE_MAPPINGS)
@@ -124,7 +114,7 @@ def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str
                 **options,
             )
     context = {"title": f"New draft of {message_id}", "mapping": mapping, "form": form}
-    return _page(request, admin_site, "create.html", context)
+    return AREA.page(request, admin_site, "create.html", context)
 
 
 # --- One draft: the replay preview, the check, publish, discard ---------------------------------
@@ -153,7 +143,7 @@ def draft_detail(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) 
         "pickup_note": _pickup_note(),
         "is_open": draft.is_open,
     }
-    return _page(request, admin_site, "detail.html", context)
+    return AREA.page(request, admin_site, "detail.html", context)
 
 
 @require_POST
@@ -245,7 +235,7 @@ def template_history(request: HttpRequest, *, admin_site: AdminSite, key: str) -
         "rollback_form": RollbackForm(),
         "pickup_note": _pickup_note(),
     }
-    return _page(request, admin_site, "history.html", context)
+    return AREA.page(request, admin_site, "history.html", context)
 
 
 @require_POST

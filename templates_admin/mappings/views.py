@@ -15,7 +15,6 @@ from django.contrib import messages
 from django.contrib.admin import AdminSite
 from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
@@ -23,7 +22,7 @@ from django.views.decorators.http import require_POST
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
-from templates_admin.console import admin_page, console_view
+from templates_admin.console import Area, console_view
 from templates_admin.mappings import selectors, services
 from templates_admin.mappings.forms import (
     DEFAULT_ORG,
@@ -34,16 +33,7 @@ from templates_admin.mappings.forms import (
 )
 from templates_admin.models import TemplateMappingPage
 
-TEMPLATES = "templates_admin/mappings/"
-
-
-def _page(
-    request: HttpRequest, admin_site: AdminSite, template: str, context: dict, *, status: int = 200
-) -> TemplateResponse:
-    return admin_page(
-        request, admin_site, TEMPLATES + template, context, opts=TemplateMappingPage._meta,
-        status=status,
-    )  # fmt: skip
+AREA = Area("templates_admin/mappings/", TemplateMappingPage, "templates_admin/mappings.css")
 
 
 def _url(name: str, **kwargs: str) -> str:
@@ -83,7 +73,7 @@ def mapping_list(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse
     query = request.GET.get("q", "")
     rows = selectors.mapping_list(query=query)
     context = {"title": "Template mappings", "rows": rows, "query": query}
-    return _page(request, admin_site, "list.html", context | _permissions(request))
+    return AREA.page(request, admin_site, "list.html", context | _permissions(request))
 
 
 @console_view(roles.MANAGE_MAPPINGS)
@@ -113,7 +103,7 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
         "conflict": conflict,
         "template_files": selectors.default_template_files(),
     }
-    return _page(request, admin_site, "add.html", context)
+    return AREA.page(request, admin_site, "add.html", context)
 
 
 @console_view(roles.MANAGE_MAPPINGS)
@@ -157,7 +147,7 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
         "history": selectors.mapping_history(message_id=message_id),
         "template_files": selectors.default_template_files(),
     }
-    return _page(request, admin_site, "detail.html", context | _permissions(request))
+    return AREA.page(request, admin_site, "detail.html", context | _permissions(request))
 
 
 def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
@@ -216,7 +206,7 @@ def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: s
         "form": form,
         "conflict": conflict,
     }
-    return _page(request, admin_site, "delete.html", context)
+    return AREA.page(request, admin_site, "delete.html", context)
 
 
 # --- Templates, preview, test send -------------------------------------------------------------
@@ -238,7 +228,7 @@ def template_source(
         "lines": source.splitlines() if source is not None else None,
     }
     status = 200 if source is not None else 404
-    return _page(request, admin_site, "source.html", context, status=status)
+    return AREA.page(request, admin_site, "source.html", context, status=status)
 
 
 @console_view(roles.PREVIEW_TEMPLATES)
@@ -272,7 +262,7 @@ def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> 
         "override_orgs": override_orgs,
         "sent_tests": sent,
     }
-    return _page(request, admin_site, "preview.html", context | permissions)
+    return AREA.page(request, admin_site, "preview.html", context | permissions)
 
 
 @require_POST

@@ -11,38 +11,27 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
 from emailops.aws.suppression import Suppression
 from emailops.core.errors import EmailOpsError
 from templates_admin import roles
-from templates_admin.console import console_view
+from templates_admin.console import Area, console_view
 from templates_admin.display import local_text, utc_text
 from templates_admin.models import SuppressionListPage
 from templates_admin.suppression import selectors
 from templates_admin.suppression.forms import SuppressionRemoveForm, SuppressionSearchForm
 from templates_admin.suppression.services import suppression_remove
 
-TEMPLATES = "templates_admin/suppression"
+AREA = Area("templates_admin/suppression/", SuppressionListPage, "templates_admin/journal.css")
+
+
 REASON_WORDS = {
     "BOUNCE": "hard bounce",
     "COMPLAINT": "complaint (marked as spam)",
     "MANUAL": "added by hand",
 }
-
-
-def _render(
-    request: HttpRequest, admin_site, template: str, context: dict[str, Any], *, status: int = 200
-) -> TemplateResponse:
-    context = {
-        **admin_site.each_context(request),
-        "opts": SuppressionListPage._meta,
-        "list_url": reverse(f"{admin_site.name}:templates_admin_suppressionlistpage_changelist"),
-        **context,
-    }
-    return TemplateResponse(request, f"{TEMPLATES}/{template}", context, status=status)
 
 
 def _url(admin_site, name: str, address: str) -> str:
@@ -79,7 +68,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
     next_url = ""
     if page and page.next_cursor:
         next_url = "?" + urlencode({"q": page.prefix, "cursor": page.next_cursor})
-    return _render(
+    return AREA.page(
         request,
         admin_site,
         "list.html",
@@ -110,7 +99,7 @@ def detail(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     }
     if found.suppression and found.suppression.source:
         context["source_url"] = _journal_url(admin_site, found.suppression.source)
-    return _render(request, admin_site, "detail.html", context)
+    return AREA.page(request, admin_site, "detail.html", context)
 
 
 @console_view(roles.VIEW_SUPPRESSIONS, roles.REMOVE_SUPPRESSION)
@@ -145,7 +134,7 @@ def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
                 return redirect(detail_url)
     else:
         form = SuppressionRemoveForm(complaint=complaint)
-    return _render(
+    return AREA.page(
         request,
         admin_site,
         "remove.html",
