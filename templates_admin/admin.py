@@ -39,6 +39,8 @@ class PlaceholderAdmin(admin.ModelAdmin):
 
     view_permission = ""
     feature = ""
+    # A package whose ``admin_urls()`` pages share this entry's prefix, mounted before the feature's.
+    mounted_first = ""
 
     def has_view_permission(self, request, obj=None):
         return request.user.is_active and request.user.has_perm(self.view_permission)
@@ -64,7 +66,13 @@ class PlaceholderAdmin(admin.ModelAdmin):
         name = f"{self.opts.app_label}_{self.opts.model_name}_changelist"
         changelist = path("", self.admin_site.admin_view(self.changelist_view), name=name)
         not_found = re_path(r"^.+$", self.admin_site.admin_view(_not_found))
-        return [*self.feature_package().admin_urls(self.admin_site), changelist, not_found]
+        first = (
+            importlib.import_module(self.mounted_first).admin_urls(self.admin_site)
+            if self.mounted_first
+            else []
+        )
+        feature = self.feature_package().admin_urls(self.admin_site)
+        return [*first, *feature, changelist, not_found]
 
     def changelist_view(self, request, extra_context=None):
         return self.feature_package().changelist(request, admin_site=self.admin_site)
@@ -78,14 +86,10 @@ def _not_found(request, *args, **kwargs):
 class TemplateMappingAdmin(PlaceholderAdmin):
     view_permission = roles.MANAGE_MAPPINGS
     feature = "templates_admin.mappings"
-
-    def get_urls(self):
-        # The draft pages live under the mappings' prefix, and come first: the bare mapping
-        # route "mapping/<path:message_id>/" would swallow theirs. Composed here, so that drafts
-        # may use mappings while mappings know nothing of drafts.
-        from templates_admin.drafts.urls import admin_urls
-
-        return [*admin_urls(self.admin_site), *super().get_urls()]
+    # The draft pages live under the mappings' prefix, and come first: the bare mapping route
+    # "mapping/<path:message_id>/" would swallow theirs. Composed here, so that drafts may use
+    # mappings while mappings know nothing of drafts.
+    mounted_first = "templates_admin.drafts.urls"
 
 
 @admin.register(EmailJournalPage)
@@ -104,11 +108,7 @@ class SuppressionListAdmin(PlaceholderAdmin):
 class OperationsAdmin(PlaceholderAdmin):
     view_permission = roles.VIEW_JOBS
     feature = "templates_admin.jobs"
-
-    def get_urls(self):
-        from templates_admin.dashboard.urls import admin_urls
-
-        return [*admin_urls(self.admin_site), *super().get_urls()]
+    mounted_first = "templates_admin.dashboard.urls"
 
 
 # The index is the operations dashboard (templates_admin/templates/templates_admin/index.html).

@@ -9,12 +9,12 @@ check is on the server, next to the view.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from django.contrib.admin import AdminSite
-from django.core.exceptions import PermissionDenied
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse
 from django.template.response import TemplateResponse
@@ -23,7 +23,9 @@ from django.urls import reverse
 from emailops.core.errors import ConcurrentUpdate, EmailOpsError
 from templates_admin.csp import POLICY, strict_csp
 
-__all__ = ["Area", "console_view"]
+__all__ = ["Area", "Refusal", "attempt", "console_view"]
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,51 @@ class Area:
             **context,
         }
         return TemplateResponse(request, self.templates + template, context, status=status)
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """A service call that did not happen, as the page tells it: ``text`` (the words), ``status``
+    (400 for what the person can fix, 502 for AWS trouble) and the ``error`` itself."""
+
+    text: str
+    status: int
+    error: Exception
+
+
+Wording = Callable[[Any], str]
+
+
+def attempt(
+    call: Callable[[], T],
+    *,
+    unavailable: str = "",
+    also: Mapping[type[Exception], Wording] | None = None,
+) -> T | Refusal:
+    """Run a service call; what a person may be told comes back as a ``Refusal`` instead of
+    raising. The one mapping of the console's errors to words, checked in this order:
+
+    - ``also``: the view's own exceptions (a search's bad input, a publish's conflict) and their
+      words, status 400;
+    - a ``ValidationError``: its messages, 400;
+    - AWS trouble (``EmailOpsError``), when the view names what did not happen (``unavailable``,
+      e.g. "The request could not be queued"): "<unavailable>: <what went wrong>", 502. Without
+      it, and for a ``ConcurrentUpdate`` not named in ``also``, the error goes on to
+      ``console_view`` (the 503 page; a conflict escaping is a bug).
+
+    Anything else is not a refusal and is raised.
+    """
+    try:
+        return call()
+    except Exception as exc:
+        for kind, words in (also or {}).items():
+            if isinstance(exc, kind):
+                return Refusal(words(exc), 400, exc)
+        if isinstance(exc, ValidationError):
+            return Refusal(" ".join(exc.messages), 400, exc)
+        if unavailable and isinstance(exc, EmailOpsError) and not isinstance(exc, ConcurrentUpdate):
+            return Refusal(f"{unavailable}: {exc.describe()}", 502, exc)
+        raise
 
 
 def console_view(*permissions: str, policy: str = POLICY) -> Callable:

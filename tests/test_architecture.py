@@ -94,7 +94,16 @@ def test_the_check_catches_an_upward_and_a_sideways_import():
 CONSOLE = "templates_admin"
 CONSOLE_AREAS = ("dashboard", "drafts", "jobs", "journal", "mappings", "reputation", "suppression")
 # The bottom layer every area may use; it uses no area.
-CONSOLE_SHARED = ("console", "csp", "display", "login_throttle", "models", "retention", "roles")
+CONSOLE_SHARED = (
+    "console",
+    "csp",
+    "display",
+    "forms",
+    "login_throttle",
+    "models",
+    "retention",
+    "roles",
+)
 # What puts the areas together (admin entries and URLs, commands, template tags); no area or
 # shared module imports these.
 CONSOLE_TOP = ("admin", "apps", "management", "migrations", "templatetags")

@@ -8,6 +8,7 @@ from django import forms
 
 from emailops.core.ports import custom_template_key, default_template_key
 from emailops.core.render_limits import MAX_TEMPLATE_SOURCE
+from templates_admin.forms import organization_id_field
 
 DEFAULT_TARGET = "default"
 NEW_ORG_TARGET = "new"
@@ -22,12 +23,10 @@ class DraftCreateForm(forms.Form):
     """
 
     target = forms.ChoiceField(label="File")
-    new_organization = forms.RegexField(
-        regex=r"^\d{1,20}$",
-        required=False,
+    new_organization = organization_id_field(
         label="New organization id",
         help_text="For a new organization's branded copy: digits only (custom/O{id}/…).",
-        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 10}),
+        digits_only=True,
     )
     source = forms.CharField(
         required=False,

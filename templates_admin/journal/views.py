@@ -12,7 +12,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import NoReverseMatch, reverse
@@ -21,7 +20,7 @@ from django.utils.http import urlencode
 
 from emailops.core.errors import EmailOpsError
 from templates_admin import roles
-from templates_admin.console import Area, console_view
+from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.journal import csv_export, delivery, presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import (
@@ -46,12 +45,15 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
     result, error, status = None, "", 200
     if form.is_valid() and form.cleaned_data["q"].strip():
         _audit(request, "search", form.cleaned_data["q"], form.search_arguments())
-        try:
-            result = selectors.journal_search(**form.search_arguments())
-        except selectors.JournalSearchError as exc:
-            error, status = str(exc), 400
-        except EmailOpsError as exc:
-            error, status = f"The journal could not be read: {exc.describe()}", 502
+        found = attempt(
+            lambda: selectors.journal_search(**form.search_arguments()),
+            unavailable="The journal could not be read",
+            also={selectors.JournalSearchError: str},
+        )
+        if isinstance(found, Refusal):
+            error, status = found.text, found.status
+        else:
+            result = found
     now = int(time.time())
     rows = [
         (presentation.summarize(row, now=now), _entry_url(admin_site, "detail", str(row["Id"])))
@@ -254,17 +256,17 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     if request.method == "POST":
         form = ResendForm(request.POST)
         if form.is_valid():
-            try:
-                action = email_resend(
+            action = attempt(
+                lambda: email_resend(
                     key=key,
                     reason=form.cleaned_data["reason"],
                     user=request.user,
                     dedupe_id=form.cleaned_data["dedupe_id"],
-                )
-            except ValidationError as exc:
-                error = " ".join(exc.messages)
-            except EmailOpsError as exc:
-                error = f"The request could not be queued: {exc.describe()}"
+                ),
+                unavailable="The request could not be queued",
+            )
+            if isinstance(action, Refusal):
+                error = action.text
             else:
                 messages.success(
                     request,

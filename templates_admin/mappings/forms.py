@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from emailops.core.contract import loads
+from templates_admin.forms import organization_id_field
 
 DEFAULT_ORG = "default"
 OTHER_ORG = "other"
@@ -64,12 +65,10 @@ class PreviewForm(forms.Form):
     """
 
     organization = forms.ChoiceField(label="Organization")
-    other_organization = forms.CharField(
-        required=False,
-        max_length=20,
+    other_organization = organization_id_field(
         label="Other organization id",
         help_text="Used when the organization is “another”; digits only.",
-        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 10}),
+        digits_only=False,
     )
     context = forms.CharField(
         max_length=MAX_CONTEXT_CHARS,

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from django import forms
 
+from templates_admin.forms import reason_field
+
 
 class SuppressionSearchForm(forms.Form):
     q = forms.CharField(
@@ -18,12 +20,8 @@ class SuppressionSearchForm(forms.Form):
 
 
 class SuppressionRemoveForm(forms.Form):
-    reason = forms.CharField(
-        label="Why remove it?",
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        help_text="Required. Kept in the audit trail with your name.",
-        error_messages={"required": "Say why you are removing this address."},
+    reason = reason_field(
+        label="Why remove it?", required_message="Say why you are removing this address."
     )
     recipient_asked = forms.BooleanField(
         label="The recipient asked to receive our email again",
