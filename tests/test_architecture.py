@@ -34,26 +34,40 @@ def layer_of(module: str) -> str:
     raise AssertionError(f"{module} is in no layer")
 
 
-def project_imports() -> list[tuple[str, str, int]]:
-    """(importing module, imported project module, line) for every import in the project's
-    packages, module-level or not: a deferred import still ties the two together."""
+def absolute_imports(
+    root: Path, packages: tuple[str, ...], *, imported_names: bool = False
+) -> list[tuple[str, str, int]]:
+    """(importing module, imported name, line) for every absolute import in ``packages`` under
+    ``root``, module-level or not: a deferred import still ties the two together. With
+    ``imported_names``, ``from a import b`` gives ``a.b`` (which may be a module), else ``a``."""
     found = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
                 ".__init__"
             )
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.Import):
                     names = [alias.name for alias in node.names]
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
+                    names = (
+                        [f"{node.module}.{alias.name}" for alias in node.names]
+                        if imported_names
+                        else [node.module]
+                    )
                 else:
                     continue
-                found.extend(
-                    (module, name, node.lineno) for name in names if name.split(".")[0] in PACKAGES
-                )
+                found.extend((module, name, node.lineno) for name in names)
     return found
+
+
+def project_imports() -> list[tuple[str, str, int]]:
+    """(importing module, imported project module, line) for every import in the project."""
+    return [
+        (module, name, line)
+        for module, name, line in absolute_imports(ROOT, PACKAGES)
+        if name.split(".")[0] in PACKAGES
+    ]
 
 
 def violations(imports: list[tuple[str, str, int]]) -> list[str]:
@@ -120,18 +134,11 @@ def console_part(module: str) -> str | None:
 def console_imports(root: Path = ROOT) -> list[tuple[str, str, int]]:
     """(importing module, imported console module, line) for every import in the console,
     deferred ones included; ``from templates_admin import roles`` names ``templates_admin.roles``."""
-    found = []
-    for path in sorted((root / CONSOLE).rglob("*.py")):
-        module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
-        for node in ast.walk(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                names = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                names = [f"{node.module}.{alias.name}" for alias in node.names]
-            else:
-                continue
-            found.extend((module, name, node.lineno) for name in names if console_part(name))
-    return found
+    return [
+        (module, name, line)
+        for module, name, line in absolute_imports(root, (CONSOLE,), imported_names=True)
+        if console_part(name)
+    ]
 
 
 def console_violations(imports: list[tuple[str, str, int]]) -> list[str]:
@@ -229,25 +236,11 @@ AWS_ADAPTERS = "emailops.aws"
 
 def aws_imports(root: Path = ROOT) -> list[tuple[str, str, int]]:
     """(module, AWS library, line) for every boto3/botocore import in the project's packages."""
-    found = []
-    for package in PACKAGES:
-        for path in sorted((root / package).rglob("*.py")):
-            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
-                ".__init__"
-            )
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
-                else:
-                    continue
-                found.extend(
-                    (module, name, node.lineno)
-                    for name in names
-                    if name.split(".")[0] in AWS_LIBRARIES
-                )
-    return found
+    return [
+        (module, name, line)
+        for module, name, line in absolute_imports(root, PACKAGES)
+        if name.split(".")[0] in AWS_LIBRARIES
+    ]
 
 
 def aws_violations(imports: list[tuple[str, str, int]]) -> list[str]:
