@@ -29,7 +29,20 @@ from templates_admin.models import (
 )
 
 
-class PlaceholderAdmin(admin.ModelAdmin):
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Nobody adds, changes or deletes through the admin: the code writes these records."""
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
+class PlaceholderAdmin(ReadOnlyAdmin):
     """A model admin with no ORM pages: its changelist is a custom view, plus custom pages.
 
     ``view_permission`` decides who sees the index entry; every custom view checks its own.
@@ -47,15 +60,6 @@ class PlaceholderAdmin(admin.ModelAdmin):
 
     def has_module_permission(self, request):
         return self.has_view_permission(request)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     def feature_package(self) -> ModuleType:
         return importlib.import_module(self.feature)
@@ -129,7 +133,7 @@ admin.site.index = _dashboard_index
 
 
 @admin.register(JournalReadAudit)
-class JournalReadAuditAdmin(admin.ModelAdmin):
+class JournalReadAuditAdmin(ReadOnlyAdmin):
     """The read-only trail of journal reads (Support leads and superusers)."""
 
     list_display = ("at", "actor", "channel", "action", "query", "filters", "rows")
@@ -137,12 +141,3 @@ class JournalReadAuditAdmin(admin.ModelAdmin):
     search_fields = ("actor", "query", "token_prefix")
     date_hierarchy = "at"
     list_select_related = ("user",)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
