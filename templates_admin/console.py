@@ -1,6 +1,7 @@
-"""What every console page shares: its area's page frame (``Area.page``, the one page helper), its
-permission check, the strict CSP, and AWS trouble shown as
-an admin page (503) instead of a server error.
+"""What every console page shares: its area's frame (``Area.page``, the one page helper), its
+permission check and strict CSP (``console_view``), the one mapping of what a service refused to
+the words and status a page shows (``attempt``), and AWS trouble nobody worded shown as an admin
+page (503) instead of a server error.
 
 ``admin_view`` only checks ``is_staff``; each page names the permissions it needs here, so the
 check is on the server, next to the view.
