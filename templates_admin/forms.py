@@ -28,3 +28,29 @@ def organization_id_field(*, label: str, help_text: str, digits_only: bool) -> f
     if digits_only:
         return forms.RegexField(regex=r"^\d{1,20}$", **options)
     return forms.CharField(max_length=20, **options)
+
+
+def search_box_field(
+    *, label: str, placeholder: str, max_length: int, size: int
+) -> forms.CharField:
+    """A page's search box: optional (an empty search shows the page's start), focused on load."""
+    return forms.CharField(
+        label=label,
+        required=False,
+        max_length=max_length,
+        widget=forms.TextInput(attrs={"placeholder": placeholder, "size": size, "autofocus": True}),
+    )
+
+
+def source_text_field(
+    *, max_length: int, rows: int, cols: int, help_text: str, **options: object
+) -> forms.CharField:
+    """A box for source text pasted as is (a template, a JSON context): never stripped, no
+    spell-checking."""
+    return forms.CharField(
+        max_length=max_length,
+        strip=False,
+        help_text=help_text,
+        widget=forms.Textarea(attrs={"rows": rows, "cols": cols, "spellcheck": "false"}),
+        **options,
+    )

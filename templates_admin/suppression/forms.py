@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from django import forms
 
-from templates_admin.forms import reason_field
+from templates_admin.forms import reason_field, search_box_field
 
 
 class SuppressionSearchForm(forms.Form):
-    q = forms.CharField(
+    q = search_box_field(
         label="Address starts with",
-        required=False,
+        placeholder="an address, or its beginning",
         max_length=320,
-        widget=forms.TextInput(
-            attrs={"placeholder": "an address, or its beginning", "size": 40, "autofocus": True}
-        ),
+        size=40,
     )
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
