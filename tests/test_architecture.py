@@ -189,7 +189,7 @@ def test_console_areas_import_each_other_one_way():
     assert console_violations(imports) == []
 
 
-def test_the_console_check_catches_a_circle_and_an_import_downward_from_shared():
+def test_the_console_check_catches_circles_a_shared_module_using_an_area_and_an_unplaced_part():
     assert console_violations(
         [
             ("templates_admin.drafts.services", "templates_admin.mappings.services", 1),
