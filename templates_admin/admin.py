@@ -12,6 +12,9 @@ found the dead-letter queue non-empty.
 
 from __future__ import annotations
 
+import importlib
+from types import ModuleType
+
 from django.contrib import admin
 from django.http import Http404
 from django.urls import path, re_path
@@ -26,20 +29,8 @@ from templates_admin.models import (
 )
 
 
-class PlaceholderAdmin(admin.ModelAdmin):
-    """A model admin with no ORM pages: its changelist is a custom view, plus custom pages.
-
-    ``view_permission`` decides who sees the index entry; every custom view checks its own.
-    """
-
-    view_permission = ""
-    feature = None  # the package with admin_urls() and changelist()
-
-    def has_view_permission(self, request, obj=None):
-        return request.user.is_active and request.user.has_perm(self.view_permission)
-
-    def has_module_permission(self, request):
-        return self.has_view_permission(request)
+class ReadOnlyAdmin(admin.ModelAdmin):
+    """Nobody adds, changes or deletes through the admin: the code writes these records."""
 
     def has_add_permission(self, request):
         return False
@@ -50,16 +41,45 @@ class PlaceholderAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+
+class PlaceholderAdmin(ReadOnlyAdmin):
+    """A model admin with no ORM pages: its changelist is a custom view, plus custom pages.
+
+    ``view_permission`` decides who sees the index entry; every custom view checks its own.
+    ``feature`` names the package with ``admin_urls()`` and ``changelist()``; it is imported on
+    first use, because the features pull in the AWS wiring.
+    """
+
+    view_permission = ""
+    feature = ""
+    # A package whose ``admin_urls()`` pages share this entry's prefix, mounted before the feature's.
+    mounted_first = ""
+
+    def has_view_permission(self, request, obj=None):
+        return request.user.is_active and request.user.has_perm(self.view_permission)
+
+    def has_module_permission(self, request):
+        return self.has_view_permission(request)
+
+    def feature_package(self) -> ModuleType:
+        return importlib.import_module(self.feature)
+
     def get_urls(self):
         # Only the changelist of the default URLs: the add/change/history/delete views would query
         # the placeholder's table, which does not exist. Anything else under the model is a 404.
         name = f"{self.opts.app_label}_{self.opts.model_name}_changelist"
         changelist = path("", self.admin_site.admin_view(self.changelist_view), name=name)
         not_found = re_path(r"^.+$", self.admin_site.admin_view(_not_found))
-        return [*self.feature.admin_urls(self.admin_site), changelist, not_found]
+        first = (
+            importlib.import_module(self.mounted_first).admin_urls(self.admin_site)
+            if self.mounted_first
+            else []
+        )
+        feature = self.feature_package().admin_urls(self.admin_site)
+        return [*first, *feature, changelist, not_found]
 
     def changelist_view(self, request, extra_context=None):
-        return self.feature.changelist(request, admin_site=self.admin_site)
+        return self.feature_package().changelist(request, admin_site=self.admin_site)
 
 
 def _not_found(request, *args, **kwargs):
@@ -69,50 +89,30 @@ def _not_found(request, *args, **kwargs):
 @admin.register(TemplateMappingPage)
 class TemplateMappingAdmin(PlaceholderAdmin):
     view_permission = roles.MANAGE_MAPPINGS
-
-    @property
-    def feature(self):
-        from templates_admin import mappings
-
-        return mappings
+    feature = "templates_admin.mappings"
+    # The draft pages live under the mappings' prefix, and come first: the bare mapping route
+    # "mapping/<path:message_id>/" would swallow theirs. Composed here, so that drafts may use
+    # mappings while mappings know nothing of drafts.
+    mounted_first = "templates_admin.drafts.urls"
 
 
 @admin.register(EmailJournalPage)
 class EmailJournalAdmin(PlaceholderAdmin):
     view_permission = roles.SEARCH_JOURNAL
-
-    @property
-    def feature(self):
-        from templates_admin import journal
-
-        return journal
+    feature = "templates_admin.journal"
 
 
 @admin.register(SuppressionListPage)
 class SuppressionListAdmin(PlaceholderAdmin):
     view_permission = roles.VIEW_SUPPRESSIONS
-
-    @property
-    def feature(self):
-        from templates_admin import suppression
-
-        return suppression
+    feature = "templates_admin.suppression"
 
 
 @admin.register(OperationsPage)
 class OperationsAdmin(PlaceholderAdmin):
     view_permission = roles.VIEW_JOBS
-
-    @property
-    def feature(self):
-        from templates_admin import jobs
-
-        return jobs
-
-    def get_urls(self):
-        from templates_admin.dashboard.urls import admin_urls
-
-        return [*admin_urls(self.admin_site), *super().get_urls()]
+    feature = "templates_admin.jobs"
+    mounted_first = "templates_admin.dashboard.urls"
 
 
 # The index is the operations dashboard (templates_admin/templates/templates_admin/index.html).
@@ -133,7 +133,7 @@ admin.site.index = _dashboard_index
 
 
 @admin.register(JournalReadAudit)
-class JournalReadAuditAdmin(admin.ModelAdmin):
+class JournalReadAuditAdmin(ReadOnlyAdmin):
     """The read-only trail of journal reads (Support leads and superusers)."""
 
     list_display = ("at", "actor", "channel", "action", "query", "filters", "rows")
@@ -141,12 +141,3 @@ class JournalReadAuditAdmin(admin.ModelAdmin):
     search_fields = ("actor", "query", "token_prefix")
     date_hierarchy = "at"
     list_select_related = ("user",)
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False

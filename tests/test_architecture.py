@@ -34,26 +34,40 @@ def layer_of(module: str) -> str:
     raise AssertionError(f"{module} is in no layer")
 
 
-def project_imports() -> list[tuple[str, str, int]]:
-    """(importing module, imported project module, line) for every import in the project's
-    packages, module-level or not: a deferred import still ties the two together."""
+def absolute_imports(
+    root: Path, packages: tuple[str, ...], *, imported_names: bool = False
+) -> list[tuple[str, str, int]]:
+    """(importing module, imported name, line) for every absolute import in ``packages`` under
+    ``root``, module-level or not: a deferred import still ties the two together. With
+    ``imported_names``, ``from a import b`` gives ``a.b`` (which may be a module), else ``a``."""
     found = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
+    for package in packages:
+        for path in sorted((root / package).rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
                 ".__init__"
             )
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.Import):
                     names = [alias.name for alias in node.names]
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
+                    names = (
+                        [f"{node.module}.{alias.name}" for alias in node.names]
+                        if imported_names
+                        else [node.module]
+                    )
                 else:
                     continue
-                found.extend(
-                    (module, name, node.lineno) for name in names if name.split(".")[0] in PACKAGES
-                )
+                found.extend((module, name, node.lineno) for name in names)
     return found
+
+
+def project_imports() -> list[tuple[str, str, int]]:
+    """(importing module, imported project module, line) for every import in the project."""
+    return [
+        (module, name, line)
+        for module, name, line in absolute_imports(ROOT, PACKAGES)
+        if name.split(".")[0] in PACKAGES
+    ]
 
 
 def violations(imports: list[tuple[str, str, int]]) -> list[str]:
@@ -86,4 +100,174 @@ def test_the_check_catches_an_upward_and_a_sideways_import():
         "templates_admin.jobs.services:1 imports worker.tasks (templates_admin → worker)",
         "api.sending:2 imports worker.wiring (api → worker)",
         "emailops.core.pipeline:3 imports emailops.wiring (emailops.core → emailops)",
+    ]
+
+
+# --- The console's areas (templates_admin): one-way dependencies, no circles -------------------
+
+CONSOLE = "templates_admin"
+CONSOLE_AREAS = ("dashboard", "drafts", "jobs", "journal", "mappings", "reputation", "suppression")
+# The bottom layer every area may use; it uses no area.
+CONSOLE_SHARED = (
+    "console",
+    "csp",
+    "display",
+    "forms",
+    "login_throttle",
+    "models",
+    "retention",
+    "roles",
+)
+# What puts the areas together (admin entries and URLs, commands, template tags); no area or
+# shared module imports these.
+CONSOLE_TOP = ("admin", "apps", "management", "migrations", "templatetags")
+
+
+def console_part(module: str) -> str | None:
+    """The console part ``module`` belongs to ("journal", "roles"...), None outside the console."""
+    parts = module.split(".")
+    if parts[0] != CONSOLE or len(parts) < 2:
+        return None
+    return parts[1]
+
+
+def console_imports(root: Path = ROOT) -> list[tuple[str, str, int]]:
+    """(importing module, imported console module, line) for every import in the console,
+    deferred ones included; ``from templates_admin import roles`` names ``templates_admin.roles``."""
+    return [
+        (module, name, line)
+        for module, name, line in absolute_imports(root, (CONSOLE,), imported_names=True)
+        if console_part(name)
+    ]
+
+
+def console_violations(imports: list[tuple[str, str, int]]) -> list[str]:
+    """Imports that break the console's shape: a shared module using an area, anything but the
+    top importing the top, and every import between two areas that closes a circle."""
+    known = {*CONSOLE_AREAS, *CONSOLE_SHARED, *CONSOLE_TOP}
+    bad = []
+    edges: dict[str, set[str]] = {}
+    between: list[tuple[str, str, str, str, int]] = []
+    for importer, imported, line in imports:
+        source, target = console_part(importer), console_part(imported)
+        if source is None or target is None or source == target:
+            continue
+        for part in (source, target):
+            if part not in known:
+                bad.append(f"{importer}:{line}: {part!r} is in no console layer; place it")
+        if target in CONSOLE_TOP and source not in CONSOLE_TOP:
+            bad.append(f"{importer}:{line} imports {imported} ({source} → {target}, the top)")
+        elif source in CONSOLE_SHARED and target in CONSOLE_AREAS:
+            bad.append(f"{importer}:{line} imports {imported} (shared {source} → area {target})")
+        elif source in CONSOLE_AREAS and target in CONSOLE_AREAS:
+            edges.setdefault(source, set()).add(target)
+            between.append((source, target, importer, imported, line))
+
+    def reaches(start: str, goal: str) -> bool:
+        seen, todo = set(), [start]
+        while todo:
+            area = todo.pop()
+            if area == goal:
+                return True
+            if area not in seen:
+                seen.add(area)
+                todo.extend(edges.get(area, ()))
+        return False
+
+    for source, target, importer, imported, line in between:
+        if reaches(target, source):
+            bad.append(
+                f"{importer}:{line} imports {imported} ({source} → {target}, and {target} "
+                f"leads back to {source})"
+            )
+    return bad
+
+
+def test_console_areas_import_each_other_one_way():
+    imports = console_imports()
+    assert len(imports) > 100  # the walk did find the console's imports
+    assert console_violations(imports) == []
+
+
+def test_the_console_check_catches_circles_a_shared_module_using_an_area_and_an_unplaced_part():
+    assert console_violations(
+        [
+            ("templates_admin.drafts.services", "templates_admin.mappings.services", 1),
+            ("templates_admin.mappings.urls", "templates_admin.drafts.urls", 2),
+            ("templates_admin.journal.views", "templates_admin.suppression.selectors", 3),
+            ("templates_admin.jobs.dlq", "templates_admin.journal.presentation", 4),
+            ("templates_admin.console", "templates_admin.journal.views", 5),
+            ("templates_admin.jobs.views", "templates_admin.admin", 6),
+            ("templates_admin.admin", "templates_admin.jobs", 7),
+            ("templates_admin.newarea.views", "templates_admin.roles", 8),
+        ]
+    ) == [
+        "templates_admin.console:5 imports templates_admin.journal.views"
+        " (shared console → area journal)",
+        "templates_admin.jobs.views:6 imports templates_admin.admin (jobs → admin, the top)",
+        "templates_admin.newarea.views:8: 'newarea' is in no console layer; place it",
+        "templates_admin.drafts.services:1 imports templates_admin.mappings.services"
+        " (drafts → mappings, and mappings leads back to drafts)",
+        "templates_admin.mappings.urls:2 imports templates_admin.drafts.urls"
+        " (mappings → drafts, and drafts leads back to mappings)",
+    ]
+
+
+def test_a_deferred_import_counts(tmp_path):
+    """An import inside a function ties two areas together as much as one at the top."""
+    package = tmp_path / CONSOLE
+    (package / "drafts").mkdir(parents=True)
+    (package / "mappings").mkdir()
+    (package / "drafts" / "views.py").write_text("from templates_admin.mappings import views\n")
+    (package / "mappings" / "views.py").write_text(
+        "def later():\n    from templates_admin.drafts import views\n"
+    )
+    assert [v.split(" (")[0] for v in console_violations(console_imports(tmp_path))] == [
+        "templates_admin.drafts.views:1 imports templates_admin.mappings.views",
+        "templates_admin.mappings.views:2 imports templates_admin.drafts.views",
+    ]
+
+
+# --- AWS libraries only in the adapters -------------------------------------------------------
+
+AWS_LIBRARIES = ("boto3", "botocore")
+AWS_ADAPTERS = "emailops.aws"
+
+
+def aws_imports(root: Path = ROOT) -> list[tuple[str, str, int]]:
+    """(module, AWS library, line) for every boto3/botocore import in the project's packages."""
+    return [
+        (module, name, line)
+        for module, name, line in absolute_imports(root, PACKAGES)
+        if name.split(".")[0] in AWS_LIBRARIES
+    ]
+
+
+def aws_violations(imports: list[tuple[str, str, int]]) -> list[str]:
+    return [
+        f"{module}:{line} imports {name} (only {AWS_ADAPTERS} may)"
+        for module, name, line in imports
+        if module != AWS_ADAPTERS and not module.startswith(AWS_ADAPTERS + ".")
+    ]
+
+
+def test_only_the_aws_adapters_import_boto3_or_botocore():
+    imports = aws_imports()
+    assert len(imports) > 10  # the walk did find the adapters' imports
+    assert aws_violations(imports) == []
+
+
+def test_the_aws_check_catches_boto3_outside_the_adapters(tmp_path):
+    (tmp_path / "emailops" / "aws").mkdir(parents=True)
+    (tmp_path / "emailops" / "aws" / "s3.py").write_text("import boto3\n")
+    (tmp_path / "emailops" / "client").mkdir()
+    (tmp_path / "emailops" / "client" / "sender.py").write_text(
+        "def send():\n    from botocore.exceptions import ClientError\n"
+    )
+    (tmp_path / "emailops" / "awsome.py").write_text("import boto3.session\n")
+    for package in PACKAGES[1:]:
+        (tmp_path / package).mkdir()
+    assert aws_violations(aws_imports(tmp_path)) == [
+        "emailops.awsome:1 imports boto3.session (only emailops.aws may)",
+        "emailops.client.sender:2 imports botocore.exceptions (only emailops.aws may)",
     ]

@@ -1,7 +1,8 @@
 """Put email requests on the email service's SQS queue.
 
 The SQS client is injected (``boto3.client("sqs")`` or any object with the same two methods), so this
-module imports no AWS library until ``send_many`` has to recognise an AWS error.
+module imports no AWS library at all: it recognises botocore's errors by their class names, so
+only ``emailops/aws/`` imports boto3/botocore (tests/test_architecture.py).
 """
 
 from __future__ import annotations
@@ -104,23 +105,26 @@ class EmailClient:
         return [results[index] for index in sorted(results)]
 
     def _send_batch(self, chunk: Sequence[dict[str, Any]]) -> list[SendResult]:
-        from botocore.exceptions import BotoCoreError, ClientError  # only once AWS is in play
-
         try:
             response = self.sqs.send_message_batch(QueueUrl=self.queue_url, Entries=list(chunk))
-        except ClientError as exc:
-            error = exc.response.get("Error", {})
-            fault = exc.response.get("ResponseMetadata", {}).get("HTTPStatusCode", 400) < 500
-            return [
-                SendResult(
-                    int(e["Id"]),
-                    error=error.get("Message") or str(exc),
-                    code=error.get("Code"),
-                    sender_fault=fault,
-                )
-                for e in chunk
-            ]
-        except BotoCoreError as exc:  # network trouble, timeouts: worth trying again
+        except Exception as exc:
+            kind = _aws_error_kind(exc)
+            if kind is None:
+                raise
+            if kind == "ClientError":
+                answer: dict[str, Any] = getattr(exc, "response", {})
+                error = answer.get("Error", {})
+                status = answer.get("ResponseMetadata", {}).get("HTTPStatusCode", 400)
+                return [
+                    SendResult(
+                        int(e["Id"]),
+                        error=error.get("Message") or str(exc),
+                        code=error.get("Code"),
+                        sender_fault=status < 500,
+                    )
+                    for e in chunk
+                ]
+            # network trouble, timeouts: worth trying again
             return [SendResult(int(e["Id"]), error=str(exc), sender_fault=False) for e in chunk]
         sent = [SendResult(int(s["Id"]), message_id=s["MessageId"]) for s in response["Successful"]]
         failed = [
@@ -133,3 +137,15 @@ class EmailClient:
             for f in response.get("Failed", [])
         ]
         return sent + failed
+
+
+def _aws_error_kind(exc: BaseException) -> str | None:
+    """ "ClientError" (AWS answered with an error), "BotoCoreError" (no answer: network, timeout)
+    or None (not botocore's), told by the exception's classes without importing botocore."""
+    for cls in type(exc).__mro__:
+        if cls.__module__ == "botocore.exceptions" and cls.__name__ in (
+            "ClientError",
+            "BotoCoreError",
+        ):
+            return cls.__name__
+    return None

@@ -10,7 +10,6 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin import AdminSite
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -18,7 +17,7 @@ from django.views.decorators.http import require_POST
 from redis import RedisError
 
 from templates_admin import roles
-from templates_admin.console import console_view
+from templates_admin.console import Refusal, attempt, console_view
 from templates_admin.csp import strict_csp
 from templates_admin.dashboard import selectors
 from templates_admin.dashboard.forms import PauseForm
@@ -59,15 +58,15 @@ def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
         "user": request.user,
     }
     where = f"organization {data['organization']}" if data["organization"] else "account-wide"
-    try:
-        if data["action"] == "set":
-            reputation_services.pause_set(**arguments)
-            messages.success(request, f"{data['priority']} mail paused ({where}).")
-        else:
-            reputation_services.pause_lift(**arguments)
-            messages.success(request, f"{data['priority']} mail resumed ({where}).")
-    except ValidationError as exc:
-        messages.error(request, f"Pause not changed: {' '.join(exc.messages)}")
-    except RedisError as exc:
-        messages.error(request, f"Pause not changed: the shared state is unavailable ({exc}).")
+    setting = data["action"] == "set"
+    change = reputation_services.pause_set if setting else reputation_services.pause_lift
+    changed = attempt(
+        lambda: change(**arguments),
+        also={RedisError: lambda exc: f"the shared state is unavailable ({exc})."},
+    )
+    if isinstance(changed, Refusal):
+        messages.error(request, f"Pause not changed: {changed.text}")
+    else:
+        done = "paused" if setting else "resumed"
+        messages.success(request, f"{data['priority']} mail {done} ({where}).")
     return redirect(reverse(f"{admin_site.name}:index"))

@@ -23,6 +23,7 @@ from emailops.core.template_check import (
     missing_in_contexts,
     organization_of_key,
 )
+from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import sample_context, template_manifest
 
 if TYPE_CHECKING:
@@ -141,8 +142,6 @@ def check_sources(
 def draft_sources(*, draft: TemplateDraft) -> tuple[dict[str, str], str | None]:
     """What a draft would publish, as renders: its own file when it changes one, else (a
     subject-only draft) the mapping's default file and every branded copy; and the subject."""
-    from templates_admin.mappings import selectors as mapping_selectors
-
     mapping = (
         mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
     )

@@ -8,6 +8,7 @@ from django import forms
 
 from emailops.core.ports import custom_template_key, default_template_key
 from emailops.core.render_limits import MAX_TEMPLATE_SOURCE
+from templates_admin.forms import organization_id_field, source_text_field
 
 DEFAULT_TARGET = "default"
 NEW_ORG_TARGET = "new"
@@ -22,20 +23,18 @@ class DraftCreateForm(forms.Form):
     """
 
     target = forms.ChoiceField(label="File")
-    new_organization = forms.RegexField(
-        regex=r"^\d{1,20}$",
-        required=False,
+    new_organization = organization_id_field(
         label="New organization id",
         help_text="For a new organization's branded copy: digits only (custom/O{id}/…).",
-        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 10}),
+        digits_only=True,
     )
-    source = forms.CharField(
-        required=False,
+    source = source_text_field(
         max_length=MAX_TEMPLATE_SOURCE,
-        strip=False,
-        label="Template source",
+        rows=24,
+        cols=100,
         help_text="Paste or edit the HTML (Go or Jinja2 syntax). Leave empty to change only the subject.",
-        widget=forms.Textarea(attrs={"rows": 24, "cols": 100, "spellcheck": "false"}),
+        required=False,
+        label="Template source",
     )
     upload = forms.FileField(
         required=False,

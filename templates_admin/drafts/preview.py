@@ -3,7 +3,7 @@ and every organization with a branded copy, rendered with the manifest's sample 
 (masked) context of one of the last sends of the messageId, with text diffs and a variable report.
 
 Contexts from the journal are masked with ``JOURNAL_SENSITIVE_KEYS`` the moment they are read
-(``templates_admin.journal.presentation.mask_context``): nothing here ever holds them unmasked.
+(``templates_admin.display.mask_context``): nothing here ever holds them unmasked.
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, custom_template_key, default_template_key
 from emailops.core.template_check import organization_of_key
+from templates_admin.display import mask_context
 from templates_admin.drafts.check import sample_context_for
-from templates_admin.journal.presentation import mask_context
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import CONSUMER_KEYS
 

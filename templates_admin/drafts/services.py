@@ -22,6 +22,7 @@ from emailops import wiring
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
 from emailops.core.ports import TemplateMapping
+from templates_admin.drafts.check import check_draft
 from templates_admin.drafts.layout import draft_object_key, validate_template_key
 from templates_admin.drafts.publishing import (
     DraftConflict,
@@ -138,8 +139,6 @@ def draft_publish(
     """Check, then publish the draft's file (if it changes one) and the mapping's subject (if it
     changes it, through the audited mapping service). Returns the new version; None for a draft
     that only changed the subject. Raises CheckFailed, WarningsNotAccepted, DraftConflict."""
-    from templates_admin.drafts.check import check_draft  # the check engine may import us
-
     draft = _open_draft(draft_id)
     findings = check_draft(draft=draft)
     errors = [f for f in findings if f.severity == "error"]

@@ -1,5 +1,5 @@
 """The draft pages' URLs, mounted among the mapping pages (under
-/admin/templates_admin/templatemappingpage/) by ``templates_admin.mappings.urls``."""
+/admin/templates_admin/templatemappingpage/) by ``templates_admin.admin`` (before the mapping routes)."""
 
 from __future__ import annotations
 

@@ -10,31 +10,21 @@ from typing import Any
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import AdminSite
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from emailops.core.template_check import organization_of_key
 from templates_admin import roles
-from templates_admin.console import admin_page, console_view
+from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.drafts import check, preview, selectors, services
 from templates_admin.drafts.forms import DraftCreateForm, PublishForm, ReplayForm, RollbackForm
 from templates_admin.mappings import selectors as mapping_selectors
+from templates_admin.mappings.views import mapping_or_404
 from templates_admin.models import TemplateDraft, TemplateMappingPage
 
-TEMPLATES = "templates_admin/drafts/"
-
-
-def _page(
-    request: HttpRequest, admin_site: AdminSite, template: str, context: dict, *, status: int = 200
-) -> TemplateResponse:
-    return admin_page(
-        request, admin_site, TEMPLATES + template, context, opts=TemplateMappingPage._meta,
-        status=status,
-    )  # fmt: skip
+AREA = Area("templates_admin/drafts/", TemplateMappingPage, "templates_admin/mappings.css")
 
 
 def _url(name: str, **kwargs: Any) -> str:
@@ -50,13 +40,6 @@ def _pickup_note() -> str:
     )
 
 
-def _mapping_or_404(message_id: str):
-    mapping = mapping_selectors.mapping_get(message_id=message_id)
-    if mapping is None:
-        raise Http404(f"No template mapping {message_id!r}.")
-    return mapping
-
-
 def _draft_or_404(draft_id: int) -> TemplateDraft:
     try:
         return selectors.draft_get(draft_id=draft_id)
@@ -69,7 +52,7 @@ def _draft_or_404(draft_id: int) -> TemplateDraft:
 
 @console_view(roles.MANAGE_MAPPINGS)
 def draft_list(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
-    mapping = _mapping_or_404(message_id)
+    mapping = mapping_or_404(message_id)
     override_orgs = mapping_selectors.override_index().get(mapping.template_file, ())
     keys = [mapping_selectors.template_key(mapping=mapping, organization_id=None)] + [
         mapping_selectors.template_key(mapping=mapping, organization_id=org)
@@ -82,28 +65,29 @@ def draft_list(request: HttpRequest, *, admin_site: AdminSite, message_id: str) 
         "files": keys,
         "now": timezone.now(),
     }
-    return _page(request, admin_site, "list.html", context)
+    return AREA.page(request, admin_site, "list.html", context)
 
 
 @console_view(roles.MANAGE_MAPPINGS)
 def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
     """Paste, upload, or (``?target=…&load=1``) edit the current source of the chosen file."""
-    mapping = _mapping_or_404(message_id)
+    mapping = mapping_or_404(message_id)
     override_orgs = mapping_selectors.override_index().get(mapping.template_file, ())
     options = {"template_file": mapping.template_file, "override_orgs": override_orgs}
     if request.method == "POST":
         form = DraftCreateForm(request.POST, request.FILES, **options)
         if form.is_valid():
-            try:
-                draft = services.draft_create(
+            draft = attempt(
+                lambda: services.draft_create(
                     key=form.cleaned_data["key"],
                     source=form.cleaned_data["source"],
                     subject=form.cleaned_data["subject"] or None,
                     message_id=message_id,
                     user=request.user,
                 )
-            except ValidationError as exc:
-                form.add_error(None, exc)
+            )
+            if isinstance(draft, Refusal):
+                form.add_error(None, draft.error)
             else:
                 messages.success(request, f"Draft #{draft.pk} created for {draft.key}.")
                 return HttpResponseRedirect(_url("detail", draft_id=draft.pk))
@@ -124,7 +108,7 @@ def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str
                 **options,
             )
     context = {"title": f"New draft of {message_id}", "mapping": mapping, "form": form}
-    return _page(request, admin_site, "create.html", context)
+    return AREA.page(request, admin_site, "create.html", context)
 
 
 # --- One draft: the replay preview, the check, publish, discard ---------------------------------
@@ -153,7 +137,7 @@ def draft_detail(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) 
         "pickup_note": _pickup_note(),
         "is_open": draft.is_open,
     }
-    return _page(request, admin_site, "detail.html", context)
+    return AREA.page(request, admin_site, "detail.html", context)
 
 
 @require_POST
@@ -165,31 +149,32 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
     if not form.is_valid():
         messages.error(request, "Not published: give a reason.")
         return HttpResponseRedirect(back)
-    try:
-        version = services.draft_publish(
+    version = attempt(
+        lambda: services.draft_publish(
             draft_id=draft.pk,
             user=request.user,
             reason=form.cleaned_data["reason"],
             accept_warnings=form.cleaned_data["accept_warnings"],
-        )
-    except services.DraftConflict as exc:
-        if exc.finish:  # its file is out; the subject is what is left
-            messages.error(request, f"Not finished: {exc}.")
-        else:
-            messages.error(
-                request,
-                f"Not published: {draft.key} changed since this draft was made ({exc}). "
-                "Start a new draft from the current version.",
-            )
-    except services.CheckFailed as exc:
-        messages.error(request, f"Not published: the check found {len(exc.findings)} error(s).")
-    except services.WarningsNotAccepted as exc:
-        messages.warning(
-            request,
-            f"Not published: the check found {len(exc.findings)} warning(s); confirm them to publish.",
-        )
-    except ValidationError as exc:
-        messages.error(request, "Not published: " + " ".join(exc.messages))
+        ),
+        also={
+            services.DraftConflict: lambda exc: (
+                f"{exc}."
+                if exc.finish  # its file is out; the subject is what is left
+                else f"{draft.key} changed since this draft was made ({exc}). "
+                "Start a new draft from the current version."
+            ),
+            services.CheckFailed: lambda exc: f"the check found {len(exc.findings)} error(s).",
+            services.WarningsNotAccepted: lambda exc: (
+                f"the check found {len(exc.findings)} warning(s); confirm them to publish."
+            ),
+        },
+    )
+    if isinstance(version, Refusal):
+        # Unconfirmed warnings are the one refusal that is the person's next step, not an error.
+        warned = isinstance(version.error, services.WarningsNotAccepted)
+        level = messages.WARNING if warned else messages.ERROR
+        prefix = "Not finished" if getattr(version.error, "finish", False) else "Not published"
+        messages.add_message(request, level, f"{prefix}: {version.text}")
     else:
         if version is None:  # the draft changed only the subject
             messages.success(
@@ -207,10 +192,9 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
 @console_view(roles.MANAGE_MAPPINGS)
 def draft_discard(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) -> HttpResponse:
     draft = _draft_or_404(draft_id)
-    try:
-        services.draft_discard(draft_id=draft.pk, user=request.user)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
+    refused = attempt(lambda: services.draft_discard(draft_id=draft.pk, user=request.user))
+    if isinstance(refused, Refusal):
+        messages.error(request, refused.text)
         return HttpResponseRedirect(_url("detail", draft_id=draft.pk))
     messages.success(request, f"Discarded draft #{draft.pk}.")
     if draft.message_id:
@@ -248,7 +232,7 @@ def template_history(request: HttpRequest, *, admin_site: AdminSite, key: str) -
         "rollback_form": RollbackForm(),
         "pickup_note": _pickup_note(),
     }
-    return _page(request, admin_site, "history.html", context)
+    return AREA.page(request, admin_site, "history.html", context)
 
 
 @require_POST
@@ -258,16 +242,17 @@ def template_rollback(request: HttpRequest, *, admin_site: AdminSite, key: str) 
     if not form.is_valid():
         messages.error(request, "Not rolled back: give a reason.")
     else:
-        try:
-            version = services.template_rollback(
+        version = attempt(
+            lambda: services.template_rollback(
                 key=key,
                 version_id=form.cleaned_data["version"],
                 user=request.user,
                 reason=form.cleaned_data["reason"],
-            )
-        except (services.DraftConflict, ValidationError) as exc:
-            text = " ".join(exc.messages) if isinstance(exc, ValidationError) else str(exc)
-            messages.error(request, f"Not rolled back: {text}")
+            ),
+            also={services.DraftConflict: str},
+        )
+        if isinstance(version, Refusal):
+            messages.error(request, f"Not rolled back: {version.text}")
         else:
             messages.success(
                 request,

@@ -33,7 +33,7 @@ from emailops.core.contract import parse_request
 from emailops.core.errors import ConfigurationError, EmailOpsError
 from emailops.core.pacing import Pacer
 from emailops.core.retry import STATE_ATTRIBUTE, RetryState
-from templates_admin.journal.presentation import MASK, mask_context
+from templates_admin.display import MASK, mask_context
 from templates_admin.models import Job, JobStep
 
 __all__ = [

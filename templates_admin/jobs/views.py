@@ -13,40 +13,28 @@ from django.contrib import messages
 from django.contrib.admin import AdminSite
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from templates_admin import roles
-from templates_admin.console import console_view
+from templates_admin.console import Area, console_view
 from templates_admin.csp import POLLING_POLICY
 from templates_admin.jobs import dlq, selectors, services
 from templates_admin.jobs.forms import BulkResendForm, EraseRecipientForm, RedriveForm
 from templates_admin.models import Job, OperationsPage
 
-TEMPLATES = "templates_admin/jobs/"
 
-
-def _page(
-    request: HttpRequest,
-    admin_site: AdminSite,
-    template: str,
-    context: dict[str, Any],
-    *,
-    status: int = 200,
-) -> TemplateResponse:
+def _permissions(request: HttpRequest) -> dict[str, bool]:
     user = request.user
-    context = {
-        **admin_site.each_context(request),
-        "opts": OperationsPage._meta,
-        "index_url": url(admin_site, "index"),
+    return {
         "can_redrive": user.has_perm(roles.REDRIVE_DEAD_LETTERS),
         "can_bulk_resend": user.has_perm(roles.BULK_RESEND),
         "can_check_templates": user.has_perm(roles.CHECK_TEMPLATES),
         "can_erase_recipient": user.has_perm(roles.ERASE_RECIPIENT),
-        **context,
     }
-    return TemplateResponse(request, TEMPLATES + template, context, status=status)
+
+
+AREA = Area("templates_admin/jobs/", OperationsPage, "templates_admin/ops.css", extra=_permissions)
 
 
 def url(admin_site: AdminSite, name: str, *args: Any) -> str:
@@ -63,7 +51,7 @@ def _start(request: HttpRequest, admin_site: AdminSite, kind: str, inputs: dict[
 
 @console_view(roles.VIEW_JOBS)
 def index(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
-    return _page(
+    return AREA.page(
         request,
         admin_site,
         "index.html",
@@ -84,14 +72,16 @@ def dead_letters(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse
         return _start(request, admin_site, Job.Kind.DLQ_LIST, {"limit": 100})
     if request.method == "POST":
         if not request.user.has_perm(roles.REDRIVE_DEAD_LETTERS):
-            return _page(request, admin_site, "denied.html", {"title": "Not allowed"}, status=403)
+            return AREA.page(
+                request, admin_site, "denied.html", {"title": "Not allowed"}, status=403
+            )
         form = RedriveForm(request.POST)
         if form.is_valid():
             return _start(request, admin_site, Job.Kind.DLQ_REDRIVE, form.cleaned_data["inputs"])
     latest, done, listing = dlq.dead_letter_listing()
     if form is None:
         form = RedriveForm(ids=[m.message_id for m in listing.messages] if listing else [])
-    return _page(
+    return AREA.page(
         request,
         admin_site,
         "dlq.html",
@@ -115,7 +105,7 @@ def _job_form(
     form = form_class(request.POST or None)
     if request.method == "POST" and form.is_valid():
         return _start(request, admin_site, kind, form.cleaned_data["inputs"])
-    return _page(
+    return AREA.page(
         request,
         admin_site,
         template,
@@ -145,7 +135,7 @@ def template_check(request: HttpRequest, *, admin_site: AdminSite) -> HttpRespon
     if request.method == "POST":
         return _start(request, admin_site, Job.Kind.TEMPLATE_CHECK, {})
     last = Job.objects.filter(kind=Job.Kind.TEMPLATE_CHECK).first()
-    return _page(
+    return AREA.page(
         request,
         admin_site,
         "template_check.html",
@@ -160,7 +150,7 @@ def template_check(request: HttpRequest, *, admin_site: AdminSite) -> HttpRespon
 @console_view(roles.VIEW_JOBS, policy=POLLING_POLICY)
 def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(Job.objects.select_related("created_by"), pk=pk)
-    return _page(
+    return AREA.page(
         request,
         admin_site,
         "job.html",

@@ -11,23 +11,18 @@ from django.utils import timezone
 
 from emailops.aws.journal_search import NO_DELIVERY_REPORT
 from emailops.core.ports import Status
+from templates_admin.forms import reason_field, search_box_field
 from templates_admin.journal.delivery import DELIVERY_STATUSES
 
 _RESEND_TOKEN = re.compile(r"^resend-[0-9a-f]{32}$")
 
 
 class JournalSearchForm(forms.Form):
-    q = forms.CharField(
+    q = search_box_field(
         label="Search",
-        required=False,
+        placeholder="email address, journal Id or SES message id",
         max_length=500,
-        widget=forms.TextInput(
-            attrs={
-                "placeholder": "email address, journal Id or SES message id",
-                "size": 48,
-                "autofocus": True,
-            }
-        ),
+        size=48,
     )
     message_id = forms.CharField(label="messageId", required=False, max_length=200)
     status = forms.ChoiceField(
@@ -71,13 +66,7 @@ class JournalSearchForm(forms.Form):
 
 
 class ResendForm(forms.Form):
-    reason = forms.CharField(
-        label="Why resend?",
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        help_text="Required. Kept in the audit trail with your name.",
-        error_messages={"required": "Say why you are resending."},
-    )
+    reason = reason_field(label="Why resend?", required_message="Say why you are resending.")
     # Generated when the form is shown: resubmitting the same form resends only once.
     dedupe_id = forms.CharField(widget=forms.HiddenInput)
 

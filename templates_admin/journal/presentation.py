@@ -3,19 +3,24 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any
-
-from django.conf import settings
-from django.utils import timezone
 
 from emailops.aws.journal_search import failure_is_permanent
 from emailops.core.ports import Status
+
+# Shared with the other areas (display); re-exported here for the journal's own callers.
+from templates_admin.display import (  # noqa: F401
+    MASK,
+    local_text,
+    mask_context,
+    moment,
+    sensitive_keys,
+    utc_text,
+)
 from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
 
-MASK = "••••••"
 EXCERPT_LENGTH = 140
 
 # The journal's attributes in reading order (the Go consumer's, then ours); others follow, sorted.
@@ -54,23 +59,6 @@ def ordered(row: dict[str, Any]) -> dict[str, Any]:
     return known | {name: row[name] for name in sorted(row) if name not in known}
 
 
-def sensitive_keys() -> tuple[str, ...]:
-    return tuple(k.strip().lower() for k in settings.JOURNAL_SENSITIVE_KEYS if k.strip())
-
-
-def mask_context(value: Any, sensitive: Iterable[str] | None = None) -> Any:
-    """A copy with the value of every key that contains a sensitive word masked, at any depth."""
-    words = tuple(sensitive) if sensitive is not None else sensitive_keys()
-    if isinstance(value, dict):
-        return {
-            key: MASK if any(w in str(key).lower() for w in words) else mask_context(item, words)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [mask_context(item, words) for item in value]
-    return value
-
-
 def masked_row(row: dict[str, Any]) -> dict[str, Any]:
     if "Context" not in row:
         return ordered(row)
@@ -90,23 +78,6 @@ def branding(template_key: str | None) -> str:
 def excerpt(text: str | None, length: int = EXCERPT_LENGTH) -> str:
     text = " ".join((text or "").split())
     return text if len(text) <= length else text[: length - 1] + "…"
-
-
-def moment(epoch: int | float | None) -> datetime | None:
-    """An epoch-seconds attribute as an aware datetime in the console's time zone."""
-    if epoch is None or isinstance(epoch, bool) or not isinstance(epoch, int | float):
-        return None
-    return timezone.localtime(datetime.fromtimestamp(epoch, UTC))
-
-
-def local_text(epoch: int | float | None) -> str:
-    when = moment(epoch)
-    return when.strftime("%Y-%m-%d %H:%M:%S %Z") if when else ""
-
-
-def utc_text(epoch: int | float | None) -> str:
-    when = moment(epoch)
-    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if when else ""
 
 
 def _rfc3339_local(text: Any) -> str:

@@ -12,17 +12,15 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
-from django.template.response import TemplateResponse
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
 from emailops.core.errors import EmailOpsError
 from templates_admin import roles
-from templates_admin.console import console_view
+from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.journal import csv_export, delivery, presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import (
@@ -34,19 +32,7 @@ from templates_admin.journal.services import journal_read_by_console as _audit
 from templates_admin.models import EmailJournalPage
 from templates_admin.suppression import selectors as suppression_selectors
 
-TEMPLATES = "templates_admin/journal"
-
-
-def _render(
-    request: HttpRequest, admin_site, template: str, context: dict[str, Any], *, status: int = 200
-) -> TemplateResponse:
-    context = {
-        **admin_site.each_context(request),
-        "opts": EmailJournalPage._meta,
-        "search_url": reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist"),
-        **context,
-    }
-    return TemplateResponse(request, f"{TEMPLATES}/{template}", context, status=status)
+AREA = Area("templates_admin/journal/", EmailJournalPage, "templates_admin/journal.css")
 
 
 def _entry_url(admin_site, name: str, key: str) -> str:
@@ -59,18 +45,21 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
     result, error, status = None, "", 200
     if form.is_valid() and form.cleaned_data["q"].strip():
         _audit(request, "search", form.cleaned_data["q"], form.search_arguments())
-        try:
-            result = selectors.journal_search(**form.search_arguments())
-        except selectors.JournalSearchError as exc:
-            error, status = str(exc), 400
-        except EmailOpsError as exc:
-            error, status = f"The journal could not be read: {exc.describe()}", 502
+        found = attempt(
+            lambda: selectors.journal_search(**form.search_arguments()),
+            unavailable="The journal could not be read",
+            also={selectors.JournalSearchError: str},
+        )
+        if isinstance(found, Refusal):
+            error, status = found.text, found.status
+        else:
+            result = found
     now = int(time.time())
     rows = [
         (presentation.summarize(row, now=now), _entry_url(admin_site, "detail", str(row["Id"])))
         for row in (result.rows if result else [])
     ]
-    return _render(
+    return AREA.page(
         request,
         admin_site,
         "search.html",
@@ -148,7 +137,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         )
     if entry.row is None:  # never queued, expired, or a resend the consumer has not reached yet
         status = 200 if entry.resent_from else 404
-        return _render(request, admin_site, "detail.html", context, status=status)
+        return AREA.page(request, admin_site, "detail.html", context, status=status)
     row = entry.row
     context |= {
         "subtitle": f"{row.get('MessageId', '')} to {row.get('Recipient', '')}",
@@ -166,7 +155,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "resend_url": _entry_url(admin_site, "resend", key),
         "template_version_url": _template_version_url(admin_site, row),
     }
-    return _render(request, admin_site, "detail.html", context)
+    return AREA.page(request, admin_site, "detail.html", context)
 
 
 def _template_version_url(admin_site, row: dict[str, Any]) -> str:
@@ -239,7 +228,7 @@ def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     if entry.row is None:
         return redirect(_entry_url(admin_site, "detail", key))  # which explains
     preview = selectors.journal_email_preview(row=entry.row)
-    return _render(
+    return AREA.page(
         request,
         admin_site,
         "email.html",
@@ -267,17 +256,17 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     if request.method == "POST":
         form = ResendForm(request.POST)
         if form.is_valid():
-            try:
-                action = email_resend(
+            action = attempt(
+                lambda: email_resend(
                     key=key,
                     reason=form.cleaned_data["reason"],
                     user=request.user,
                     dedupe_id=form.cleaned_data["dedupe_id"],
-                )
-            except ValidationError as exc:
-                error = " ".join(exc.messages)
-            except EmailOpsError as exc:
-                error = f"The request could not be queued: {exc.describe()}"
+                ),
+                unavailable="The request could not be queued",
+            )
+            if isinstance(action, Refusal):
+                error = action.text
             else:
                 messages.success(
                     request,
@@ -287,7 +276,7 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
                 return redirect(detail_url)
     else:
         form = ResendForm(initial={"dedupe_id": new_resend_dedupe_id()})
-    return _render(
+    return AREA.page(
         request,
         admin_site,
         "resend.html",

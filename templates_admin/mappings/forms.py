@@ -7,6 +7,7 @@ from typing import Any
 from django import forms
 
 from emailops.core.contract import loads
+from templates_admin.forms import organization_id_field, source_text_field
 
 DEFAULT_ORG = "default"
 OTHER_ORG = "other"
@@ -64,18 +65,16 @@ class PreviewForm(forms.Form):
     """
 
     organization = forms.ChoiceField(label="Organization")
-    other_organization = forms.CharField(
-        required=False,
-        max_length=20,
+    other_organization = organization_id_field(
         label="Other organization id",
         help_text="Used when the organization is “another”; digits only.",
-        widget=forms.TextInput(attrs={"inputmode": "numeric", "size": 10}),
+        digits_only=False,
     )
-    context = forms.CharField(
+    context = source_text_field(
         max_length=MAX_CONTEXT_CHARS,
-        strip=False,
+        rows=14,
+        cols=70,
         help_text="A JSON object, as producers send it. organizationId comes from the choice above.",
-        widget=forms.Textarea(attrs={"rows": 14, "cols": 70, "spellcheck": "false"}),
     )
 
     def __init__(self, *args: Any, override_orgs: tuple[str, ...] = (), **kwargs: Any) -> None:

@@ -1,4 +1,6 @@
-"""The mapping pages' URLs, under /admin/templates_admin/templatemappingpage/."""
+"""The mapping pages' URLs, under /admin/templates_admin/templatemappingpage/. The draft pages
+share that prefix; ``templates_admin.admin`` mounts them first (drafts use mappings, never the
+reverse)."""
 
 from __future__ import annotations
 
@@ -8,7 +10,6 @@ from collections.abc import Callable
 from django.contrib.admin import AdminSite
 from django.urls import URLPattern, path, re_path
 
-from templates_admin.drafts import urls as draft_urls
 from templates_admin.mappings import views
 
 
@@ -21,7 +22,6 @@ def admin_urls(admin_site: AdminSite) -> list[URLPattern]:
     # <path:> so that a messageId with a "/" (rows written by hand) still gets working links; the
     # pages with a suffix come first, so the bare detail route cannot swallow them.
     return [
-        *draft_urls.admin_urls(admin_site),
         page("add/", views.mapping_add, "add"),
         page("mapping/<path:message_id>/delete/", views.mapping_delete, "delete"),
         page(

@@ -13,9 +13,7 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import AdminSite
-from django.core.exceptions import ValidationError
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
@@ -23,7 +21,7 @@ from django.views.decorators.http import require_POST
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
-from templates_admin.console import admin_page, console_view
+from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.mappings import selectors, services
 from templates_admin.mappings.forms import (
     DEFAULT_ORG,
@@ -34,25 +32,18 @@ from templates_admin.mappings.forms import (
 )
 from templates_admin.models import TemplateMappingPage
 
-TEMPLATES = "templates_admin/mappings/"
-
-
-def _page(
-    request: HttpRequest, admin_site: AdminSite, template: str, context: dict, *, status: int = 200
-) -> TemplateResponse:
-    return admin_page(
-        request, admin_site, TEMPLATES + template, context, opts=TemplateMappingPage._meta,
-        status=status,
-    )  # fmt: skip
+AREA = Area("templates_admin/mappings/", TemplateMappingPage, "templates_admin/mappings.css")
 
 
 def _url(name: str, **kwargs: str) -> str:
     return reverse(f"admin:templates_admin_mapping_{name}", kwargs=kwargs)
 
 
-def _mapping_or_404(message_id: str) -> TemplateMapping:
+def mapping_or_404(message_id: str, *, missing_ok: bool = False) -> TemplateMapping | None:
+    """The stored mapping; a 404 page without one, unless ``missing_ok`` (a form post still
+    learns that the mapping was deleted meanwhile)."""
     mapping = selectors.mapping_get(message_id=message_id)
-    if mapping is None:
+    if mapping is None and not missing_ok:
         raise Http404(f"No template mapping {message_id!r}.")
     return mapping
 
@@ -83,7 +74,7 @@ def mapping_list(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse
     query = request.GET.get("q", "")
     rows = selectors.mapping_list(query=query)
     context = {"title": "Template mappings", "rows": rows, "query": query}
-    return _page(request, admin_site, "list.html", context | _permissions(request))
+    return AREA.page(request, admin_site, "list.html", context | _permissions(request))
 
 
 @console_view(roles.MANAGE_MAPPINGS)
@@ -91,19 +82,22 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
     form = MappingCreateForm(request.POST or None)
     conflict = None
     if request.method == "POST" and form.is_valid():
-        try:
-            mapping = services.mapping_create(
+        mapping = attempt(
+            lambda: services.mapping_create(
                 message_id=form.cleaned_data["message_id"],
                 template_file=form.cleaned_data["template_file"],
                 subject=form.cleaned_data["subject"],
                 priority=form.cleaned_data["priority"],
                 user=request.user,
-            )
-        except ValidationError as exc:
-            form.add_error(None, exc)
-        except ConcurrentUpdate as exc:
-            conflict = exc
-            form.add_error("message_id", "A mapping with this message id already exists.")
+            ),
+            also={ConcurrentUpdate: lambda _: "A mapping with this message id already exists."},
+        )
+        if isinstance(mapping, Refusal):
+            if isinstance(mapping.error, ConcurrentUpdate):
+                conflict = mapping.error
+                form.add_error("message_id", mapping.text)
+            else:
+                form.add_error(None, mapping.error)
         else:
             messages.success(request, f"Created the mapping {mapping.message_id}." + _pickup_note())
             return HttpResponseRedirect(_url("detail", message_id=mapping.message_id))
@@ -113,32 +107,33 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
         "conflict": conflict,
         "template_files": selectors.default_template_files(),
     }
-    return _page(request, admin_site, "add.html", context)
+    return AREA.page(request, admin_site, "add.html", context)
 
 
 @console_view(roles.MANAGE_MAPPINGS)
 def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
     """The mapping's page: its edit form, branded overrides and change history."""
-    mapping = selectors.mapping_get(message_id=message_id)
-    if mapping is None and request.method != "POST":  # a save still learns it was deleted
-        raise Http404(f"No template mapping {message_id!r}.")
+    mapping = mapping_or_404(message_id, missing_ok=request.method == "POST")
     conflict = None
     if request.method == "POST":
         form = MappingEditForm(request.POST)
         if form.is_valid():
-            try:
-                saved = services.mapping_update(
+            saved = attempt(
+                lambda: services.mapping_update(
                     message_id=message_id,
                     template_file=form.cleaned_data["template_file"],
                     subject=form.cleaned_data["subject"],
                     priority=form.cleaned_data["priority"],
                     expected_version=form.cleaned_data["version"],
                     user=request.user,
-                )
-            except ValidationError as exc:
-                form.add_error(None, exc)
-            except ConcurrentUpdate as exc:
-                conflict, form = _conflicting_edit(request, exc)
+                ),
+                also={ConcurrentUpdate: str},
+            )
+            if isinstance(saved, Refusal):
+                if isinstance(saved.error, ConcurrentUpdate):
+                    conflict, form = _conflicting_edit(request, saved.error)
+                else:
+                    form.add_error(None, saved.error)
             else:
                 messages.success(
                     request, f"Saved {message_id} (version {saved.version}).{_pickup_note()}"
@@ -157,7 +152,7 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
         "history": selectors.mapping_history(message_id=message_id),
         "template_files": selectors.default_template_files(),
     }
-    return _page(request, admin_site, "detail.html", context | _permissions(request))
+    return AREA.page(request, admin_site, "detail.html", context | _permissions(request))
 
 
 def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
@@ -184,23 +179,25 @@ def _conflicting_edit(
 
 @console_view(roles.MANAGE_MAPPINGS)
 def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
-    mapping = selectors.mapping_get(message_id=message_id)
-    if mapping is None and request.method != "POST":  # confirming still learns it was deleted
-        raise Http404(f"No template mapping {message_id!r}.")
+    mapping = mapping_or_404(message_id, missing_ok=request.method == "POST")
     conflict = None
     if request.method == "POST":
         form = MappingDeleteForm(request.POST)
         if form.is_valid():
-            try:
-                services.mapping_delete(
+            deleted = attempt(
+                lambda: services.mapping_delete(
                     message_id=message_id,
                     expected_version=form.cleaned_data["version"],
                     user=request.user,
-                )
-            except ConcurrentUpdate as exc:
-                conflict = exc  # confirming again deletes what is stored now, as the page shows
-                if exc.current is not None:
-                    form = MappingDeleteForm(initial={"version": exc.current.version})
+                ),
+                also={ConcurrentUpdate: str},
+            )
+            if isinstance(deleted, Refusal):
+                if not isinstance(deleted.error, ConcurrentUpdate):
+                    raise deleted.error  # as before: only a conflict is this page's to show
+                conflict = deleted.error  # confirming again deletes what is stored now
+                if conflict.current is not None:
+                    form = MappingDeleteForm(initial={"version": conflict.current.version})
             else:
                 messages.success(
                     request, f"Deleted the mapping {message_id}." + _pickup_note(deleted=True)
@@ -216,7 +213,7 @@ def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: s
         "form": form,
         "conflict": conflict,
     }
-    return _page(request, admin_site, "delete.html", context)
+    return AREA.page(request, admin_site, "delete.html", context)
 
 
 # --- Templates, preview, test send -------------------------------------------------------------
@@ -227,7 +224,7 @@ def template_source(
     request: HttpRequest, *, admin_site: AdminSite, message_id: str, org: str | None = None
 ) -> HttpResponse:
     """The raw template, read only: the default, or organization ``org``'s branded copy."""
-    mapping = _mapping_or_404(message_id)
+    mapping = mapping_or_404(message_id)
     source = selectors.template_source(mapping=mapping, organization_id=org)
     key = selectors.template_key(mapping=mapping, organization_id=org)
     context = {
@@ -238,12 +235,12 @@ def template_source(
         "lines": source.splitlines() if source is not None else None,
     }
     status = 200 if source is not None else 404
-    return _page(request, admin_site, "source.html", context, status=status)
+    return AREA.page(request, admin_site, "source.html", context, status=status)
 
 
 @console_view(roles.PREVIEW_TEMPLATES)
 def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
-    mapping = _mapping_or_404(message_id)
+    mapping = mapping_or_404(message_id)
     override_orgs = selectors.override_index().get(mapping.template_file, ())
     if "context" in request.GET:
         form = PreviewForm(request.GET, override_orgs=override_orgs)
@@ -272,25 +269,26 @@ def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> 
         "override_orgs": override_orgs,
         "sent_tests": sent,
     }
-    return _page(request, admin_site, "preview.html", context | permissions)
+    return AREA.page(request, admin_site, "preview.html", context | permissions)
 
 
 @require_POST
 @console_view(roles.SEND_TEST_EMAIL)
 def send_test(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
     """Queue the previewed email to the signed-in user, then go back to the same preview."""
-    mapping = _mapping_or_404(message_id)
+    mapping = mapping_or_404(message_id)
     override_orgs = selectors.override_index().get(mapping.template_file, ())
     form = PreviewForm(request.POST, override_orgs=override_orgs)
     if not form.is_valid():
         messages.error(request, "Not sent: fix the organization and context first.")
     else:
-        try:
-            action = services.send_test_email(
+        action = attempt(
+            lambda: services.send_test_email(
                 message_id=message_id, context=form.cleaned_data["context"], user=request.user
             )
-        except ValidationError as exc:
-            messages.error(request, "Not sent: " + " ".join(exc.messages))
+        )
+        if isinstance(action, Refusal):
+            messages.error(request, f"Not sent: {action.text}")
         else:
             messages.success(
                 request,

@@ -4,26 +4,22 @@ from __future__ import annotations
 
 from django import forms
 
+from templates_admin.forms import reason_field, search_box_field
+
 
 class SuppressionSearchForm(forms.Form):
-    q = forms.CharField(
+    q = search_box_field(
         label="Address starts with",
-        required=False,
+        placeholder="an address, or its beginning",
         max_length=320,
-        widget=forms.TextInput(
-            attrs={"placeholder": "an address, or its beginning", "size": 40, "autofocus": True}
-        ),
+        size=40,
     )
     cursor = forms.CharField(required=False, widget=forms.HiddenInput)
 
 
 class SuppressionRemoveForm(forms.Form):
-    reason = forms.CharField(
-        label="Why remove it?",
-        max_length=2000,
-        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
-        help_text="Required. Kept in the audit trail with your name.",
-        error_messages={"required": "Say why you are removing this address."},
+    reason = reason_field(
+        label="Why remove it?", required_message="Say why you are removing this address."
     )
     recipient_asked = forms.BooleanField(
         label="The recipient asked to receive our email again",

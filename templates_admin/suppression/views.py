@@ -8,41 +8,28 @@ from __future__ import annotations
 from typing import Any
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.http import urlencode
 
 from emailops.aws.suppression import Suppression
-from emailops.core.errors import EmailOpsError
 from templates_admin import roles
-from templates_admin.console import console_view
-from templates_admin.journal.presentation import local_text, utc_text
+from templates_admin.console import Area, Refusal, attempt, console_view
+from templates_admin.display import local_text, utc_text
 from templates_admin.models import SuppressionListPage
 from templates_admin.suppression import selectors
 from templates_admin.suppression.forms import SuppressionRemoveForm, SuppressionSearchForm
 from templates_admin.suppression.services import suppression_remove
 
-TEMPLATES = "templates_admin/suppression"
+AREA = Area("templates_admin/suppression/", SuppressionListPage, "templates_admin/journal.css")
+
+
 REASON_WORDS = {
     "BOUNCE": "hard bounce",
     "COMPLAINT": "complaint (marked as spam)",
     "MANUAL": "added by hand",
 }
-
-
-def _render(
-    request: HttpRequest, admin_site, template: str, context: dict[str, Any], *, status: int = 200
-) -> TemplateResponse:
-    context = {
-        **admin_site.each_context(request),
-        "opts": SuppressionListPage._meta,
-        "list_url": reverse(f"{admin_site.name}:templates_admin_suppressionlistpage_changelist"),
-        **context,
-    }
-    return TemplateResponse(request, f"{TEMPLATES}/{template}", context, status=status)
 
 
 def _url(admin_site, name: str, address: str) -> str:
@@ -72,14 +59,18 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
     if form.is_valid():
         prefix, cursor = form.cleaned_data["q"], form.cleaned_data["cursor"] or None
     error, status, page = "", 200, None
-    try:
-        page = selectors.suppression_search(prefix=prefix, cursor=cursor)
-    except selectors.InvalidCursor as exc:
-        error, status = str(exc), 400
+    found = attempt(
+        lambda: selectors.suppression_search(prefix=prefix, cursor=cursor),
+        also={selectors.InvalidCursor: str},
+    )
+    if isinstance(found, Refusal):
+        error, status = found.text, found.status
+    else:
+        page = found
     next_url = ""
     if page and page.next_cursor:
         next_url = "?" + urlencode({"q": page.prefix, "cursor": page.next_cursor})
-    return _render(
+    return AREA.page(
         request,
         admin_site,
         "list.html",
@@ -110,7 +101,7 @@ def detail(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     }
     if found.suppression and found.suppression.source:
         context["source_url"] = _journal_url(admin_site, found.suppression.source)
-    return _render(request, admin_site, "detail.html", context)
+    return AREA.page(request, admin_site, "detail.html", context)
 
 
 @console_view(roles.VIEW_SUPPRESSIONS, roles.REMOVE_SUPPRESSION)
@@ -125,17 +116,17 @@ def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     if request.method == "POST":
         form = SuppressionRemoveForm(request.POST, complaint=complaint)
         if form.is_valid():
-            try:
-                suppression_remove(
+            removed = attempt(
+                lambda: suppression_remove(
                     address=found.address,
                     reason=form.cleaned_data["reason"],
                     user=request.user,
                     recipient_asked=form.cleaned_data.get("recipient_asked", False),
-                )
-            except ValidationError as exc:
-                error = " ".join(exc.messages)
-            except EmailOpsError as exc:
-                error = f"The suppression list could not be changed: {exc.describe()}"
+                ),
+                unavailable="The suppression list could not be changed",
+            )
+            if isinstance(removed, Refusal):
+                error = removed.text
             else:
                 messages.success(
                     request,
@@ -145,7 +136,7 @@ def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
                 return redirect(detail_url)
     else:
         form = SuppressionRemoveForm(complaint=complaint)
-    return _render(
+    return AREA.page(
         request,
         admin_site,
         "remove.html",

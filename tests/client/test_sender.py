@@ -108,3 +108,36 @@ def test_a_hand_built_request_is_validated_too(sqs):
         EmailClient(client, url).send(bad)
     good = EmailRequest(message_id="error-publishing", recipients=(Recipient("a@example.com"),))
     assert EmailClient(client, url).send(good)
+
+
+class _FailingSqs:
+    """An SQS client whose batch send raises ``error``."""
+
+    def __init__(self, error: Exception) -> None:
+        self.error = error
+
+    def send_message_batch(self, **_kwargs):
+        raise self.error
+
+
+def test_an_aws_answer_and_no_answer_become_results_without_the_client_importing_botocore():
+    from botocore.exceptions import ClientError, EndpointConnectionError
+
+    refused = ClientError(
+        {
+            "Error": {"Code": "AccessDenied", "Message": "not allowed"},
+            "ResponseMetadata": {"HTTPStatusCode": 403},
+        },
+        "SendMessageBatch",
+    )
+    [result] = EmailClient(_FailingSqs(refused), "url").send_many([email(1)])
+    assert (result.code, result.error, result.sender_fault) == ("AccessDenied", "not allowed", True)
+
+    unreachable = EndpointConnectionError(endpoint_url="https://sqs.example")
+    [result] = EmailClient(_FailingSqs(unreachable), "url").send_many([email(2)])
+    assert result.code is None and not result.sender_fault and "sqs.example" in result.error
+
+
+def test_an_error_that_is_not_botocore_s_is_not_swallowed():
+    with pytest.raises(KeyError):
+        EmailClient(_FailingSqs(KeyError("bug")), "url").send_many([email(1)])

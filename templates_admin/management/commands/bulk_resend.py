@@ -10,7 +10,6 @@ resend from the journal page. The job is recorded and runs in this process.
 from __future__ import annotations
 
 import argparse
-import getpass
 from datetime import datetime
 
 from django.contrib.auth import get_user_model
@@ -19,7 +18,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
 from templates_admin.jobs import bulk_resend
-from templates_admin.jobs.services import job_create, job_run
+from templates_admin.management.jobs import cli_job_create, cli_job_run
 from templates_admin.models import Job
 
 
@@ -73,20 +72,12 @@ class Command(BaseCommand):
                 rate=options["rate"] or bulk_resend.default_rate(),
                 recipients=options["recipient"],
             )
-            job = job_create(
-                kind=Job.Kind.BULK_RESEND,
-                inputs=inputs,
-                user=user,
-                origin=f"cli:{getpass.getuser()}",
-                dispatch=False,
-            )
+            job = cli_job_create(kind=Job.Kind.BULK_RESEND, inputs=inputs, user=user)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         except PermissionDenied as exc:
             raise CommandError(f"{username} may not start a bulk resend ({exc})") from exc
-        job = job_run(job_id=job.pk)
-        if job.state != Job.State.SUCCEEDED:
-            raise CommandError(f"bulk resend job #{job.pk} failed: {job.error}")
+        job = cli_job_run(job, failure="bulk resend job #{job.pk} failed: {job.error}")
         result = job.result or {}
         self.stdout.write(
             f"job #{job.pk}: {result.get('resent', 0)} resent, {result.get('skipped', 0)} skipped "

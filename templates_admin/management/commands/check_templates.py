@@ -4,12 +4,11 @@ variable mismatches too). The run is recorded as a job, like the console's."""
 
 from __future__ import annotations
 
-import getpass
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from templates_admin.jobs.services import job_create, job_run
+from templates_admin.management.jobs import cli_job_create, cli_job_run
 from templates_admin.models import Job
 
 
@@ -25,16 +24,10 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, as_json: bool = False, strict: bool = False, **options):
-        job = job_create(
-            kind=Job.Kind.TEMPLATE_CHECK,
-            inputs={},
-            user=None,
-            origin=f"cli:{getpass.getuser()}",
-            dispatch=False,
+        job = cli_job_run(
+            cli_job_create(kind=Job.Kind.TEMPLATE_CHECK, inputs={}),
+            failure="template check job #{job.pk} failed: {job.error}",
         )
-        job = job_run(job_id=job.pk)
-        if job.state != Job.State.SUCCEEDED:
-            raise CommandError(f"template check job #{job.pk} failed: {job.error}")
         report = job.result or {}
         if as_json:
             self.stdout.write(json.dumps(report, indent=2, ensure_ascii=False))

@@ -8,13 +8,11 @@ A redrive is a job like the console's (recorded, with its steps), run here in th
 
 from __future__ import annotations
 
-import getpass
-
 from django.core.management.base import BaseCommand, CommandError
 
 from emailops.core.errors import EmailOpsError
 from templates_admin.jobs import dlq
-from templates_admin.jobs.services import job_create, job_run
+from templates_admin.management.jobs import cli_job_create, cli_job_run
 from templates_admin.models import Job
 
 
@@ -69,16 +67,10 @@ class Command(BaseCommand):
             inputs = dlq.redrive_inputs(ids=ids, redrive_all=redrive_all, rate=rate)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
-        job = job_create(
-            kind=Job.Kind.DLQ_REDRIVE,
-            inputs=inputs,
-            user=None,
-            origin=f"cli:{getpass.getuser()}",
-            dispatch=False,
+        job = cli_job_run(
+            cli_job_create(kind=Job.Kind.DLQ_REDRIVE, inputs=inputs),
+            failure="redrive job #{job.pk} failed: {job.error}",
         )
-        job = job_run(job_id=job.pk)
-        if job.state != Job.State.SUCCEEDED:
-            raise CommandError(f"redrive job #{job.pk} failed: {job.error}")
         self.stdout.write(f"job #{job.pk}: {dlq.redrive_result_text(job.result or {})}")
         if (job.result or {}).get("notFound"):
             raise CommandError("some messages were not found on the dead-letter queue")

@@ -8,14 +8,12 @@ shows what it would remove and asks first. Recorded as a Recipient erasure job (
 
 from __future__ import annotations
 
-import getpass
-
 from django.core.management.base import BaseCommand, CommandError
 
 from emailops.core.errors import EmailOpsError
 from templates_admin.jobs import erasure
-from templates_admin.jobs.services import job_create, job_run
 from templates_admin.journal.erasure import recipient_erase_preview
+from templates_admin.management.jobs import cli_job_create, cli_job_run
 from templates_admin.models import Job
 
 
@@ -42,16 +40,10 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from None
         except EmailOpsError as exc:
             raise CommandError(exc.describe()) from None
-        job = job_create(
-            kind=Job.Kind.ERASE_RECIPIENT,
-            inputs=inputs,
-            user=None,
-            origin=f"cli:{getpass.getuser()}",
-            dispatch=False,
+        job = cli_job_run(
+            cli_job_create(kind=Job.Kind.ERASE_RECIPIENT, inputs=inputs),
+            failure="job #{job.pk} failed: {job.error} (run the command again)",
         )
-        job = job_run(job_id=job.pk)
-        if job.state != Job.State.SUCCEEDED:
-            raise CommandError(f"job #{job.pk} failed: {job.error} (run the command again)")
         self.stdout.write(f"Erased {inputs['address']} (job #{job.pk}):")
         for line in job.result["lines"]:
             self.stdout.write(f"  {line}")

@@ -1,0 +1,48 @@
+"""How every console area shows the two things they all show: masked request context and epoch
+times. Shared (the bottom layer with ``console``, ``roles`` and ``models``), so an area that shows a
+time or a context does not have to import the journal area for it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+from django.utils import timezone
+
+MASK = "••••••"
+
+
+def sensitive_keys() -> tuple[str, ...]:
+    return tuple(k.strip().lower() for k in settings.JOURNAL_SENSITIVE_KEYS if k.strip())
+
+
+def mask_context(value: Any, sensitive: Iterable[str] | None = None) -> Any:
+    """A copy with the value of every key that contains a sensitive word masked, at any depth."""
+    words = tuple(sensitive) if sensitive is not None else sensitive_keys()
+    if isinstance(value, dict):
+        return {
+            key: MASK if any(w in str(key).lower() for w in words) else mask_context(item, words)
+            for key, item in value.items()
+        }
+    if isinstance(value, list):
+        return [mask_context(item, words) for item in value]
+    return value
+
+
+def moment(epoch: int | float | None) -> datetime | None:
+    """An epoch-seconds attribute as an aware datetime in the console's time zone."""
+    if epoch is None or isinstance(epoch, bool) or not isinstance(epoch, int | float):
+        return None
+    return timezone.localtime(datetime.fromtimestamp(epoch, UTC))
+
+
+def local_text(epoch: int | float | None) -> str:
+    when = moment(epoch)
+    return when.strftime("%Y-%m-%d %H:%M:%S %Z") if when else ""
+
+
+def utc_text(epoch: int | float | None) -> str:
+    when = moment(epoch)
+    return when.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC") if when else ""

@@ -1,0 +1,84 @@
+"""The journal area's models: its admin entry, the emails the console queued, the read audit."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+from templates_admin.models.pages import ConsolePage
+
+
+class EmailJournalPage(ConsolePage):
+    """Placeholder (no table): the admin entry and permissions for the journal."""
+
+    class Meta(ConsolePage.Meta):
+        verbose_name = "Email journal"
+        verbose_name_plural = "Email journal"
+        permissions = [
+            ("search_journal", "Can search and read the email journal"),
+            ("resend_email", "Can resend an email to its recipient"),
+        ]
+
+
+class EmailAction(models.Model):
+    """Audit trail of emails the console put on the queue: test sends and resends."""
+
+    class Kind(models.TextChoices):
+        SEND_TEST = "send_test", "Test send"
+        RESEND = "resend", "Resend"
+
+    kind = models.CharField(max_length=10, choices=Kind.choices)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    message_id = models.CharField(max_length=200)
+    recipient = models.CharField(max_length=320)
+    reason = models.TextField(blank=True)
+    # The fresh dedupeId of the new request; unique, so a double submit cannot audit twice.
+    dedupe_id = models.CharField(max_length=200, unique=True)
+    journal_key = models.CharField(max_length=300, db_index=True)  # Id of the new journal row
+    original_key = models.CharField(
+        max_length=300, blank=True, db_index=True
+    )  # resend: the old row
+    sqs_message_id = models.CharField(max_length=100, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind} {self.message_id} to {self.recipient} by {self.user}"
+
+
+class JournalReadAudit(models.Model):
+    """One read of the journal: who, through which door (console, email_log, API), what they asked
+    for, and when. Every reader records here; the journal's home owns the trail."""
+
+    class Channel(models.TextChoices):
+        CONSOLE = "console", "Console"
+        CLI = "cli", "email_log"
+        API = "api", "API"
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    channel = models.CharField(max_length=10, choices=Channel.choices)
+    # Who, as text, so the trail survives a deleted user or token: a username, "token NAME
+    # (PREFIX…)", or the OS user that ran email_log.
+    actor = models.CharField(max_length=200, db_index=True)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    # An API token's visible prefix (text, not a key: the console does not depend on the API app).
+    token_prefix = models.CharField(max_length=16, blank=True, db_index=True)
+    action = models.CharField(max_length=40)  # "search", "detail", "email", "recipient", "id"...
+    query = models.CharField(max_length=500, db_index=True)  # the search text or the row's Id
+    filters = models.JSONField(default=dict, blank=True)
+    # How many rows the read handed over, where that is not one (a CSV export), once known.
+    rows = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+        verbose_name = "Journal read"
+        verbose_name_plural = "Journal reads"
+        # Only the view permission: the trail is written by the code, never edited by people.
+        default_permissions = ("view",)
+
+    def __str__(self) -> str:
+        return f"{self.actor} {self.action} {self.query} at {self.at:%Y-%m-%d %H:%M}"
