@@ -23,7 +23,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.core.errors import ConfigurationFault, EmailOpsError
@@ -49,7 +49,7 @@ class ConsumerSettings:
     lease_seconds: int = 30
     dead_letter_url: str | None = None
     max_receive_count: int | None = None
-    retry: RetryPolicy = RetryPolicy()  # RETRY_BACKOFF_*, RETRY_MAX_SECONDS
+    retry: RetryPolicy = field(default_factory=RetryPolicy)  # RETRY_BACKOFF_*, RETRY_MAX_SECONDS
     stop_timeout: float = 25.0
     stats_every: float = 30.0
     # A watched thread that has not beaten for this long is reported hung (see queue_worker):

@@ -3,7 +3,6 @@ conditional write made the change, and the guard's pause/slow/go obeyed per prio
 
 from __future__ import annotations
 
-
 from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import SendRejected, TransientError
