@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from emailops.aws.sqs import OriginalKept, QueueMessage, SqsQueue
 from emailops.core.errors import EmailOpsError
@@ -38,29 +38,17 @@ def carried_state(message: QueueMessage, *, quiet: bool = False) -> RetryState:
     return state
 
 
+@dataclass(eq=False, kw_only=True)
 class EmailDisposition:
-    def __init__(
-        self,
-        *,
-        queue: SqsQueue,
-        lease_queue: SqsQueue,
-        deletes: DeleteBatcher,
-        retry: RetryPolicy,
-        dead_letter_url: str | None,
-        settle_accepted: SettleAccepted,
-        stats: ConsumerStats,
-        health: Health,
-        clock: Callable[[], float],
-    ) -> None:
-        self.queue = queue
-        self.lease_queue = lease_queue
-        self.deletes = deletes
-        self.retry = retry
-        self.dead_letter_url = dead_letter_url
-        self.settle_accepted = settle_accepted
-        self.stats = stats
-        self.health = health
-        self.clock = clock
+    queue: SqsQueue
+    lease_queue: SqsQueue  # short timeouts: visibility changes must not hang a worker
+    deletes: DeleteBatcher
+    retry: RetryPolicy
+    dead_letter_url: str | None
+    settle_accepted: SettleAccepted
+    stats: ConsumerStats
+    health: Health
+    clock: Callable[[], float]
 
     def act(self, message: QueueMessage, outcome: RecordOutcome) -> None:
         log = EventLog(logger, sqsMessageId=message.message_id, messageId=outcome.message_id)

@@ -23,6 +23,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from enum import IntEnum
 
 from emailops.aws.sqs import QueueMessage, SqsQueue
@@ -202,33 +203,22 @@ def hand_back(queue: SqsQueue, messages: Sequence[QueueMessage]) -> None:
             )
 
 
+@dataclass(eq=False, kw_only=True)
 class ReceiveRun:
     """One run's shared bookkeeping between its receivers and workers: capacity (bounded
     in-flight), the work queue, the message budget, whether it drained."""
 
-    def __init__(
-        self,
-        *,
-        capacity: Capacity,
-        work: queue.Queue,
-        budget: MessageBudget,
-        until_empty: bool,
-        wait_time: int,
-        batch_size: int,
-        stop: threading.Event,
-        receivers: int,
-    ) -> None:
-        self.capacity = capacity
-        self.work = work
-        self.budget = budget
-        self.until_empty = until_empty
-        self.wait_time = wait_time
-        self.batch_size = batch_size
-        self.stop = stop
-        self.drained = threading.Event()
-        self.received = 0  # records received so far, by every receiver
-        self.receivers = receivers  # still receiving (--until-empty retires them one by one)
-        self._lock = threading.Lock()
+    capacity: Capacity
+    work: queue.Queue
+    budget: MessageBudget
+    until_empty: bool
+    wait_time: int
+    batch_size: int
+    stop: threading.Event
+    receivers: int  # still receiving (--until-empty retires them one by one)
+    drained: threading.Event = field(default_factory=threading.Event)
+    received: int = 0  # records received so far, by every receiver
+    _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def reserve(self, wanted: int) -> int:
         """Limit a receive to what --max-messages still allows; drained once it allows none."""

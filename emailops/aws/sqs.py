@@ -9,6 +9,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
+from emailops.aws import sqs_messages
 from emailops.aws.clients import translate_error
 from emailops.aws.sqs_messages import (
     FAILURE_REASON_ATTRIBUTE,
@@ -17,24 +18,16 @@ from emailops.aws.sqs_messages import (
     QueueDepth,
     QueueInfo,
     QueueMessage,
-    forwardable_attributes,
     message_bytes,
     packed_attribute,
     producer_attributes,
 )
+from emailops.aws.sqs_messages import (
+    forwardable_attributes as forwardable_attributes,  # re-exported
+)
 from emailops.core.errors import PermanentError, TransientError
 
-__all__ = [
-    "FAILURE_REASON_ATTRIBUTE",
-    "OVERFLOW_ATTRIBUTE",
-    "OriginalKept",
-    "QueueDepth",
-    "QueueInfo",
-    "QueueMessage",
-    "SqsQueue",
-    "forwardable_attributes",
-    "producer_attributes",
-]
+__all__ = ["SqsQueue", *sqs_messages.__all__]  # the message types are at home there
 
 MAX_VISIBILITY_SECONDS = 43_200  # SQS's ceiling (12 hours)
 MAX_DELAY_SECONDS = 900  # SQS's ceiling for DelaySeconds (15 minutes)
