@@ -33,8 +33,8 @@ from emailops.core.ports import Journal
 from emailops.core.retry import RetryPolicy, RetryState
 from worker.email_disposition import EmailDisposition, carried_state
 from worker.inflight import Capacity, DeleteBatcher, Held, InFlight, LeaseKeeper
-from worker.queue_worker import MessageBudget, ReceiveRun, Supervisor, hand_back
-from worker.stats import ConsumerStats, Health, stats_line_fields
+from worker.queue_worker import MessageBudget, ReceiveRun, Supervised, hand_back
+from worker.stats import ConsumerStats, stats_line_fields
 
 __all__ = ["Consumer", "ConsumerSettings", "ConsumerStats"]
 
@@ -57,7 +57,7 @@ class ConsumerSettings:
     hung_seconds: float = 900.0
 
 
-class Consumer:
+class Consumer(Supervised):
     def __init__(
         self,
         *,
@@ -68,6 +68,7 @@ class Consumer:
         clock: Callable[[], float] = time.time,
         lease_queue: SqsQueue | None = None,
     ) -> None:
+        super().__init__()
         self.queue = queue
         # Visibility changes and lease extensions go through clients with short timeouts: a hung
         # call must not hold a lease, or a worker, for the shared clients' 30 s (x3).
@@ -76,8 +77,6 @@ class Consumer:
         self.settings = settings
         self.clock = clock
         self.stats = ConsumerStats()
-        self.health = Health()
-        self.supervisor = Supervisor(health=self.health)
         self.inflight = InFlight()
         self.deletes = DeleteBatcher(
             queue, on_deleted=lambda n: self.stats.add(deleted=n), on_died=self.supervisor.died
@@ -101,11 +100,6 @@ class Consumer:
             lease_seconds=settings.lease_seconds,
             clock=clock,
         )
-
-    @property
-    def failure(self) -> str:
-        """The thread whose death (or hang) ended the last run, "" if none failed."""
-        return self.supervisor.failure
 
     # --- the loop ------------------------------------------------------------------------------
 

@@ -34,8 +34,8 @@ from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, Ev
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog, logfmt
 from emailops.core.retry import RetryPolicy
-from worker.queue_worker import MessageBudget, Supervisor, hand_back
-from worker.stats import EventsStats, Health
+from worker.queue_worker import MessageBudget, Supervised, hand_back
+from worker.stats import EventsStats
 from worker.wiring import retry_policy
 
 __all__ = ["EventsConsumer", "EventsStats", "build_events_consumer"]
@@ -43,7 +43,7 @@ __all__ = ["EventsConsumer", "EventsStats", "build_events_consumer"]
 logger = logging.getLogger("worker.events_consumer")
 
 
-class EventsConsumer:
+class EventsConsumer(Supervised):
     def __init__(
         self,
         *,
@@ -56,13 +56,12 @@ class EventsConsumer:
         hung_seconds: float = 900.0,
         stop_timeout: float = 8.0,
     ) -> None:
+        super().__init__()
         self.queue = queue
         self.handler = handler
         self.dead_letter_url = dead_letter_url
         self.retry = retry or RetryPolicy()  # RETRY_BACKOFF_*: how long a retried event waits
         self.stats = EventsStats()
-        self.health = Health()
-        self.supervisor = Supervisor(health=self.health)
         self.concurrency = max(1, concurrency)
         # Messages gathered per batch (receives of 10 back to back while the queue gives full
         # ones): about one per pool thread. More would merge a few more of one email's events
@@ -76,11 +75,6 @@ class EventsConsumer:
         self._held: dict[str, QueueMessage] = {}  # received, not yet acted on: by receipt
         self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
-
-    @property
-    def failure(self) -> str:
-        """The thread whose death (or hang) ended the last run, "" if none failed."""
-        return self.supervisor.failure
 
     def run(
         self,

@@ -32,7 +32,15 @@ from emailops.core.events import EventLog, logfmt
 from worker.inflight import Capacity
 from worker.stats import Health
 
-__all__ = ["ExitCode", "MessageBudget", "ReceiveRun", "Supervisor", "exit_status", "hand_back"]
+__all__ = [
+    "ExitCode",
+    "MessageBudget",
+    "ReceiveRun",
+    "Supervised",
+    "Supervisor",
+    "exit_status",
+    "hand_back",
+]
 
 logger = logging.getLogger("worker.queue_worker")
 
@@ -160,6 +168,20 @@ class Supervisor:
     def _watch_heartbeats(self, stop: threading.Event) -> None:
         while not stop.wait(self.check_every):
             self.check()
+
+
+class Supervised:
+    """A consumer whose threads a ``Supervisor`` watches; its health and failure say how the
+    last run ended (``exit_status``)."""
+
+    def __init__(self) -> None:
+        self.health = Health()
+        self.supervisor = Supervisor(health=self.health)
+
+    @property
+    def failure(self) -> str:
+        """The thread whose death (or hang) ended the last run, "" if none failed."""
+        return self.supervisor.failure
 
 
 class MessageBudget:
