@@ -1,4 +1,5 @@
-"""What the two queue consumers' commands share: their queue flags and their stop signals."""
+"""What the two queue consumers' commands share: their queue flags, their stop signals and how
+they exit (``worker.queue_worker.ExitCode``)."""
 
 from __future__ import annotations
 
@@ -7,7 +8,54 @@ import signal
 import threading
 from collections.abc import Callable, Iterator
 
-__all__ = ["add_queue_arguments", "stop_signals"]
+from django.core.management.base import BaseCommand, CommandError
+
+from worker.queue_worker import exit_status
+from worker.stats import Health
+
+__all__ = ["QueueCommand", "add_queue_arguments", "add_range_argument", "stop_signals"]
+
+
+class QueueCommand(BaseCommand):
+    """A queue consumer's command: its flags, and its exit code after a run."""
+
+    # The system checks import the URLconf (the console, the API): a consumer checks its own
+    # settings when it wires itself, and starts without them.
+    requires_system_checks: list[str] = []
+    concurrency_help = "records worked on at once"
+
+    def add_arguments(self, parser) -> None:
+        add_queue_arguments(parser)
+        parser.add_argument(
+            "--concurrency", type=int, default=None, metavar="N", help=self.concurrency_help
+        )
+
+    @staticmethod
+    def concurrency(given: int | None, default: int) -> int:
+        concurrency = given or default
+        if concurrency < 1:
+            raise CommandError("--concurrency must be at least 1")
+        return concurrency
+
+    def exit(self, failure: str, health: Health) -> None:
+        """Exit 4 if a thread died or hung, 3 if stopped unhealthy (docs/commands.md)."""
+        code, said = exit_status(failure, health)
+        if code:
+            self.stderr.write(said)
+            raise SystemExit(int(code))
+
+
+def add_range_argument(
+    parser, flag: str, *, low: int, high: int, default: int, metavar: str, help: str
+) -> None:
+    parser.add_argument(
+        flag,
+        type=int,
+        default=default,
+        choices=range(low, high + 1),
+        metavar=metavar,
+        help=f"{help}, {low}-{high} (default {default})",
+    )
 
 
 def add_queue_arguments(parser) -> None:
@@ -19,13 +67,8 @@ def add_queue_arguments(parser) -> None:
     parser.add_argument(
         "--max-messages", type=int, default=None, help="stop after receiving this many messages"
     )
-    parser.add_argument(
-        "--wait-time",
-        type=int,
-        default=20,
-        choices=range(0, 21),
-        metavar="S",
-        help="long-poll wait, 0-20 seconds (default 20)",
+    add_range_argument(
+        parser, "--wait-time", low=0, high=20, default=20, metavar="S", help="long-poll wait (s)"
     )
 
 

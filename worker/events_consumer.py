@@ -22,7 +22,6 @@ import logging
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any
 
 from django.conf import settings
@@ -34,25 +33,17 @@ from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog, logfmt
+from emailops.core.retry import RetryPolicy
+from worker.queue_worker import MessageBudget, Supervised, hand_back
+from worker.stats import EventsStats
+from worker.wiring import retry_policy
 
 __all__ = ["EventsConsumer", "EventsStats", "build_events_consumer"]
 
 logger = logging.getLogger("worker.events_consumer")
-RETRY_BASE_SECONDS = 30
-RETRY_CAP_SECONDS = 900
 
 
-@dataclass
-class EventsStats:
-    received: int = 0
-    applied: int = 0
-    duplicates: int = 0
-    stored: int = 0
-    retried: int = 0
-    dead_lettered: int = 0
-
-
-class EventsConsumer:
+class EventsConsumer(Supervised):
     def __init__(
         self,
         *,
@@ -61,10 +52,15 @@ class EventsConsumer:
         dead_letter_url: str | None,
         concurrency: int = 1,
         batch_size: int | None = None,
+        retry: RetryPolicy | None = None,
+        hung_seconds: float = 900.0,
+        stop_timeout: float = 8.0,
     ) -> None:
+        super().__init__()
         self.queue = queue
         self.handler = handler
         self.dead_letter_url = dead_letter_url
+        self.retry = retry or RetryPolicy()  # RETRY_BACKOFF_*: how long a retried event waits
         self.stats = EventsStats()
         self.concurrency = max(1, concurrency)
         # Messages gathered per batch (receives of 10 back to back while the queue gives full
@@ -72,7 +68,12 @@ class EventsConsumer:
         # into one write, but every message held is one more the queue (and moto's receive,
         # which scans them all per returned message) carries in flight.
         self.batch_size = batch_size or min(100, 10 * -(-self.concurrency // 10))
-        self._lock = threading.Lock()  # stats and the max_messages budget, across loops
+        # A loop that has not come back from one receive or one batch for this long is hung.
+        self.hung_seconds = hung_seconds
+        # On a stop, how long the loops may take to finish their batch (Docker allows 10 s).
+        self.stop_timeout = stop_timeout
+        self._held: dict[str, QueueMessage] = {}  # received, not yet acted on: by receipt
+        self._lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
 
     def run(
@@ -83,97 +84,100 @@ class EventsConsumer:
         max_messages: int | None = None,
         wait_time: int = 20,
     ) -> EventsStats:
-        counters = getattr(self.handler, "stats", None)  # a test's handler may have none
-        if counters is None:
-            return self._run(stop, until_empty, max_messages, wait_time)
-        # Counters are written every STATS_FLUSH_SECONDS when events come; this writes what an
-        # idle consumer still holds within a second, and the rest when it stops.
+        """Receive loops (one per 10 handlers, each with a batch in hand while the next is
+        received) on watched threads; returns when they drained, stopped, or one failed."""
+        budget = MessageBudget(max_messages)
+        self.supervisor.start(stop)
         flushed = threading.Event()
-
-        def flush_every_second() -> None:
-            while not flushed.wait(1.0):
-                try:  # a failed write keeps its counts (BufferedStats); a bug must not end this
-                    counters.flush()
-                except Exception:
-                    logger.exception(logfmt("stats.flush_crashed", retry="in a second"))
-
-        flusher = threading.Thread(target=flush_every_second, name="events-counters", daemon=True)
-        flusher.start()
+        counters = getattr(self.handler, "stats", None)  # a test's handler may have none
+        if counters is not None:
+            # Counters are written every STATS_FLUSH_SECONDS when events come; this writes what
+            # an idle consumer still holds within a second, and the rest when it stops.
+            flusher = self.supervisor.watch(
+                self._flush_every_second, counters, flushed, name="events-counters", hung_after=60
+            )
+        if self.concurrency > 1:
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="event")
+        loops = [
+            self.supervisor.watch(
+                self._loop,
+                stop,
+                budget,
+                until_empty,
+                wait_time,
+                name=f"events-loop-{i}",
+                hung_after=self.hung_seconds,
+            )
+            for i in range(max(1, -(-self.concurrency // 10)))
+        ]
         try:
-            return self._run(stop, until_empty, max_messages, wait_time)
+            while any(t.is_alive() for t in loops) and not stop.is_set():
+                loops[0].join(0.2)
+            deadline = time.monotonic() + self.stop_timeout
+            while any(t.is_alive() for t in loops) and time.monotonic() < deadline:
+                loops[0].join(0.2)
         finally:
+            finished = not any(t.is_alive() for t in loops)
+            if self.failure or not finished:
+                with self._lock:
+                    held, self._held = list(self._held.values()), {}
+                hand_back(self.queue, held)
+            if self._pool is not None:
+                self._pool.shutdown(wait=finished, cancel_futures=True)
+                self._pool = None
             flushed.set()
-            flusher.join(5)
-            counters.flush()
-
-    def _run(
-        self, stop: threading.Event, until_empty: bool, max_messages: int | None, wait_time: int
-    ) -> EventsStats:
-        kwargs = {"until_empty": until_empty, "max_messages": max_messages, "wait_time": wait_time}
-        if self.concurrency == 1:
-            self._loop(stop, **kwargs)
-            return self.stats
-        # A receive loop per 10 handlers: one batch in hand while the next is being received.
-        loops = max(1, -(-self.concurrency // 10))
-        with ThreadPoolExecutor(self.concurrency, thread_name_prefix="event") as pool:
-            self._pool = pool
-            threads = [
-                threading.Thread(
-                    target=self._loop, args=(stop,), kwargs=kwargs, name=f"events-loop-{i}"
-                )
-                for i in range(loops)
-            ]
-            for thread in threads:
-                thread.start()
-            for thread in threads:
-                thread.join()
-            self._pool = None
+            if counters is not None:
+                flusher.join(5)
+                counters.flush()
+            self.supervisor.close()
         return self.stats
 
+    def _flush_every_second(self, counters: Any, flushed: threading.Event) -> None:
+        while not flushed.wait(1.0):
+            self.supervisor.beat()
+            try:  # a failed write keeps its counts (BufferedStats); a bug must not end this
+                counters.flush()
+            except Exception:
+                logger.exception(logfmt("stats.flush_crashed", retry="in a second"))
+
     def _loop(
-        self,
-        stop: threading.Event,
-        *,
-        until_empty: bool,
-        max_messages: int | None,
-        wait_time: int,
+        self, stop: threading.Event, budget: MessageBudget, until_empty: bool, wait_time: int
     ) -> None:
         while not stop.is_set():
-            batch, stopped = self._gather(stop, max_messages=max_messages, wait_time=wait_time)
+            self.supervisor.beat()
+            batch, stopped = self._gather(stop, budget, wait_time=wait_time)
             if batch:
-                self.handle_batch(batch, counted=True)
+                self.handle_batch(batch)
             if stopped:
                 break
             if not batch and until_empty:
                 break
 
     def _gather(
-        self, stop: threading.Event, *, max_messages: int | None, wait_time: int
+        self, stop: threading.Event, budget: MessageBudget, *, wait_time: int
     ) -> tuple[list[QueueMessage], bool]:
         """Receives of 10 until ``batch_size`` messages are in hand or a receive comes back short
         (the first long-polls, the others do not wait); True when the loop must end after this
         batch (stopped, or ``max_messages`` reached)."""
         batch: list[QueueMessage] = []
         while len(batch) < self.batch_size:
-            with self._lock:  # reserve this receive's share of the budget
-                left = 10 if max_messages is None else max_messages - self.stats.received
-                wanted = min(10, left, self.batch_size - len(batch))
-                self.stats.received += max(0, wanted)
+            wanted = budget.reserve(min(10, self.batch_size - len(batch)))
             if wanted <= 0:
                 return batch, True
             try:
                 got = self._receive(stop, max_messages=wanted, wait_time=0 if batch else wait_time)
             except EmailOpsError as exc:
-                with self._lock:
-                    self.stats.received -= wanted
+                budget.give_back(wanted)
                 EventLog(logger).warning("receive.failed", error=exc.describe())
                 if batch or stop.wait(min(wait_time, 5) or 1):
                     return batch, stop.is_set()
                 continue
-            with self._lock:  # give back the part of the reservation that did not come
-                self.stats.received -= wanted - len(got or [])
+            budget.give_back(wanted - len(got or []))
             if got is None:  # stopped during the long poll
                 return batch, True
+            self.stats.add(received=len(got))
+            with self._lock:
+                self._held.update((m.receipt_handle, m) for m in got)
             batch += got
             if len(got) < wanted:
                 break
@@ -213,10 +217,7 @@ class EventsConsumer:
             raise result["error"]
         return result["batch"]
 
-    def handle_batch(self, batch: list[QueueMessage], *, counted: bool = False) -> None:
-        if not counted:
-            with self._lock:
-                self.stats.received += len(batch)
+    def handle_batch(self, batch: list[QueueMessage]) -> None:
         started = time.perf_counter()
         try:
             # One email's events in one task (one journal write), emails' tasks on the pool.
@@ -235,13 +236,8 @@ class EventsConsumer:
             self._log(message, outcome, ms)
             if outcome.action is EventAction.DELETE:
                 done.append(message)
-                with self._lock:
-                    if outcome.result == "applied":
-                        self.stats.applied += 1
-                    elif outcome.result == "duplicate":
-                        self.stats.duplicates += 1
-                    else:
-                        self.stats.stored += 1
+                kind = {"applied": "applied", "duplicate": "duplicates"}.get(outcome.result)
+                self.stats.add(**{kind or "stored": 1})
             else:
                 self._act(message, outcome)
         if done:
@@ -249,6 +245,9 @@ class EventsConsumer:
                 self.queue.delete_batch(done)
             except EmailOpsError as exc:  # they come back and are found to be duplicates
                 EventLog(logger).warning("delete.failed", count=len(done), error=exc.describe())
+        with self._lock:
+            for message in batch:
+                self._held.pop(message.receipt_handle, None)
 
     @staticmethod
     def _log(message: QueueMessage, outcome: EventOutcome, batch_ms: float) -> None:
@@ -268,16 +267,14 @@ class EventsConsumer:
         log = EventLog(logger, sqsMessageId=message.message_id)
         try:
             if outcome.action is EventAction.DEAD_LETTER and self.dead_letter_url:
-                with self._lock:
-                    self.stats.dead_lettered += 1
+                self.stats.add(dead_lettered=1)
                 self.queue.dead_letter(message, self.dead_letter_url, outcome.reason)
                 return
             if outcome.action is EventAction.DEAD_LETTER:
                 log.error("dead_letter.unavailable", reason="events queue has no RedrivePolicy")
-            with self._lock:
-                self.stats.retried += 1
-            delay = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** (message.receive_count - 1))
-            self.queue.change_visibility(message, delay)
+            self.stats.add(retried=1)
+            # Each redelivery of an event counts as one attempt: the same back-off as a request.
+            self.queue.change_visibility(message, self.retry.delay(message.receive_count))
         except EmailOpsError as exc:  # it simply reappears after the visibility timeout
             log.warning("queue_action.failed", action=outcome.action.value, error=exc.describe())
 
@@ -321,4 +318,5 @@ def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
         handler=wiring.delivery_event_handler(),
         dead_letter_url=info.dead_letter_url,
         concurrency=concurrency,
+        retry=retry_policy(),
     )

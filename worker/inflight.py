@@ -104,33 +104,26 @@ class InFlight:
         return len(self._held)
 
 
+@dataclass(eq=False, kw_only=True)
 class LeaseKeeper:
     """Extends what a record holds once a third of its lease has passed; a failed extension stays
     due, so the next tick (a fraction of a second later) tries again."""
 
-    def __init__(
-        self,
-        *,
-        inflight: InFlight,
-        queue: SqsQueue,
-        journal: Journal,
-        visibility_seconds: int,
-        lease_seconds: int,
-        clock: Callable[[], float] = time.time,
-        threads: int = 8,
-    ) -> None:
-        self.inflight = inflight
-        self.queue = queue
-        self.journal = journal
-        self.visibility_seconds = visibility_seconds
-        self.lease_seconds = lease_seconds
-        self.clock = clock
-        self.third = min(visibility_seconds, lease_seconds) / 3
+    inflight: InFlight
+    queue: SqsQueue
+    journal: Journal
+    visibility_seconds: int
+    lease_seconds: int
+    clock: Callable[[], float] = time.time
+    threads: int = 8
+
+    def __post_init__(self) -> None:
+        self.third = min(self.visibility_seconds, self.lease_seconds) / 3
         # Look often enough that a failed extension has several more tries before a lease ends.
         self.tick = max(0.2, min(5.0, self.third / 4))
         # A pass waits this long for its calls; slower ones finish in the background.
         self.pass_seconds = max(0.5, min(2.0, self.third / 2))
-        self._pool = ThreadPoolExecutor(threads, thread_name_prefix="lease")
+        self._pool = ThreadPoolExecutor(self.threads, thread_name_prefix="lease")
         self._pending: Counter[Hashable] = Counter()  # calls under way, per record or claim
         self._lock = threading.Lock()
 

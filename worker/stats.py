@@ -8,24 +8,27 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
+from typing import Self
 
 from emailops.core.events import EventLog
 
-__all__ = ["ConsumerStats", "Health", "serve_metrics", "stats_line_fields"]
+__all__ = [
+    "ConsumerStats",
+    "Counters",
+    "EventsStats",
+    "Health",
+    "serve_metrics",
+    "stats_line_fields",
+]
 
 logger = logging.getLogger("worker.consumer")
 
 
 @dataclass
-class ConsumerStats:
+class Counters:
+    """A consumer's counters, added to from many threads at once."""
+
     received: int = 0
-    deleted: int = 0
-    sent: int = 0
-    retried: int = 0
-    waiting: int = 0
-    dead_lettered: int = 0
-    refreshed: int = 0  # re-enqueued before the queue's maxReceiveCount could dead-letter them
-    rate_wait_seconds: float = 0.0
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
@@ -35,9 +38,29 @@ class ConsumerStats:
             for name, delta in deltas.items():
                 setattr(self, name, getattr(self, name) + delta)
 
-    def copy(self) -> ConsumerStats:
+    def copy(self) -> Self:
         with self._lock:
-            return ConsumerStats(**{f.name: getattr(self, f.name) for f in fields(self)})
+            return type(self)(**{f.name: getattr(self, f.name) for f in fields(self)})
+
+
+@dataclass
+class ConsumerStats(Counters):
+    deleted: int = 0
+    sent: int = 0
+    retried: int = 0
+    waiting: int = 0
+    dead_lettered: int = 0
+    refreshed: int = 0  # re-enqueued before the queue's maxReceiveCount could dead-letter them
+    rate_wait_seconds: float = 0.0
+
+
+@dataclass
+class EventsStats(Counters):
+    applied: int = 0
+    duplicates: int = 0
+    stored: int = 0
+    retried: int = 0
+    dead_lettered: int = 0
 
 
 def stats_line_fields(
@@ -83,10 +106,11 @@ class Health:
                 )
             self.healthy, self.fault = False, fault
 
-    def thread_died(self, name: str) -> None:
+    def thread_died(self, name: str, *, fault: str = "") -> None:
+        """A thread died (or hung, says ``fault``)."""
         with self._lock:
             self.healthy, self.dead_thread = False, name
-            self.fault = f"thread {name} died"
+            self.fault = fault or f"thread {name} died"
 
     def record_done(self) -> None:
         if self.healthy or self.dead_thread:

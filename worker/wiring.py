@@ -11,11 +11,22 @@ from django.core.exceptions import ImproperlyConfigured
 from emailops import wiring
 from emailops.aws.clients import size_connection_pools
 from emailops.core.events import EventLog
+from emailops.core.retry import RetryPolicy
 from worker.consumer import Consumer, ConsumerSettings
 
-__all__ = ["build_consumer"]
+__all__ = ["build_consumer", "retry_policy"]
 
 logger = logging.getLogger("worker.wiring")
+
+
+def retry_policy() -> RetryPolicy:
+    """RETRY_BACKOFF_BASE_SECONDS, RETRY_BACKOFF_CAP_SECONDS and RETRY_MAX_SECONDS, for both
+    consumers."""
+    return RetryPolicy(
+        backoff_base=settings.RETRY_BACKOFF_BASE_SECONDS,
+        backoff_cap=settings.RETRY_BACKOFF_CAP_SECONDS,
+        max_seconds=settings.RETRY_MAX_SECONDS,
+    )
 
 
 def build_consumer(
@@ -59,8 +70,7 @@ def build_consumer(
             lease_seconds=lease,
             dead_letter_url=info.dead_letter_url,
             max_receive_count=info.max_receive_count,
-            backoff_base=settings.RETRY_BACKOFF_BASE_SECONDS,
-            backoff_cap=settings.RETRY_BACKOFF_CAP_SECONDS,
+            retry=retry_policy(),
             stop_timeout=stop_timeout,
         ),
     )

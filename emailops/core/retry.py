@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["STATE_ATTRIBUTE", "RetryState", "backoff_seconds"]
+__all__ = ["STATE_ATTRIBUTE", "RetryPolicy", "RetryState", "backoff_seconds"]
 
 STATE_ATTRIBUTE = "EmailOpsState"
 _HISTORY = 5  # errors kept, newest last: enough to explain a dead letter, small enough for SQS
@@ -115,3 +115,27 @@ def backoff_seconds(
     """Exponential back-off with jitter: between half and all of min(cap, base * 2**(n-1))."""
     ceiling = min(cap, base * 2 ** max(0, min(attempts, 64) - 1))
     return max(1, int(rng(ceiling / 2, ceiling)))
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """The one retry rule for every queue: how long to back off, and when the budget is spent.
+
+    ``backoff_*`` are RETRY_BACKOFF_BASE_SECONDS / RETRY_BACKOFF_CAP_SECONDS, ``max_seconds`` is
+    RETRY_MAX_SECONDS (measured from the first failed attempt)."""
+
+    backoff_base: int = 30
+    backoff_cap: int = 900
+    max_seconds: int = 86_400
+
+    def delay(self, attempts: int, *, rng: Callable[[float, float], float] = random.uniform) -> int:
+        return backoff_seconds(attempts, base=self.backoff_base, cap=self.backoff_cap, rng=rng)
+
+    def exhausted(self, state: RetryState, now: int) -> bool:
+        return state.elapsed(now) >= self.max_seconds
+
+    def after_crash(self, state: RetryState, *, now: int, reason: str) -> tuple[RetryState, bool]:
+        """A crash is retried like transient trouble, within the same budget: the next state,
+        and whether the budget is now spent."""
+        state = state.after_failure(now=now, started_at=now, error=reason, accepted=state.accepted)
+        return state, self.exhausted(state, now)

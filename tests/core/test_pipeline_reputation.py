@@ -3,19 +3,14 @@ conditional write made the change, and the guard's pause/slow/go obeyed per prio
 
 from __future__ import annotations
 
-import logging
-
 from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import SendRejected, TransientError
-from emailops.core.events import EventLog
 from emailops.core.pipeline import Action
 from emailops.core.ports import Status, TemplateMapping
 from emailops.core.reputation import GateDecision, hour_of
 from tests.core.test_pipeline import NOW, Stack, request_body
 from tests.fakes import FixedGate, InMemoryStats
-
-LOG = EventLog(logging.getLogger("tests.reputation"))
 
 
 class Limiter:
@@ -156,7 +151,7 @@ def test_sends_settled_for_a_record_that_cannot_be_retried_count_once():
     stack, stats, _ = counted()
     stack.journal.fail_next["mark_sent"] = [TransientError("mark", reason="down")] * 5
     first = stack.process(BODY)  # SES accepted; the mark failed; the retry copy will fail too
-    settled = stack.pipeline.settle_accepted(first.state, log=LOG, body=BODY)
-    stack.pipeline.settle_accepted(first.state, log=LOG, body=BODY)  # twice: already SENT
+    settled = stack.pipeline.settle_accepted_sends(first.state, body=BODY)
+    stack.pipeline.settle_accepted_sends(first.state, body=BODY)  # twice: already SENT
     assert not settled.accepted
     assert stats.totals() == {"sent": 1}

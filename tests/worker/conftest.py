@@ -11,6 +11,7 @@ from emailops.core.compose import Composer
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
 from emailops.core.rendering import Renderer
+from emailops.core.retry import RetryPolicy
 from tests.fakes import DictMappings, DictTemplates, InMemoryJournal, RecordingSender
 from worker.consumer import Consumer, ConsumerSettings
 
@@ -58,12 +59,15 @@ def parts(aws):
     return pipeline, sender, queue
 
 
-def make_consumer(queue, pipeline, dead_letter_url, **overrides):
+def make_consumer(
+    queue, pipeline, dead_letter_url, *, backoff_base=10, backoff_cap=100, **overrides
+):
+    retry = RetryPolicy(backoff_base=backoff_base, backoff_cap=backoff_cap)
     return Consumer(
         queue=queue,
         pipeline=pipeline,
+        lease_journal=pipeline.journal,
         settings=ConsumerSettings(
-            **{"dead_letter_url": dead_letter_url, "backoff_base": 10, "backoff_cap": 100}
-            | overrides
+            **{"dead_letter_url": dead_letter_url, "retry": retry} | overrides
         ),
     )

@@ -121,7 +121,11 @@ def test_the_first_extension_is_timed_from_the_receive_not_after_a_slow_refresh(
     received: list[float] = []
     refreshed: list[float] = []
     held: list = []
-    real_receive, real_refresh, real_add = queue.receive, consumer._refresh, consumer.inflight.add
+    real_receive, real_refresh, real_add = (
+        queue.receive,
+        consumer.disposition.refresh,
+        consumer.inflight.add,
+    )
 
     def receive(**kwargs):
         batch = real_receive(**kwargs)
@@ -137,7 +141,7 @@ def test_the_first_extension_is_timed_from_the_receive_not_after_a_slow_refresh(
         held.append(real_add(message, **kwargs))
         return held[-1]
 
-    queue.receive, consumer._refresh, consumer.inflight.add = receive, slow_refresh, add
+    queue.receive, consumer.disposition.refresh, consumer.inflight.add = receive, slow_refresh, add
     consumer.run(stop=threading.Event(), max_messages=2, wait_time=0)
     assert refreshed and held, "the batch had one worn record and one to work on"
     assert received[0] <= held[0].extended_at < refreshed[0] - 0.25

@@ -3,39 +3,27 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError
 
 from emailops import wiring
-from worker.cli import add_queue_arguments, stop_signals
+from worker.cli import QueueCommand, add_range_argument, stop_signals
 from worker.stats import serve_metrics
 from worker.wiring import build_consumer
 
-EXIT_UNHEALTHY = 3  # stopped while a configuration fault kept records from going out
-EXIT_THREAD_DIED = 4  # one of its threads died: restart the whole process
 
-
-class Command(BaseCommand):
+class Command(QueueCommand):
     help = "Consume EmailRequest messages from EMAIL_SERVICE_QUEUE_URL: claim, send, mark."
-    # The system checks import the URLconf (the console, the API): a consumer checks its own
-    # settings when it wires itself, and starts without them.
-    requires_system_checks: list[str] = []
+    concurrency_help = "records worked on at once (default CONSUMER_CONCURRENCY, 16)"
 
     def add_arguments(self, parser):
-        add_queue_arguments(parser)
-        parser.add_argument(
+        super().add_arguments(parser)
+        add_range_argument(
+            parser,
             "--batch-size",
-            type=int,
+            low=1,
+            high=10,
             default=10,
-            choices=range(1, 11),
             metavar="N",
-            help="messages per receive, 1-10 (default 10)",
-        )
-        parser.add_argument(
-            "--concurrency",
-            type=int,
-            default=None,
-            metavar="N",
-            help="records worked on at once (default CONSUMER_CONCURRENCY, 16)",
+            help="messages per receive",
         )
         parser.add_argument(
             "--stop-timeout",
@@ -58,9 +46,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, **options):
-        concurrency = options["concurrency"] or settings.CONSUMER_CONCURRENCY
-        if concurrency < 1:
-            raise CommandError("--concurrency must be at least 1")
+        concurrency = self.concurrency(options["concurrency"], settings.CONSUMER_CONCURRENCY)
         first = f"finishing in-flight records (up to {options['stop_timeout']:g} s), then stopping"
         with stop_signals(self.stderr.write, first) as (stop, force):
             consumer = build_consumer(
@@ -92,9 +78,4 @@ class Command(BaseCommand):
             f"retried={stats.retried} waiting={stats.waiting} "
             f"dead_lettered={stats.dead_lettered} healthy={consumer.health.healthy}"
         )
-        if consumer.failure:
-            self.stderr.write(f"unhealthy: thread {consumer.failure} died (see the ERROR above)")
-            raise SystemExit(EXIT_THREAD_DIED)
-        if not consumer.health.healthy:
-            self.stderr.write(f"unhealthy: {consumer.health.fault}")
-            raise SystemExit(EXIT_UNHEALTHY)
+        self.exit(consumer.failure, consumer.health)
