@@ -11,7 +11,7 @@ from ninja.errors import AuthenticationError
 from ninja.openapi.schema import REF_TEMPLATE
 from ninja.security.http import HttpAuthBase
 
-from api import ratelimit, selectors, services
+from api import selectors, services
 from api.models import ApiToken
 from api.schemas import (
     EmailRequestDoc,
@@ -21,9 +21,11 @@ from api.schemas import (
     SendProblemOut,
 )
 from api.sending import SendResult, email_send, invalid_field, send_request_parse
+from emailops import container
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.events import EventLog
 from emailops.core.pipeline import Action
+from emailops.redis.token_rate import RateLimitUnavailable
 
 __all__ = ["api"]
 
@@ -101,8 +103,8 @@ class BodyTooLarge(Exception):
 
 def _charge(token: ApiToken, emails: int) -> None:
     """Count ``emails`` against the token's per-minute limit; raises RateLimited or
-    ratelimit.RateLimitUnavailable (Redis down: refuse, never allow everything)."""
-    decision = ratelimit.token_rate_limiter().hit(
+    RateLimitUnavailable (Redis down: refuse, never allow everything)."""
+    decision = container.current().token_rate_limiter.hit(
         token.token_hash, per_minute=token.emails_per_minute, cost=emails
     )
     if not decision.allowed:
@@ -149,8 +151,8 @@ def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
     return _error(request, 429, str(exc), **{"Retry-After": str(exc.retry_after)})
 
 
-@api.exception_handler(ratelimit.RateLimitUnavailable)
-def _limiter_down(request: HttpRequest, exc: ratelimit.RateLimitUnavailable) -> HttpResponse:
+@api.exception_handler(RateLimitUnavailable)
+def _limiter_down(request: HttpRequest, exc: RateLimitUnavailable) -> HttpResponse:
     return _error(request, 503, UNAVAILABLE, **{"Retry-After": str(exc.retry_after)})
 
 

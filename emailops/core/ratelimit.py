@@ -2,7 +2,7 @@
 
 The limiter is written against a small *bucket store* that keeps the shared state: the next free
 send slot, the AIMD factor and the pause. ``LocalBucketStore`` (here) keeps it per process;
-``emailops.redis_rate.RedisBucketStore`` keeps it in Redis, where one Lua script updates it
+``emailops.redis.rate.RedisBucketStore`` keeps it in Redis, where one Lua script updates it
 atomically for every process on every machine. When Redis cannot be reached the limiter says so
 loudly, uses the local store, and goes back to Redis as soon as a probe succeeds.
 
@@ -25,20 +25,19 @@ slot to SES was 2-40 ms for 99 % of sends once the SDK's CPU time was out of the
 slack was 52 ms but the SDK's CPU time (up to 25 ms) and the wake-up were inside it and one second
 still held 11 at 10/s.
 
-No threads are started and no I/O is done here: clock, sleep and the stores are injected.
+No threads are started and no I/O is done here: locks, clock, sleep and the stores are injected.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from emailops.core.errors import DailyQuotaExceeded, EmailOpsError
+from emailops.core.errors import DailyQuotaExceeded, EmailOpsError, SharedStateUnavailable
 from emailops.core.events import EventLog
 
 __all__ = [
@@ -52,7 +51,6 @@ __all__ = [
     "QuotaRate",
     "SharedRateLimiter",
     "aimd_factor",
-    "local_rate_limiter",
 ]
 
 PACING = 0.97
@@ -61,7 +59,7 @@ PACING = 0.97
 SEND_SLACK = 1.0
 
 
-class BucketUnavailable(Exception):
+class BucketUnavailable(SharedStateUnavailable):
     """The shared store cannot be reached (the limiter falls back to the local one)."""
 
 
@@ -129,9 +127,11 @@ class LocalBucketStore:
 
     backend = "local"
 
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, *, lock: AbstractContextManager, clock: Callable[[], float] = time.monotonic
+    ) -> None:
         self.clock = clock
-        self._lock = threading.Lock()
+        self._lock = lock
         self._next_slot = -math.inf
         self._factor: float | None = None
         self._since = 0.0
@@ -175,6 +175,7 @@ class QuotaRate:
         fetch: Callable[[], float],
         *,
         log: EventLog,
+        lock: AbstractContextManager,
         every: float = 300.0,
         retry_after: float = 30.0,
         fallback: float = 1.0,  # SES's sandbox rate: the safe guess
@@ -184,7 +185,7 @@ class QuotaRate:
         self.every, self.retry_after = every, retry_after
         self._rate = fallback
         self._next = -math.inf
-        self._lock = threading.Lock()
+        self._lock = lock
 
     def __call__(self) -> float:
         now = self.clock()
@@ -232,6 +233,7 @@ class SharedRateLimiter:
         store: BucketStore,
         fallback: BucketStore,
         log: EventLog,
+        lock: AbstractContextManager,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         aimd: Aimd = Aimd(),
@@ -252,7 +254,7 @@ class SharedRateLimiter:
         self._slots_given_up = 0
         self.fallback_consumers = max(1, fallback_consumers)
         self.probe_every, self.alarm_every = probe_every, alarm_every
-        self._lock = threading.Lock()
+        self._lock = lock
         self._down = False  # the shared store failed; using the fallback
         self._probing = False
         self._next_probe = -math.inf
@@ -407,23 +409,3 @@ class SharedRateLimiter:
                 note=f"each process now sends at most 1/{consumers} of the rate "
                 "(SES_RATE_FALLBACK_CONSUMERS)",
             )
-
-
-def local_rate_limiter(
-    rate: float,
-    *,
-    log: EventLog | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-    **kwargs,
-) -> SharedRateLimiter:
-    """A limiter for one process only (tests, benchmarks with fakes); 0 = no limit."""
-    return SharedRateLimiter(
-        max_rate=lambda: rate,
-        store=LocalBucketStore(clock=clock),
-        fallback=LocalBucketStore(clock=clock),
-        log=log or EventLog(logging.getLogger("emailops.ratelimit")),
-        sleep=sleep,
-        clock=clock,
-        **kwargs,
-    )

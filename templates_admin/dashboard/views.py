@@ -15,8 +15,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from redis import RedisError
 
+from emailops.core.errors import SharedStateUnavailable
 from templates_admin import roles
 from templates_admin.console import console_view
 from templates_admin.csp import strict_csp
@@ -68,6 +68,6 @@ def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
             messages.success(request, f"{data['priority']} mail resumed ({where}).")
     except ValidationError as exc:
         messages.error(request, f"Pause not changed: {' '.join(exc.messages)}")
-    except RedisError as exc:
+    except SharedStateUnavailable as exc:
         messages.error(request, f"Pause not changed: the shared state is unavailable ({exc}).")
     return redirect(reverse(f"{admin_site.name}:index"))

@@ -17,7 +17,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.s3 import PublishedObject
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
@@ -98,9 +98,9 @@ def draft_create(
     subject = (subject or "").strip()
     if subject and not message_id:
         raise ValidationError("A subject change needs the messageId whose mapping it changes.")
-    if message_id and wiring.mapping_store().get_mapping(message_id) is None:
+    if message_id and container.current().mapping_store.get_mapping(message_id) is None:
         raise ValidationError(f"There is no mapping for messageId {message_id!r}.")
-    current = wiring.template_store().read_object(key)
+    current = container.current().template_store.read_object(key)
     if source is None:
         source = current.data.decode("utf-8") if current else ""
     if not source and not subject:
@@ -115,7 +115,7 @@ def draft_create(
             author=user,
         )
         if source:
-            wiring.template_store().write_internal(
+            container.current().template_store.write_internal(
                 draft_object_key(draft.pk, key), source.encode("utf-8")
             )
     log.info("template.draft_created", draft=draft.pk, key=key, user=_username(user))
@@ -154,7 +154,7 @@ def _write_version(
 ) -> TemplateVersion:
     """Publish ``data`` at ``key`` as a new version, if the key still holds ``base_version``
     (None: whatever it holds now, as read here). Raises DraftConflict."""
-    store = wiring.template_store()
+    store = container.current().template_store
     current: PublishedObject | None = store.read_object(key)
     current_version = current.version if current else ""
     if base_version is not None and current_version != base_version:
@@ -247,7 +247,7 @@ def draft_publish(
     mapping = None
     if draft.subject:
         # Looked up before the file is written: a deleted mapping stops the publish early.
-        mapping = wiring.mapping_store().get_mapping(draft.message_id)
+        mapping = container.current().mapping_store.get_mapping(draft.message_id)
         if mapping is None:
             raise ValidationError(f"There is no mapping for messageId {draft.message_id!r}.")
     version = None
@@ -285,7 +285,7 @@ def template_rollback(
         target = TemplateVersion.objects.get(key=key, version_id=version_id)
     except TemplateVersion.DoesNotExist:
         raise ValidationError(f"{key} has no version {version_id!r}.") from None
-    data = wiring.template_store().read_internal(target.history_key)
+    data = container.current().template_store.read_internal(target.history_key)
     if data is None:
         raise ValidationError(f"The bytes of {key} version {version_id} are missing from S3.")
     return _write_version(

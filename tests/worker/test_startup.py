@@ -22,7 +22,7 @@ try:
     importlib.import_module("worker.management.commands." + sys.argv[1])
 except ModuleNotFoundError:  # one of Django's own commands
     pass
-from emailops import wiring
+from emailops import container
 loaded = [m for m in watched if m in sys.modules]
 print(",".join(loaded) or "-")
 """

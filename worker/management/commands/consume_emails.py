@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from emailops import wiring
+from emailops import container
 from worker.cli import add_queue_arguments, stop_signals
 from worker.stats import serve_metrics
 from worker.wiring import build_consumer
@@ -71,7 +71,7 @@ class Command(BaseCommand):
             port = options["metrics_port"]
             port = settings.CONSUMER_METRICS_PORT if port is None else port
             if port:
-                state = wiring.reputation_state()
+                state = container.current().reputation_state
                 serve_metrics(
                     port,
                     consumer.stats,
