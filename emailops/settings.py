@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from datetime import timedelta
 from pathlib import Path
 
@@ -86,7 +86,7 @@ AXES_CLIENT_IP_CALLABLE = "emailops.security.client_ip"
 AXES_LOCKOUT_TEMPLATE = "templates_admin/login_locked.html"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "django.contrib.admin.apps.SimpleAdminConfig",  # autodiscovery: emailops/urls.py
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -95,18 +95,15 @@ INSTALLED_APPS = [
     "templates_admin",
     "worker",
     "api",
-    "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
     "axes",  # login throttle
 ]
-# A queue consumer (manage.py consume_emails / consume_ses_events) serves no page and runs no
-# Celery task: without the admin (whose autodiscovery imports every console module), the send API
-# (ninja, pydantic) and Celery it reaches its first ReceiveMessage in about half the time
-# (bench/startup.py). Every other process loads every app.
-CONSUMER_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ("consume_emails", "consume_ses_events")
-if CONSUMER_PROCESS:
-    INSTALLED_APPS = [
-        a for a in INSTALLED_APPS if a not in ("django.contrib.admin", "api", "ninja")
-    ]
+# Every process installs the same apps, and each loads only what it uses, so a queue consumer
+# (which serves no page and sends no Celery task) reaches its first ReceiveMessage fast
+# (bench/startup.py): the admin's autodiscovery, which imports every console module, runs with the
+# URLs (emailops/urls.py); Celery is imported where a task is sent or defined; and ninja (with
+# pydantic, about 1 s to import) is not an app: the API docs page finds its templates and static
+# files through the two entries below, found without importing it.
+_NINJA = Path(importlib.util.find_spec("ninja").origin).parent
 
 MIDDLEWARE = [
     # First: /healthz answers load balancer and container probes (by IP, over http) before the
@@ -131,7 +128,7 @@ WSGI_APPLICATION = "emailops.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [_NINJA / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -158,6 +155,7 @@ TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
+STATICFILES_DIRS = [_NINJA / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},

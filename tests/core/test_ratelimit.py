@@ -130,7 +130,9 @@ def test_two_consumers_on_one_bucket_get_slots_exactly_apart_and_fill_every_seco
     """Two processes sharing one Redis key: their sends interleave on one timeline, each exactly
     1/(rate x PACING) after the last whoever took it, so the rate is used (>= 95 %) and no second
     holds more than it."""
-    bucket = LocalBucketStore(lock=threading.Lock(), clock=time_.clock)  # the one Redis key (its clock is Redis's TIME)
+    bucket = LocalBucketStore(
+        lock=threading.Lock(), clock=time_.clock
+    )  # the one Redis key (its clock is Redis's TIME)
     first, second = make(time_, bucket, rate=10), make(time_, bucket, rate=10)
     times = []
     for limiter in [first, second, second, first, first, first, second] * 15:
@@ -288,7 +290,9 @@ def test_the_limiter_waits_out_the_horizon_then_sends(time_, shared):
 
 
 def test_threads_never_share_a_slot(time_):
-    store = LocalBucketStore(lock=threading.Lock(), clock=time_.clock)  # the clock stands still: every slot is distinct
+    store = LocalBucketStore(
+        lock=threading.Lock(), clock=time_.clock
+    )  # the clock stands still: every slot is distinct
     waits: list[float] = []
     lock = threading.Lock()
 
@@ -481,7 +485,9 @@ def test_quota_rate_is_read_then_refreshed_every_five_minutes(time_, caplog):
         fetched.append(time_.now)
         return next(answers)
 
-    rate = QuotaRate(fetch, log=EventLog(logging.getLogger(LOGGER)), lock=threading.Lock(), clock=time_.clock)
+    rate = QuotaRate(
+        fetch, log=EventLog(logging.getLogger(LOGGER)), lock=threading.Lock(), clock=time_.clock
+    )
     assert rate() == 14
     time_.now += 299
     assert rate() == 14 and len(fetched) == 1
@@ -500,7 +506,9 @@ def test_quota_rate_keeps_the_last_rate_when_ses_fails(time_, caplog):
             raise answer
         return answer
 
-    rate = QuotaRate(fetch, log=EventLog(logging.getLogger(LOGGER)), lock=threading.Lock(), clock=time_.clock)
+    rate = QuotaRate(
+        fetch, log=EventLog(logging.getLogger(LOGGER)), lock=threading.Lock(), clock=time_.clock
+    )
     assert rate() == 1.0  # nothing known yet: SES's sandbox rate, the safe guess
     assert rate() == 1.0 and len(answers) == 3  # retried after 30 s, not on every call
     time_.now += 30

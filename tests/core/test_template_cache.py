@@ -236,7 +236,9 @@ def test_the_version_travels_with_the_cached_template(revalidating, s3_like, clo
 
 def test_unknown_message_ids_from_producers_cannot_grow_the_mapping_cache_without_bound():
     mappings = CountingMappings(TemplateMapping("welcome", "w.html", "Hi"))
-    cached = CachedMappingStore(mappings, seconds=60, lock=threading.Lock(), clock=Clock(), max_entries=100)
+    cached = CachedMappingStore(
+        mappings, seconds=60, lock=threading.Lock(), clock=Clock(), max_entries=100
+    )
     cached.get_mapping("welcome")
     for i in range(5000):
         assert cached.get_mapping(f"unknown-{i}") is None  # negative entries, one per key
@@ -249,7 +251,9 @@ def test_unknown_message_ids_from_producers_cannot_grow_the_mapping_cache_withou
 
 
 def test_custom_template_keys_cannot_grow_the_template_cache_without_bound(store):
-    cached = CachedTemplateStore(store, seconds=60, lock=threading.Lock(), clock=Clock(), max_entries=10)
+    cached = CachedTemplateStore(
+        store, seconds=60, lock=threading.Lock(), clock=Clock(), max_entries=10
+    )
     for org in range(1000):
         assert cached.read_template(f"custom/O{org}/a.html") is None
     assert len(cached) <= 10
