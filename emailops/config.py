@@ -70,7 +70,6 @@ class SendingConfig:
     simulate_events: bool
     account_suppression_sync: bool
     suppression_index_key: str
-    suppression_index_max_age_seconds: int
 
     def addresses(self) -> tuple[str, tuple[str, ...]]:
         """(From, Reply-To); refused when there is no sender at all."""
@@ -98,7 +97,6 @@ class ReputationConfig:
     """Counters and the guard."""
 
     stats_table: str  # empty: nothing is counted
-    stats_ttl_days: int
     stats_flush_seconds: float
     slow_share: float
     pause_wait_seconds: int
@@ -162,7 +160,6 @@ class Config:
                 simulate_events=s.SES_SIMULATE_EVENTS,
                 account_suppression_sync=s.SES_ACCOUNT_SUPPRESSION_SYNC,
                 suppression_index_key=s.SUPPRESSION_INDEX_REDIS_KEY,
-                suppression_index_max_age_seconds=s.SUPPRESSION_INDEX_MAX_AGE_SECONDS,
             ),
             events=EventsConfig(
                 queue_url=s.SES_EVENTS_QUEUE_URL,
@@ -174,7 +171,6 @@ class Config:
             ),
             reputation=ReputationConfig(
                 stats_table=s.STATS_TABLE,
-                stats_ttl_days=s.STATS_TTL_DAYS,
                 stats_flush_seconds=s.STATS_FLUSH_SECONDS,
                 slow_share=_share(s.REPUTATION_SLOW_SHARE),
                 pause_wait_seconds=s.REPUTATION_PAUSE_WAIT_SECONDS,

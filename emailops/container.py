@@ -246,11 +246,8 @@ class Container:
         )
         if not sending.suppression_index_key:
             return table
-        index = RedisSuppressionIndex.from_url(
-            sending.redis_url,
-            key=sending.suppression_index_key,
-            max_age=sending.suppression_index_max_age_seconds,
-        )
+        # Rebuilt from the table an hour after its build (was SUPPRESSION_INDEX_MAX_AGE_SECONDS).
+        index = RedisSuppressionIndex.from_url(sending.redis_url, key=sending.suppression_index_key)
         return IndexedSuppressionList(table, index, clock=time.monotonic)
 
     @cached_property
@@ -322,9 +319,7 @@ class Container:
         if not reputation.stats_table:
             return None
         log = EventLog(logging.getLogger("emailops.stats"))
-        table = DynamoStats(
-            self.client("dynamodb"), reputation.stats_table, ttl_days=reputation.stats_ttl_days
-        )
+        table = DynamoStats(self.client("dynamodb"), reputation.stats_table)  # kept 400 days
         return BufferedStats(
             table,
             flush_seconds=reputation.stats_flush_seconds,

@@ -211,9 +211,6 @@ API_MAX_RECIPIENTS = env.int("API_MAX_RECIPIENTS", default=50)
 AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=400)
 # The consumer caches templates it fetched from S3 for this long (0 disables).
 TEMPLATE_CACHE_SECONDS = env.int("TEMPLATE_CACHE_SECONDS", default=60)
-# At most this many mappings and as many templates cached (hits and misses; least recently used
-# go first): producers choose the keys.
-TEMPLATE_CACHE_MAX_ENTRIES = env.int("TEMPLATE_CACHE_MAX_ENTRIES", default=1000)
 # Emails per second across every consumer process on every machine: unset = SES GetSendQuota's
 # MaxSendRate (re-read every 5 minutes), 0 = no limit.
 SES_MAX_SEND_RATE = env.str("SES_MAX_SEND_RATE", default="")
@@ -239,9 +236,6 @@ SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=
 # The suppressed addresses as a Redis set, so the consumer's check costs no DynamoDB read (see
 # docs/pipeline.md). Empty: every check reads the table.
 SUPPRESSION_INDEX_REDIS_KEY = env.str("SUPPRESSION_INDEX_REDIS_KEY", default="emailops:suppressed")
-# The set is rebuilt from the table this long after its build: how long a change whose writer could
-# not reach Redis can go unseen.
-SUPPRESSION_INDEX_MAX_AGE_SECONDS = env.int("SUPPRESSION_INDEX_MAX_AGE_SECONDS", default=3600)
 
 # --- SES delivery events (docs: README "Delivery events") ---
 # Every email goes out with this configuration set, whose event destination publishes to SNS.
@@ -273,8 +267,6 @@ SES_SIMULATE_EVENTS = env.bool("SES_SIMULATE_EVENTS", default=False)
 # --- Reputation: counters, rates and the guard (docs/reputation.md) -----------------------------
 # Hourly counters per account, messageId and organization (DynamoDB; empty = not counted).
 STATS_TABLE = env.str("STATS_TABLE", default="email-stats")
-# Counters expire (DynamoDB TTL on ExpiresAt) this long after their hour.
-STATS_TTL_DAYS = env.int("STATS_TTL_DAYS", default=400)
 # Counts are summed in memory; one thread writes them while the others' gather, and a failed write
 # keeps its counts for the next. > 0 batches further (one ADD per scope and hour every so many
 # seconds), but a killed consumer loses that many seconds of counts.
@@ -291,9 +283,8 @@ REPUTATION_ACT_COMPLAINT_PERCENT = env.float("REPUTATION_ACT_COMPLAINT_PERCENT",
 REPUTATION_SLOW_SHARE = env.float("REPUTATION_SLOW_SHARE", default=0.25)
 # How often beat evaluates the rates and sets or lifts the automatic pauses.
 REPUTATION_CHECK_SECONDS = env.int("REPUTATION_CHECK_SECONDS", default=300)
-# A paused record looks again after this long; consumers re-read the pauses this often.
+# A paused record looks again after this long.
 REPUTATION_PAUSE_WAIT_SECONDS = env.int("REPUTATION_PAUSE_WAIT_SECONDS", default=60)
-REPUTATION_REFRESH_SECONDS = env.int("REPUTATION_REFRESH_SECONDS", default=5)
 # After a pause is lifted by hand, the guard does not set it again automatically for this long.
 REPUTATION_RESUME_HOLD_MINUTES = env.int("REPUTATION_RESUME_HOLD_MINUTES", default=60)
 # Warn alerts are POSTed here as {"text": ...} (a Slack incoming webhook accepts it); empty = none.

@@ -123,7 +123,7 @@ class IndexedSuppressionList:
                 self.index.removed(key)
         except IndexUnavailable as exc:
             # The table is written; the index misses this change until it is rebuilt (it expires
-            # after SUPPRESSION_INDEX_MAX_AGE_SECONDS), so a removal costs one table read per send
+            # after its max age, an hour), so a removal costs one table read per send
             # to that address and an addition is seen only then: logged as ERROR.
             self._log.error(
                 "suppression.index_not_updated", action=action, address=key, error=str(exc)
