@@ -9,10 +9,11 @@ console starts without the consumer's queue and the consumer fails at start-up w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field, fields
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
-from typing import Any
+from typing import Any, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
@@ -25,7 +26,10 @@ __all__ = [
     "ReputationConfig",
     "SendingConfig",
     "require",
+    "setting",
 ]
+
+S = TypeVar("S")
 
 
 def require(name: str, value: str) -> str:
@@ -35,17 +39,34 @@ def require(name: str, value: str) -> str:
     return value
 
 
+def setting(name: str, parse: Callable[[Any], Any] | None = None) -> Any:
+    """A section's field read from the Django setting ``name`` (itself the environment variable's
+    name), through ``parse`` (which checks it) when given."""
+    return field(metadata={"setting": name, "parse": parse})
+
+
+def _read(section: type[S], settings: Any, **computed: Any) -> S:
+    values = dict(computed)
+    for item in fields(section):  # type: ignore[arg-type]
+        if item.name in values:
+            continue
+        value = getattr(settings, item.metadata["setting"])
+        parse = item.metadata["parse"]
+        values[item.name] = parse(value) if parse else value
+    return section(**values)
+
+
 @dataclass(frozen=True)
 class AwsConfig:
     """Where the service's AWS resources are (names match the Go service)."""
 
-    region: str
-    s3_addressing_style: str
-    templates_table: str
-    journal_table: str
-    suppression_table: str
-    s3_bucket: str
-    queue_url: str
+    region: str = setting("AWS_REGION")
+    s3_addressing_style: str = setting("AWS_S3_ADDRESSING_STYLE")
+    templates_table: str = setting("TEMPLATES_TABLE")
+    journal_table: str = setting("JOURNAL_TABLE")
+    suppression_table: str = setting("SUPPRESSION_TABLE")
+    s3_bucket: str = setting("S3_BUCKET")
+    queue_url: str = setting("EMAIL_SERVICE_QUEUE_URL")
 
 
 @dataclass(frozen=True)
@@ -54,22 +75,23 @@ class SendingConfig:
 
     from_address: str  # empty: neither EMAIL_SENDER nor PENNSIEVE_DOMAIN is set
     reply_to: tuple[str, ...]
-    journal_ttl_days: int
-    retry_max_seconds: int
-    retry_backoff_base_seconds: int
-    retry_backoff_cap_seconds: int
-    claim_lease_seconds: int
-    claim_send_margin_seconds: int
-    template_cache_seconds: int
-    max_send_rate: float | None  # None: SES's MaxSendRate; 0: no limit
-    quota_pause_seconds: int
-    redis_url: str
-    rate_redis_key: str
-    rate_fallback_consumers: int
-    configuration_set: str
-    simulate_events: bool
-    account_suppression_sync: bool
-    suppression_index_key: str
+    journal_ttl_days: int = setting("JOURNAL_TTL_DAYS")
+    retry_max_seconds: int = setting("RETRY_MAX_SECONDS")
+    retry_backoff_base_seconds: int = setting("RETRY_BACKOFF_BASE_SECONDS")
+    retry_backoff_cap_seconds: int = setting("RETRY_BACKOFF_CAP_SECONDS")
+    claim_lease_seconds: int = setting("CLAIM_LEASE_SECONDS")
+    claim_send_margin_seconds: int = setting("CLAIM_SEND_MARGIN_SECONDS")
+    template_cache_seconds: int = setting("TEMPLATE_CACHE_SECONDS")
+    # None: SES's MaxSendRate; 0: no limit
+    max_send_rate: float | None = setting("SES_MAX_SEND_RATE", lambda v: _send_rate(v))
+    quota_pause_seconds: int = setting("SES_QUOTA_PAUSE_SECONDS")
+    redis_url: str = setting("REDIS_URL")
+    rate_redis_key: str = setting("SES_RATE_REDIS_KEY")
+    rate_fallback_consumers: int = setting("SES_RATE_FALLBACK_CONSUMERS")
+    configuration_set: str = setting("SES_CONFIGURATION_SET")
+    simulate_events: bool = setting("SES_SIMULATE_EVENTS")
+    account_suppression_sync: bool = setting("SES_ACCOUNT_SUPPRESSION_SYNC")
+    suppression_index_key: str = setting("SUPPRESSION_INDEX_REDIS_KEY")
 
     def addresses(self) -> tuple[str, tuple[str, ...]]:
         """(From, Reply-To); refused when there is no sender at all."""
@@ -84,35 +106,36 @@ class SendingConfig:
 class EventsConfig:
     """SES delivery events: the queue consume_ses_events reads and how it trusts a message."""
 
-    queue_url: str
-    unmatched_table: str
-    topic_name: str
-    topic_arns: tuple[str, ...]
-    verify_signatures: bool
-    raw_delivery: bool
+    queue_url: str = setting("SES_EVENTS_QUEUE_URL")
+    unmatched_table: str = setting("SES_EVENTS_UNMATCHED_TABLE")
+    topic_name: str = setting("SES_EVENTS_TOPIC_NAME")
+    topic_arns: tuple[str, ...] = setting("SES_EVENTS_TOPIC_ARNS", tuple)
+    verify_signatures: bool = setting("SES_EVENTS_VERIFY_SIGNATURES")
+    raw_delivery: bool = setting("SES_EVENTS_RAW_DELIVERY")
 
 
 @dataclass(frozen=True)
 class ReputationConfig:
     """Counters and the guard."""
 
-    stats_table: str  # empty: nothing is counted
-    stats_flush_seconds: float
-    slow_share: float
-    pause_wait_seconds: int
+    stats_table: str = setting("STATS_TABLE")  # empty: nothing is counted
+    stats_flush_seconds: float = setting("STATS_FLUSH_SECONDS")
+    slow_share: float = setting("REPUTATION_SLOW_SHARE", lambda v: _share(v))
+    pause_wait_seconds: int = setting("REPUTATION_PAUSE_WAIT_SECONDS")
 
 
 @dataclass(frozen=True)
 class ConsoleConfig:
     """The console's reads of the journal."""
 
-    go_cutover: int | None  # epoch seconds when the Go consumer stopped writing
+    # epoch seconds when the Go consumer stopped writing
+    go_cutover: int | None = setting("JOURNAL_GO_CUTOVER", lambda v: _go_cutover(v))
 
 
 @dataclass(frozen=True)
 class ApiConfig:
-    max_recipients: int
-    redis_url: str
+    max_recipients: int = setting("API_MAX_RECIPIENTS")
+    redis_url: str = setting("REDIS_URL")
 
 
 @dataclass(frozen=True)
@@ -129,55 +152,39 @@ class Config:
         """Read and check; ImproperlyConfigured names the first malformed variable."""
         if settings is None:
             from django.conf import settings
-        s = settings
-        from_address, reply_to = _sender(s.EMAIL_SENDER, s.EMAIL_REPLY_TO, s.PENNSIEVE_DOMAIN)
-        return cls(
-            aws=AwsConfig(
-                region=s.AWS_REGION,
-                s3_addressing_style=s.AWS_S3_ADDRESSING_STYLE,
-                templates_table=s.TEMPLATES_TABLE,
-                journal_table=s.JOURNAL_TABLE,
-                suppression_table=s.SUPPRESSION_TABLE,
-                s3_bucket=s.S3_BUCKET,
-                queue_url=s.EMAIL_SERVICE_QUEUE_URL,
-            ),
-            sending=SendingConfig(
-                from_address=from_address,
-                reply_to=reply_to,
-                journal_ttl_days=s.JOURNAL_TTL_DAYS,
-                retry_max_seconds=s.RETRY_MAX_SECONDS,
-                retry_backoff_base_seconds=s.RETRY_BACKOFF_BASE_SECONDS,
-                retry_backoff_cap_seconds=s.RETRY_BACKOFF_CAP_SECONDS,
-                claim_lease_seconds=s.CLAIM_LEASE_SECONDS,
-                claim_send_margin_seconds=s.CLAIM_SEND_MARGIN_SECONDS,
-                template_cache_seconds=s.TEMPLATE_CACHE_SECONDS,
-                max_send_rate=_send_rate(s.SES_MAX_SEND_RATE),
-                quota_pause_seconds=s.SES_QUOTA_PAUSE_SECONDS,
-                redis_url=s.REDIS_URL,
-                rate_redis_key=s.SES_RATE_REDIS_KEY,
-                rate_fallback_consumers=s.SES_RATE_FALLBACK_CONSUMERS,
-                configuration_set=s.SES_CONFIGURATION_SET,
-                simulate_events=s.SES_SIMULATE_EVENTS,
-                account_suppression_sync=s.SES_ACCOUNT_SUPPRESSION_SYNC,
-                suppression_index_key=s.SUPPRESSION_INDEX_REDIS_KEY,
-            ),
-            events=EventsConfig(
-                queue_url=s.SES_EVENTS_QUEUE_URL,
-                unmatched_table=s.SES_EVENTS_UNMATCHED_TABLE,
-                topic_name=s.SES_EVENTS_TOPIC_NAME,
-                topic_arns=tuple(s.SES_EVENTS_TOPIC_ARNS),
-                verify_signatures=s.SES_EVENTS_VERIFY_SIGNATURES,
-                raw_delivery=s.SES_EVENTS_RAW_DELIVERY,
-            ),
-            reputation=ReputationConfig(
-                stats_table=s.STATS_TABLE,
-                stats_flush_seconds=s.STATS_FLUSH_SECONDS,
-                slow_share=_share(s.REPUTATION_SLOW_SHARE),
-                pause_wait_seconds=s.REPUTATION_PAUSE_WAIT_SECONDS,
-            ),
-            console=ConsoleConfig(go_cutover=_go_cutover(s.JOURNAL_GO_CUTOVER)),
-            api=ApiConfig(max_recipients=s.API_MAX_RECIPIENTS, redis_url=s.REDIS_URL),
+        from_address, reply_to = _sender(
+            settings.EMAIL_SENDER, settings.EMAIL_REPLY_TO, settings.PENNSIEVE_DOMAIN
         )
+        return cls(
+            aws=_read(AwsConfig, settings),
+            sending=_read(SendingConfig, settings, from_address=from_address, reply_to=reply_to),
+            events=_read(EventsConfig, settings),
+            reputation=_read(ReputationConfig, settings),
+            console=_read(ConsoleConfig, settings),
+            api=_read(ApiConfig, settings),
+        )
+
+    def check_sending(self) -> None:
+        """What the email consumer and the send API cannot run without."""
+        self.sending.addresses()
+        aws = self.aws
+        require("EMAIL_SERVICE_QUEUE_URL", aws.queue_url)
+        require("TEMPLATES_TABLE", aws.templates_table)
+        require("JOURNAL_TABLE", aws.journal_table)
+        require("S3_BUCKET", aws.s3_bucket)
+
+    def check_events(self) -> None:
+        """What the events consumer cannot run without."""
+        events = self.events
+        require("SES_EVENTS_QUEUE_URL", events.queue_url)
+        require("JOURNAL_TABLE", self.aws.journal_table)
+        require("SUPPRESSION_TABLE", self.aws.suppression_table)
+        if events.verify_signatures and not events.topic_arns:
+            # A valid signature only proves SNS sent it: from any topic, an attacker's own included.
+            raise ImproperlyConfigured(
+                "SES_EVENTS_TOPIC_ARNS is empty while SES_EVENTS_VERIFY_SIGNATURES is on: set it to "
+                "the events topic's ARN (bootstrap_aws prints it)"
+            )
 
     def require(self, name: str) -> str:
         """The setting ``name`` (as Django's settings spell it), refused when empty."""

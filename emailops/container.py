@@ -30,8 +30,9 @@ from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppressio
 from emailops.config import Config, require
 from emailops.core.compose import Composer
 from emailops.core.events import EventLog
+from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
-from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
+from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.suppression_index import IndexedSuppressionList
 from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
@@ -64,34 +65,8 @@ class Container:
     def __init__(self, config: Config) -> None:
         self.config = config
 
-    # --- checks a process makes at start-up, before touching AWS ---------------------------------
-
     def require(self, name: str) -> str:
         return self.config.require(name)
-
-    def check_sending(self) -> None:
-        """What the email consumer and the send API cannot run without."""
-        self.config.sending.addresses()
-        aws = self.config.aws
-        require("EMAIL_SERVICE_QUEUE_URL", aws.queue_url)
-        require("TEMPLATES_TABLE", aws.templates_table)
-        require("JOURNAL_TABLE", aws.journal_table)
-        require("S3_BUCKET", aws.s3_bucket)
-
-    def check_events(self) -> None:
-        """What the events consumer cannot run without."""
-        events = self.config.events
-        require("SES_EVENTS_QUEUE_URL", events.queue_url)
-        require("JOURNAL_TABLE", self.config.aws.journal_table)
-        require("SUPPRESSION_TABLE", self.config.aws.suppression_table)
-        if events.verify_signatures and not events.topic_arns:
-            from django.core.exceptions import ImproperlyConfigured
-
-            # A valid signature only proves SNS sent it: from any topic, an attacker's own included.
-            raise ImproperlyConfigured(
-                "SES_EVENTS_TOPIC_ARNS is empty while SES_EVENTS_VERIFY_SIGNATURES is on: set it to "
-                "the events topic's ARN (bootstrap_aws prints it)"
-            )
 
     @property
     def sender_addresses(self) -> tuple[str, tuple[str, ...]]:

@@ -10,7 +10,8 @@ from collections.abc import Callable
 from typing import Any
 
 from emailops.core.events import EventLog
-from emailops.core.ratelimit import LocalBucketStore, SharedRateLimiter
+from emailops.core.local_bucket import LocalBucketStore
+from emailops.core.ratelimit import SharedRateLimiter
 
 __all__ = ["local_rate_limiter"]
 

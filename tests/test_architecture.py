@@ -35,9 +35,9 @@ def layer_of(module: str) -> str:
     raise AssertionError(f"{module} is in no layer")
 
 
-def project_imports() -> list[tuple[str, str, int]]:
-    """(importing module, imported project module, line) for every import in the project's
-    packages, module-level or not: a deferred import still ties the two together."""
+def every_import() -> list[tuple[str, str, int]]:
+    """(importing module, imported module, line) for every absolute import in the project's
+    packages, whatever it imports, module-level or deferred."""
     found = []
     for package in PACKAGES:
         for path in sorted((ROOT / package).rglob("*.py")):
@@ -46,15 +46,16 @@ def project_imports() -> list[tuple[str, str, int]]:
             )
             for node in ast.walk(ast.parse(path.read_text(), str(path))):
                 if isinstance(node, ast.Import):
-                    names = [alias.name for alias in node.names]
+                    found.extend((module, alias.name, node.lineno) for alias in node.names)
                 elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    names = [node.module]
-                else:
-                    continue
-                found.extend(
-                    (module, name, node.lineno) for name in names if name.split(".")[0] in PACKAGES
-                )
+                    found.append((module, node.module, node.lineno))
     return found
+
+
+def project_imports() -> list[tuple[str, str, int]]:
+    """(importing module, imported project module, line) for every import in the project's
+    packages, module-level or not: a deferred import still ties the two together."""
+    return [found for found in every_import() if found[1].split(".")[0] in PACKAGES]
 
 
 def violations(imports: list[tuple[str, str, int]]) -> list[str]:
@@ -91,23 +92,6 @@ def test_the_check_catches_an_upward_and_a_sideways_import():
 
 
 # --- Third-party and standard-library imports that belong to one place --------------------------
-
-
-def every_import() -> list[tuple[str, str, int]]:
-    """(importing module, imported module, line) for every absolute import in the project's
-    packages, whatever it imports, module-level or deferred."""
-    found = []
-    for package in PACKAGES:
-        for path in sorted((ROOT / package).rglob("*.py")):
-            module = ".".join(path.relative_to(ROOT).with_suffix("").parts).removesuffix(
-                ".__init__"
-            )
-            for node in ast.walk(ast.parse(path.read_text(), str(path))):
-                if isinstance(node, ast.Import):
-                    found.extend((module, alias.name, node.lineno) for alias in node.names)
-                elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                    found.append((module, node.module, node.lineno))
-    return found
 
 
 def _within(module: str, package: str) -> bool:

@@ -15,7 +15,8 @@ import pytest
 
 from emailops.core.errors import DailyQuotaExceeded
 from emailops.core.events import EventLog
-from emailops.core.ratelimit import PACING, Aimd, LocalBucketStore, SharedRateLimiter
+from emailops.core.local_bucket import LocalBucketStore
+from emailops.core.ratelimit import PACING, Aimd, SharedRateLimiter
 from emailops.redis.rate import RedisBucketStore
 from tests.support.stack import free_port
 

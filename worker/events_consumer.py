@@ -283,7 +283,7 @@ class EventsConsumer:
 
 def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
     """Check settings, read the events queue's DLQ once, and wire the handler."""
-    container.current().check_events()
+    container.current().config.check_events()
     if concurrency is None:
         concurrency = settings.SES_EVENTS_CONCURRENCY
     if concurrency > 1:  # one pooled connection per handler thread and receive loop

@@ -22,7 +22,7 @@ def build_consumer(
     *, concurrency: int, stop_timeout: float = 25.0, allow_no_dead_letter_queue: bool = False
 ) -> Consumer:
     """Check settings, read the queue's visibility timeout and DLQ, and wire everything."""
-    container.current().check_sending()  # fail fast, before touching AWS
+    container.current().config.check_sending()  # fail fast, before touching AWS
     # One pooled connection per thread that may call AWS at once: workers, recipients, receivers.
     size_connection_pools(2 * concurrency + 8)
     container.reset()

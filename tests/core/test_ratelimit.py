@@ -12,11 +12,11 @@ import pytest
 
 from emailops.core.errors import DailyQuotaExceeded, TransientError
 from emailops.core.events import EventLog
+from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.ratelimit import (
     PACING,
     Aimd,
     BucketUnavailable,
-    LocalBucketStore,
     QuotaRate,
     SharedRateLimiter,
 )
