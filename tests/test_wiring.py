@@ -146,3 +146,25 @@ def test_the_simulators_topic_is_created_on_its_first_send(aws_events, settings)
         assert created == [{"Name": settings.SES_EVENTS_TOPIC_NAME}]  # once
     finally:
         sender.sns.meta.events.unregister("provide-client-params.sns.CreateTopic", record)
+
+
+def test_the_consumer_reads_the_send_quota_at_start_up(aws, settings, monkeypatch):
+    """Building adapters asks SES nothing; the consumer's start-up does (and logs the rate)."""
+    from emailops.aws.ses import SesSender
+    from worker.wiring import build_consumer
+
+    settings.SES_MAX_SEND_RATE = ""
+    reads: list[float] = []
+    read = SesSender.send_quota
+
+    def counted(self):
+        quota = read(self)
+        reads.append(quota.max_send_rate)
+        return quota
+
+    monkeypatch.setattr(SesSender, "send_quota", counted)
+    container.current().send_rate_limiter  # noqa: B018 (built: no read)
+    assert reads == []
+    consumer = build_consumer(concurrency=1, allow_no_dead_letter_queue=True)
+    assert reads == [1.0]  # moto's sandbox rate, read once
+    assert consumer.pipeline.rate_limiter.max_rate() == 1.0 and reads == [1.0]
