@@ -4,5 +4,5 @@
 - ``sending``: one request through the consumer's own pipeline, inline.
 - ``services``: tokens (create, revoke, authenticate) and their journal reads audited.
 - ``selectors``: a token's own journal rows, through the manifest's allow-list.
-- ``ratelimit``: each token's emails-per-minute, a fixed window in Redis.
+- each token's emails-per-minute: a fixed window in Redis (``emailops.redis.token_rate``).
 """

@@ -8,10 +8,11 @@ from typing import Any
 from django.http import HttpRequest, HttpResponse
 from ninja import NinjaAPI, Status
 from ninja.errors import AuthenticationError
+from ninja.openapi.docs import ABS_TPL_PATH, Swagger
 from ninja.openapi.schema import REF_TEMPLATE
 from ninja.security.http import HttpAuthBase
 
-from api import ratelimit, selectors, services
+from api import selectors, services
 from api.models import ApiToken
 from api.schemas import (
     EmailRequestDoc,
@@ -21,9 +22,11 @@ from api.schemas import (
     SendProblemOut,
 )
 from api.sending import SendResult, email_send, invalid_field, send_request_parse
+from emailops import container
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.events import EventLog
 from emailops.core.pipeline import Action
+from emailops.redis.token_rate import RateLimitUnavailable
 
 __all__ = ["api"]
 
@@ -101,8 +104,8 @@ class BodyTooLarge(Exception):
 
 def _charge(token: ApiToken, emails: int) -> None:
     """Count ``emails`` against the token's per-minute limit; raises RateLimited or
-    ratelimit.RateLimitUnavailable (Redis down: refuse, never allow everything)."""
-    decision = ratelimit.token_rate_limiter().hit(
+    RateLimitUnavailable (Redis down: refuse, never allow everything)."""
+    decision = container.current().token_rate_limiter.hit(
         token.token_hash, per_minute=token.emails_per_minute, cost=emails
     )
     if not decision.allowed:
@@ -121,8 +124,17 @@ class EmailOpsApi(NinjaAPI):
         return schema
 
 
+class BundledSwagger(Swagger):
+    """ninja's docs page with the Swagger UI it ships (served by whitenoise, allowed by the CSP),
+    not the CDN's: ninja is not an installed app (importing it costs a consumer ~1 s at start-up),
+    so its files are found through TEMPLATES' and STATICFILES_DIRS' entries in settings."""
+
+    template_cdn = str(ABS_TPL_PATH / "swagger.html")
+
+
 api = EmailOpsApi(
     title="emailops send API",
+    docs=BundledSwagger(),
     version="1",
     description=DESCRIPTION,
     urls_namespace="api-v1",
@@ -149,8 +161,8 @@ def _rate_limited(request: HttpRequest, exc: RateLimited) -> HttpResponse:
     return _error(request, 429, str(exc), **{"Retry-After": str(exc.retry_after)})
 
 
-@api.exception_handler(ratelimit.RateLimitUnavailable)
-def _limiter_down(request: HttpRequest, exc: ratelimit.RateLimitUnavailable) -> HttpResponse:
+@api.exception_handler(RateLimitUnavailable)
+def _limiter_down(request: HttpRequest, exc: RateLimitUnavailable) -> HttpResponse:
     return _error(request, 503, UNAVAILABLE, **{"Retry-After": str(exc.retry_after)})
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from api.models import ApiToken
-from emailops import wiring
+from emailops import container
 from templates_admin.journal.presentation import mask_context, ordered
 from templates_admin.mappings.variables import template_manifest
 
@@ -28,7 +28,7 @@ def journal_row_for_token(*, token: ApiToken, id: str) -> dict[str, Any] | None:
     """The row with this Id if ``token`` wrote it, else None: another token's row and a row the
     API did not write (the queue's, the Go consumer's) look exactly like a missing one. Raises
     EmailOpsError."""
-    row = wiring.journal().get(id)
+    row = container.current().journal.get(id)
     if row is None or row.get("Producer") != token.namespace:
         return None
     return producer_view(row, template_manifest())

@@ -1,7 +1,7 @@
 """One EmailRequest through the consumer's own pipeline, inline, and what became of each recipient.
 
-The pipeline is built by ``emailops.wiring.build_pipeline``, exactly as the consumer builds it, so the
-API claims, dedupes, journals, rate-limits and suppresses the same way. A request repeated with the
+The pipeline is built by ``emailops.container``'s ``build_pipeline``, exactly as the consumer builds
+it, so the API claims, dedupes, journals, rate-limits and suppresses the same way. A request repeated with the
 same dedupeId (by the same token) meets its own SENT rows at the claim and sends nothing.
 
 Each token sends in its own namespace (``ApiToken.namespace``, ``api:<id>``): its rows' keys are the
@@ -20,7 +20,7 @@ from typing import Any
 
 from django.conf import settings
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import EmailRequest, parse_complete_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import EmailOpsError, InvalidRequest
@@ -106,11 +106,11 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
     """
     request = parsed.request
     lease = settings.CLAIM_LEASE_SECONDS or DEFAULT_LEASE_SECONDS
-    pipeline = wiring.build_pipeline(lease_seconds=lease)
+    pipeline = container.current().build_pipeline(lease_seconds=lease)
     outcome = pipeline.process(
         parsed.body, record_id=f"api:{uuid.uuid4()}", namespace=request.namespace
     )
-    wiring.flush_stats()  # a web worker may send nothing more for a while: count these now
+    container.current().flush_stats()  # a web worker may send nothing more for a while: count these now
     results = []
     for recipient in request.recipients:
         key = dedupe_key(request, recipient.email)
@@ -128,7 +128,7 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
 
 def _row(key: str) -> dict[str, Any] | None:
     try:
-        return wiring.journal().get(key)
+        return container.current().journal.get(key)
     except EmailOpsError as exc:
         if exc.permanent:  # a key DynamoDB refuses (too long): no row can exist
             return None

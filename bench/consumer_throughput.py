@@ -19,7 +19,7 @@ from django.conf import settings
 from django.core.management import call_command
 from moto import mock_aws
 
-from emailops import wiring
+from emailops import container
 from emailops.aws import provision
 from emailops.aws.clients import aws_client
 from worker.wiring import build_consumer
@@ -45,7 +45,7 @@ def request(i: int) -> str:
 
 def run(records: int, cache_seconds: int) -> dict:
     with mock_aws():
-        wiring.reset()
+        container.reset()
         settings.TEMPLATE_CACHE_SECONDS = cache_seconds
         settings.JOURNAL_TABLE, settings.S3_BUCKET = "email-journal", "emailops-bench"
         settings.EMAIL_SENDER = "Bench <bench@example.com>"
@@ -57,8 +57,8 @@ def run(records: int, cache_seconds: int) -> dict:
         provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
         settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(sqs, "bench", quiet)
-        wiring.template_store().create_bucket()
-        wiring.sender().verify_sender("bench@example.com")
+        container.current().template_store.create_bucket()
+        container.current().sender.verify_sender("bench@example.com")
         devnull = open(os.devnull, "w")  # noqa: SIM115
         call_command("load_templates", str(SAMPLES / "templates"), stdout=devnull)
         call_command("load_template_mappings", str(SAMPLES / "mappings.json"), stdout=devnull)
@@ -77,7 +77,7 @@ def run(records: int, cache_seconds: int) -> dict:
         def count(event_name, **_):
             calls[event_name.split(".", 2)[2]] += 1
 
-        storage_client = wiring.template_store().client
+        storage_client = container.current().template_store.client
         for client in {dynamodb, sqs, aws_client("ses", region="us-east-1"), storage_client}:
             client.meta.events.register("before-call.*.*", count)
         started = time.perf_counter()

@@ -24,7 +24,7 @@ from django.contrib.auth import get_user_model
 from django.test import RequestFactory
 from moto import mock_aws
 
-from emailops import wiring
+from emailops import container
 from emailops.aws import provision
 from emailops.aws.clients import aws_client
 from templates_admin.journal import selectors
@@ -62,7 +62,7 @@ class CallCounter:
         self.calls: Counter[str] = Counter()
         self.in_aws = 0.0
         self._started = 0.0
-        events = wiring.journal_search().client.meta.events
+        events = container.current().journal_search.client.meta.events
         events.register("before-call.dynamodb", self.before)
         events.register("after-call.dynamodb", self.after)
 
@@ -132,7 +132,7 @@ def main() -> None:
     with mock_aws():
         settings.JOURNAL_TABLE = "bench-journal"
         settings.AWS_REGION = "us-east-1"
-        wiring.reset()
+        container.reset()
         seconds = load(args.rows)
         print(f"loaded {args.rows} rows for {RECIPIENT} in {seconds:.1f} s (BatchWriteItem)")
         header = (
@@ -143,7 +143,7 @@ def main() -> None:
         print("-" * len(header))
         for title, kwargs in scenarios():
             settings.JOURNAL_GO_CUTOVER = kwargs.pop("_cutover", "")
-            wiring.reset()
+            container.reset()
             counter = CallCounter()
             page_number = kwargs.pop("_page", 1)
             cursor = None
@@ -176,8 +176,8 @@ def main() -> None:
             )
         print(
             f"(read = items DynamoDB evaluated for the page; a page stops after "
-            f"{wiring.journal_search().max_calls} Queries or "
-            f"{wiring.journal_search().max_scanned} items read. ms: median wall time, in-process "
+            f"{container.current().journal_search.max_calls} Queries or "
+            f"{container.current().journal_search.max_scanned} items read. ms: median wall time, in-process "
             "moto; 'w/o AWS' leaves out the time inside DynamoDB calls: our code and the template)"
         )
 

@@ -24,7 +24,7 @@ from collections import Counter
 import moto_env  # noqa: F401  (the project on sys.path, Django set up, never real AWS)
 from django.conf import settings
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.clients import aws_client
 from emailops.core.compose import Composer
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
@@ -116,10 +116,8 @@ def aws_pipeline(stack: Stack, endpoint: str) -> EmailPipeline:
     settings.EMAIL_SENDER, settings.TEMPLATE_CACHE_SECONDS = FROM, 60
     settings.SES_MAX_SEND_RATE = "0"  # no limiter: CPU, not pacing
     settings.SUPPRESSION_INDEX_REDIS_KEY = f"bench-cpu:{uuid.uuid4().hex}:suppressed"
-    wiring.reset()
-    from emailops.wiring import build_pipeline
-
-    return build_pipeline(lease_seconds=30)
+    container.reset()
+    return container.current().build_pipeline(lease_seconds=30)
 
 
 def main() -> None:

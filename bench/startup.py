@@ -52,7 +52,7 @@ def import_seconds(module: str) -> float:
     command = module.rsplit(".", 1)[1]
     code = (
         f"import sys, time; sys.argv = ['manage.py', '{command}']; t = time.perf_counter(); "
-        f"import django; django.setup(); import {module}; import emailops.wiring; "
+        f"import django; django.setup(); import {module}; import emailops.container; "
         "print(time.perf_counter() - t)"
     )
     env = {**os.environ, "DJANGO_SETTINGS_MODULE": "emailops.settings", "DJANGO_DEBUG": "true"}

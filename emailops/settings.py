@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import importlib.util
 from datetime import timedelta
 from pathlib import Path
 
@@ -86,7 +86,7 @@ AXES_CLIENT_IP_CALLABLE = "emailops.security.client_ip"
 AXES_LOCKOUT_TEMPLATE = "templates_admin/login_locked.html"
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "django.contrib.admin.apps.SimpleAdminConfig",  # autodiscovery: emailops/urls.py
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
@@ -95,18 +95,15 @@ INSTALLED_APPS = [
     "templates_admin",
     "worker",
     "api",
-    "ninja",  # the API docs page (/api/v1/docs) uses its templates and static files
     "axes",  # login throttle
 ]
-# A queue consumer (manage.py consume_emails / consume_ses_events) serves no page and runs no
-# Celery task: without the admin (whose autodiscovery imports every console module), the send API
-# (ninja, pydantic) and Celery it reaches its first ReceiveMessage in about half the time
-# (bench/startup.py). Every other process loads every app.
-CONSUMER_PROCESS = len(sys.argv) > 1 and sys.argv[1] in ("consume_emails", "consume_ses_events")
-if CONSUMER_PROCESS:
-    INSTALLED_APPS = [
-        a for a in INSTALLED_APPS if a not in ("django.contrib.admin", "api", "ninja")
-    ]
+# Every process installs the same apps, and each loads only what it uses, so a queue consumer
+# (which serves no page and sends no Celery task) reaches its first ReceiveMessage fast
+# (bench/startup.py): the admin's autodiscovery, which imports every console module, runs with the
+# URLs (emailops/urls.py); Celery is imported where a task is sent or defined; and ninja (with
+# pydantic, about 1 s to import) is not an app: the API docs page finds its templates and static
+# files through the two entries below, found without importing it.
+_NINJA = Path(importlib.util.find_spec("ninja").origin).parent
 
 MIDDLEWARE = [
     # First: /healthz answers load balancer and container probes (by IP, over http) before the
@@ -131,7 +128,7 @@ WSGI_APPLICATION = "emailops.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [],
+        "DIRS": [_NINJA / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -158,6 +155,7 @@ TIME_ZONE = env.str("TIME_ZONE", default="UTC")
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"
+STATICFILES_DIRS = [_NINJA / "static"]
 STATIC_ROOT = BASE_DIR / "staticfiles"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
@@ -213,9 +211,6 @@ API_MAX_RECIPIENTS = env.int("API_MAX_RECIPIENTS", default=50)
 AUDIT_RETENTION_DAYS = env.int("AUDIT_RETENTION_DAYS", default=400)
 # The consumer caches templates it fetched from S3 for this long (0 disables).
 TEMPLATE_CACHE_SECONDS = env.int("TEMPLATE_CACHE_SECONDS", default=60)
-# At most this many mappings and as many templates cached (hits and misses; least recently used
-# go first): producers choose the keys.
-TEMPLATE_CACHE_MAX_ENTRIES = env.int("TEMPLATE_CACHE_MAX_ENTRIES", default=1000)
 # Emails per second across every consumer process on every machine: unset = SES GetSendQuota's
 # MaxSendRate (re-read every 5 minutes), 0 = no limit.
 SES_MAX_SEND_RATE = env.str("SES_MAX_SEND_RATE", default="")
@@ -241,9 +236,6 @@ SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=
 # The suppressed addresses as a Redis set, so the consumer's check costs no DynamoDB read (see
 # docs/pipeline.md). Empty: every check reads the table.
 SUPPRESSION_INDEX_REDIS_KEY = env.str("SUPPRESSION_INDEX_REDIS_KEY", default="emailops:suppressed")
-# The set is rebuilt from the table this long after its build: how long a change whose writer could
-# not reach Redis can go unseen.
-SUPPRESSION_INDEX_MAX_AGE_SECONDS = env.int("SUPPRESSION_INDEX_MAX_AGE_SECONDS", default=3600)
 
 # --- SES delivery events (docs: README "Delivery events") ---
 # Every email goes out with this configuration set, whose event destination publishes to SNS.
@@ -275,8 +267,6 @@ SES_SIMULATE_EVENTS = env.bool("SES_SIMULATE_EVENTS", default=False)
 # --- Reputation: counters, rates and the guard (docs/reputation.md) -----------------------------
 # Hourly counters per account, messageId and organization (DynamoDB; empty = not counted).
 STATS_TABLE = env.str("STATS_TABLE", default="email-stats")
-# Counters expire (DynamoDB TTL on ExpiresAt) this long after their hour.
-STATS_TTL_DAYS = env.int("STATS_TTL_DAYS", default=400)
 # Counts are summed in memory; one thread writes them while the others' gather, and a failed write
 # keeps its counts for the next. > 0 batches further (one ADD per scope and hour every so many
 # seconds), but a killed consumer loses that many seconds of counts.
@@ -293,9 +283,8 @@ REPUTATION_ACT_COMPLAINT_PERCENT = env.float("REPUTATION_ACT_COMPLAINT_PERCENT",
 REPUTATION_SLOW_SHARE = env.float("REPUTATION_SLOW_SHARE", default=0.25)
 # How often beat evaluates the rates and sets or lifts the automatic pauses.
 REPUTATION_CHECK_SECONDS = env.int("REPUTATION_CHECK_SECONDS", default=300)
-# A paused record looks again after this long; consumers re-read the pauses this often.
+# A paused record looks again after this long.
 REPUTATION_PAUSE_WAIT_SECONDS = env.int("REPUTATION_PAUSE_WAIT_SECONDS", default=60)
-REPUTATION_REFRESH_SECONDS = env.int("REPUTATION_REFRESH_SECONDS", default=5)
 # After a pause is lifted by hand, the guard does not set it again automatically for this long.
 REPUTATION_RESUME_HOLD_MINUTES = env.int("REPUTATION_RESUME_HOLD_MINUTES", default=60)
 # Warn alerts are POSTed here as {"text": ...} (a Slack incoming webhook accepts it); empty = none.

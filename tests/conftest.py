@@ -97,13 +97,13 @@ def aws(aws_env, settings):
     at them. Yields a small namespace of clients and names."""
     from moto import mock_aws
 
-    from emailops import wiring
+    from emailops import container
     from emailops.aws import provision
     from emailops.aws.clients import aws_client
     from tests.support.moto_atomic import atomic_dynamodb_writes
 
     with mock_aws(), atomic_dynamodb_writes():
-        wiring.reset()
+        container.reset()
         settings.TEMPLATES_TABLE = "email-message-templates"
         settings.JOURNAL_TABLE = "email-journal"
         settings.S3_BUCKET = "emailops-templates"
@@ -126,22 +126,22 @@ def aws(aws_env, settings):
         settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(
             sqs, "email-service-queue", quiet, visibility_timeout=30
         )
-        wiring.template_store().create_bucket()
-        wiring.sender().verify_sender("support@pennsieve.test")
+        container.current().template_store.create_bucket()
+        container.current().sender.verify_sender("support@pennsieve.test")
         yield AwsStack(
             dynamodb=dynamodb,
             sqs=sqs,
             ses=aws_client("ses", region="us-east-1"),
             queue_url=settings.EMAIL_SERVICE_QUEUE_URL,
         )
-        wiring.reset()
+        container.reset()
 
 
 @pytest.fixture
 def aws_events(aws, settings):
     """The ``aws`` stack plus delivery events: events queue + DLQ, unmatched-events table, SNS
     topic subscribed by the queue (SNS envelope). Signatures off, as on the local stack."""
-    from emailops import wiring
+    from emailops import container
     from emailops.aws import provision
     from emailops.aws.clients import aws_client
 
@@ -160,7 +160,7 @@ def aws_events(aws, settings):
     aws.events_queue_url = settings.SES_EVENTS_QUEUE_URL
     settings.SES_EVENTS_VERIFY_SIGNATURES = False
     settings.SES_EVENTS_TOPIC_ARNS = []
-    wiring.reset()
+    container.reset()
     return aws
 
 

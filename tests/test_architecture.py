@@ -271,3 +271,78 @@ def test_the_aws_check_catches_boto3_outside_the_adapters(tmp_path):
         "emailops.awsome:1 imports boto3.session (only emailops.aws may)",
         "emailops.client.sender:2 imports botocore.exceptions (only emailops.aws may)",
     ]
+
+
+# --- Third-party and standard-library imports that belong to one place --------------------------
+
+
+def every_import() -> list[tuple[str, str, int]]:
+    """(importing module, imported module, line) for every absolute import in the project's
+    packages, whatever it imports, module-level or deferred."""
+    return absolute_imports(ROOT, PACKAGES)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(f"{package}.")
+
+
+def redis_outside_its_package(imports: list[tuple[str, str, int]]) -> list[str]:
+    """redis is imported only in emailops.redis, whose client factory turns Redis's errors into
+    core's SharedStateUnavailable: nothing above it needs to know Redis's exceptions."""
+    return [
+        f"{importer}:{line} imports {imported} (only emailops.redis may)"
+        for importer, imported, line in imports
+        if _within(imported, "redis") and not _within(importer, "emailops.redis")
+    ]
+
+
+def threads_in_core(imports: list[tuple[str, str, int]]) -> list[str]:
+    """emailops.core starts no thread and makes no lock: locks are injected (the container makes
+    them), so core stays plain code, tested without threads. No exceptions."""
+    return [
+        f"{importer}:{line} imports {imported} (core takes its locks injected)"
+        for importer, imported, line in imports
+        if _within(importer, "emailops.core") and imported.split(".")[0] in ("threading", "_thread")
+    ]
+
+
+def test_redis_is_imported_only_in_the_redis_package():
+    imports = every_import()
+    assert any(_within(imported, "redis") for _, imported, _ in imports)  # the walk sees redis
+    assert redis_outside_its_package(imports) == []
+
+
+def test_the_check_catches_redis_outside_its_package():
+    assert redis_outside_its_package(
+        [
+            ("templates_admin.dashboard.views", "redis", 18),
+            ("api.ratelimit", "redis.retry", 21),
+            ("emailops.redis.client", "redis", 3),
+            ("emailops.redis.rate", "redis.backoff", 4),
+            ("emailops.redis_rate", "redis", 5),  # a sibling module's name is not the package
+        ]
+    ) == [
+        "templates_admin.dashboard.views:18 imports redis (only emailops.redis may)",
+        "api.ratelimit:21 imports redis.retry (only emailops.redis may)",
+        "emailops.redis_rate:5 imports redis (only emailops.redis may)",
+    ]
+
+
+def test_core_never_imports_threading():
+    imports = every_import()
+    assert any(_within(importer, "emailops.core") for importer, _, _ in imports)
+    assert threads_in_core(imports) == []
+
+
+def test_the_check_catches_threading_in_core():
+    assert threads_in_core(
+        [
+            ("emailops.core.ratelimit", "threading", 35),
+            ("emailops.core.template_cache", "_thread", 16),
+            ("emailops.aws.clients", "threading", 10),
+            ("worker.consumer", "threading", 23),
+        ]
+    ) == [
+        "emailops.core.ratelimit:35 imports threading (core takes its locks injected)",
+        "emailops.core.template_cache:16 imports _thread (core takes its locks injected)",
+    ]

@@ -15,8 +15,9 @@ import pytest
 
 from emailops.core.errors import DailyQuotaExceeded
 from emailops.core.events import EventLog
-from emailops.core.ratelimit import PACING, Aimd, LocalBucketStore, SharedRateLimiter
-from emailops.redis_rate import RedisBucketStore
+from emailops.core.local_bucket import LocalBucketStore
+from emailops.core.ratelimit import PACING, Aimd, SharedRateLimiter
+from emailops.redis.rate import RedisBucketStore
 from tests.support.stack import free_port
 
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -32,8 +33,9 @@ def limiter_for(store, *, rate: float = 20.0, **kwargs) -> SharedRateLimiter:
     return SharedRateLimiter(
         max_rate=lambda: rate,
         store=store,
-        fallback=LocalBucketStore(),
+        fallback=LocalBucketStore(lock=threading.Lock()),
         log=EventLog(logging.getLogger(LOGGER)),
+        lock=threading.Lock(),
         **kwargs,
     )
 

@@ -12,7 +12,7 @@ from emailops.core.suppression_index import (
     IndexIncomplete,
     IndexUnavailable,
 )
-from emailops.redis_suppression import RedisSuppressionIndex
+from emailops.redis.suppression import RedisSuppressionIndex
 from tests.fakes import DictSuppressionTable
 from tests.support.stack import free_port
 

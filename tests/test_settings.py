@@ -126,3 +126,12 @@ def test_password_validators_are_on(settings):
     with pytest.raises(ValidationError):
         validate_password("password")
     validate_password(secrets.token_urlsafe(16))
+
+
+def test_the_web_process_refuses_a_malformed_setting_at_start_up():
+    """emailops.wsgi (what gunicorn loads) builds the container, whose Config checks every
+    section: a bad value stops it before its first request, naming the variable."""
+    result = run("-c", "import emailops.wsgi", DJANGO_DEBUG="true", SES_MAX_SEND_RATE="fast")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: SES_MAX_SEND_RATE must be emails per second" in result.stderr
+    assert run("-c", "import emailops.wsgi", DJANGO_DEBUG="true").returncode == 0

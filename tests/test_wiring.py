@@ -1,39 +1,45 @@
-"""Adapters built from settings: the shared send-rate limiter and the consumer's caches."""
+"""Adapters built by the container from settings: the shared send-rate limiter, the consumer's
+caches, and building without a network call."""
 
 from __future__ import annotations
+
+from functools import cached_property
+from unittest import mock
 
 import pytest
 from django.core.exceptions import ImproperlyConfigured
 
-from emailops import wiring
-from emailops.redis_rate import RedisBucketStore
+from emailops import container
+from emailops.config import Config
+from emailops.container import Container
+from emailops.redis.rate import RedisBucketStore
 
 
 @pytest.fixture
 def fresh(settings):
-    wiring.send_rate_limiter.cache_clear()  # not reset(): that would drop moto's clients
+    # A changed setting gives the next current() a new container (not reset(): that would drop
+    # moto's clients).
     settings.REDIS_URL = "redis://127.0.0.1:6399/3"
     settings.SES_RATE_REDIS_KEY = "emailops-test:wiring"
-    yield settings
-    wiring.send_rate_limiter.cache_clear()
+    return settings
 
 
 def test_a_set_rate_is_used_as_it_is_with_the_redis_bucket(fresh):
     fresh.SES_MAX_SEND_RATE = "12.5"
     fresh.SES_QUOTA_PAUSE_SECONDS = 90
-    limiter = wiring.send_rate_limiter()
+    limiter = container.current().send_rate_limiter
     assert limiter.max_rate() == 12.5
     assert limiter.pause_seconds == 90
     assert isinstance(limiter.store, RedisBucketStore)
     assert limiter.store.key == "emailops-test:wiring"
     kwargs = limiter.store.client.connection_pool.connection_kwargs
     assert (kwargs["port"], kwargs["db"], kwargs["socket_timeout"]) == (6399, 3, 0.5)
-    assert wiring.send_rate_limiter() is limiter  # one per process, until reset
+    assert container.current().send_rate_limiter is limiter  # one per process, until reset
 
 
 def test_zero_means_no_limit(fresh):
     fresh.SES_MAX_SEND_RATE = "0"
-    limiter = wiring.send_rate_limiter()
+    limiter = container.current().send_rate_limiter
     assert limiter.acquire() == 0 and limiter.backend == "redis"  # never asked Redis
 
 
@@ -41,20 +47,21 @@ def test_zero_means_no_limit(fresh):
 def test_a_rate_that_is_not_a_rate_is_refused_at_start_up(fresh, value):
     fresh.SES_MAX_SEND_RATE = value
     with pytest.raises(ImproperlyConfigured, match="SES_MAX_SEND_RATE"):
-        wiring.send_rate_limiter()
+        Config.from_settings()
 
 
 def test_unset_reads_ses_send_quota(aws, fresh):
     fresh.SES_MAX_SEND_RATE = ""
     calls: list[dict] = []
     record = lambda params, **_: calls.append(params)  # noqa: E731
-    ses = wiring.sender().client  # the sender's own client (SDK retries off)
+    ses = container.current().sender.client  # the sender's own client (SDK retries off)
     ses.meta.events.register("provide-client-params.ses.GetSendQuota", record)
     try:
-        limiter = wiring.send_rate_limiter()
-        assert len(calls) == 1  # read at start-up
+        limiter = container.current().send_rate_limiter
+        assert calls == []  # building it asks nothing
         assert limiter.max_rate() == 1.0  # moto answers with SES's sandbox rate
-        assert len(calls) == 1  # and not again for 5 minutes
+        assert limiter.max_rate() == 1.0
+        assert len(calls) == 1  # read on first use, and not again for 5 minutes
     finally:
         ses.meta.events.unregister("provide-client-params.ses.GetSendQuota", record)
 
@@ -65,13 +72,99 @@ def test_the_consumers_composer_caches_mappings_and_the_consoles_does_not(aws):
     record = lambda params, **_: lookups.append(params)  # noqa: E731
     aws.dynamodb.meta.events.register("provide-client-params.dynamodb.GetItem", record)
     try:
-        cached = wiring.composer(cache_seconds=60)
+        cached = container.current().composer(cache_seconds=60)
         for _ in range(3):
             cached.mapping_for("added-to-team")
         assert len(lookups) == 1
-        console = wiring.composer()
+        console = container.current().composer()
         for _ in range(3):
             console.mapping_for("added-to-team")
         assert len(lookups) == 4
     finally:
         aws.dynamodb.meta.events.unregister("provide-client-params.dynamodb.GetItem", record)
+
+
+ADAPTERS = [
+    name
+    for name, value in vars(Container).items()
+    if isinstance(value, cached_property | property) and not name.startswith("_")
+]
+
+
+def test_building_the_container_and_every_adapter_makes_no_network_call(aws_events, settings):
+    """Every AWS call and Redis connection made while building raises (and is recorded)."""
+    settings.SES_SIMULATE_EVENTS = True  # the simulator's topic: created on first send, not here
+    settings.SES_MAX_SEND_RATE = ""  # GetSendQuota: read on first use, not here
+    container.reset()
+    calls: list[str] = []
+
+    def refuse(event_name, **_):
+        calls.append(event_name)
+        raise AssertionError(f"network call while building: {event_name}")
+
+    built = Container(Config.from_settings())
+    clients = {built.client(s) for s in ("dynamodb", "sqs", "ses", "sns", "sesv2", "cloudwatch")}
+    clients.add(built.template_store.client)
+    for client in clients:
+        client.meta.events.register("before-call.*.*", refuse)
+    with mock.patch("redis.connection.Connection.connect", side_effect=AssertionError("redis")):
+        try:
+            for name in ADAPTERS:
+                getattr(built, name)
+        finally:
+            for client in clients:
+                client.meta.events.unregister("before-call.*.*", refuse)
+    assert calls == []
+    assert {"journal", "sender", "send_rate_limiter", "token_rate_limiter"} <= set(ADAPTERS)
+
+
+def test_reset_is_a_new_container_with_new_adapters(aws):
+    first = container.current()
+    assert container.current() is first and first.journal is first.journal
+    container.reset()
+    assert container.current() is not first
+    assert container.current().journal is not first.journal
+
+
+def test_a_changed_setting_is_seen_by_the_next_container(aws, settings):
+    assert container.current().config.aws.journal_table == "email-journal"
+    settings.JOURNAL_TABLE = "another-journal"
+    assert container.current().journal.table == "another-journal"
+
+
+def test_the_simulators_topic_is_created_on_its_first_send(aws_events, settings):
+    settings.SES_SIMULATE_EVENTS = True
+    sender = container.current().sender
+    created: list[dict] = []
+    record = lambda params, **_: created.append(params)  # noqa: E731
+    sender.sns.meta.events.register("provide-client-params.sns.CreateTopic", record)
+    try:
+        assert created == []  # building the sender created nothing
+        arn = sender.topic_arn
+        assert arn.endswith(f":{settings.SES_EVENTS_TOPIC_NAME}")
+        assert sender.topic_arn == arn
+        assert created == [{"Name": settings.SES_EVENTS_TOPIC_NAME}]  # once
+    finally:
+        sender.sns.meta.events.unregister("provide-client-params.sns.CreateTopic", record)
+
+
+def test_the_consumer_reads_the_send_quota_at_start_up(aws, settings, monkeypatch):
+    """Building adapters asks SES nothing; the consumer's start-up does (and logs the rate)."""
+    from emailops.aws.ses import SesSender
+    from worker.wiring import build_consumer
+
+    settings.SES_MAX_SEND_RATE = ""
+    reads: list[float] = []
+    read = SesSender.send_quota
+
+    def counted(self):
+        quota = read(self)
+        reads.append(quota.max_send_rate)
+        return quota
+
+    monkeypatch.setattr(SesSender, "send_quota", counted)
+    container.current().send_rate_limiter  # noqa: B018 (built: no read)
+    assert reads == []
+    consumer = build_consumer(concurrency=1, allow_no_dead_letter_queue=True)
+    assert reads == [1.0]  # moto's sandbox rate, read once
+    assert consumer.pipeline.rate_limiter.max_rate() == 1.0 and reads == [1.0]

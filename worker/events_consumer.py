@@ -25,9 +25,8 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.clients import size_connection_pools
 from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
@@ -281,21 +280,15 @@ class EventsConsumer(Supervised):
 
 def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
     """Check settings, read the events queue's DLQ once, and wire the handler."""
-    for name in ("SES_EVENTS_QUEUE_URL", "JOURNAL_TABLE", "SUPPRESSION_TABLE"):
-        wiring.require(name)
-    verifier = wiring.sns_verifier()
-    if verifier.verify_signatures and not verifier.allowed_topics:
-        # A valid signature only proves SNS sent it: from any topic, an attacker's own included.
-        raise ImproperlyConfigured(
-            "SES_EVENTS_TOPIC_ARNS is empty while SES_EVENTS_VERIFY_SIGNATURES is on: set it to "
-            "the events topic's ARN (bootstrap_aws prints it)"
-        )
+    container.current().config.check_events()
     if concurrency is None:
         concurrency = settings.SES_EVENTS_CONCURRENCY
     if concurrency > 1:  # one pooled connection per handler thread and receive loop
         size_connection_pools(concurrency + 8)
-        wiring.reset()
-    queue = wiring.events_queue()
+        container.reset()
+    built = container.current()
+    verifier = built.sns_verifier
+    queue = built.events_queue
     info = queue.describe()
     log = EventLog(logger)
     if info.dead_letter_url is None:
@@ -315,7 +308,7 @@ def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
     )
     return EventsConsumer(
         queue=queue,
-        handler=wiring.delivery_event_handler(),
+        handler=built.delivery_event_handler,
         dead_letter_url=info.dead_letter_url,
         concurrency=concurrency,
         retry=retry_policy(),

@@ -16,7 +16,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import parse_request
 from templates_admin import retention
 from templates_admin.jobs import monitoring, services
@@ -37,7 +37,7 @@ def consume_emails_batch(max_messages: int = 100) -> dict[str, int]:
 def enqueue_email_request(body: str) -> str:
     """Validate an EmailRequest body and put it on the queue; returns the SQS message id."""
     parse_request(body)  # a bad request fails here, loudly, not in the consumer later
-    return wiring.queue().send(body)
+    return container.current().queue.send(body)
 
 
 # A database hiccup (a dropped connection, a lock) before the job is claimed would leave it

@@ -1,14 +1,14 @@
-"""Build the consumer from settings: the pipeline (from the composition root, emailops.wiring),
-the queue's facts read once at start-up, and the consumer's own settings."""
+"""Build the consumer from the container (emailops.container): the pipeline, the queue's facts read
+once at start-up, and the consumer's own settings. Here, not in the container, because the
+container sits below the worker (tests/test_architecture.py)."""
 
 from __future__ import annotations
 
 import logging
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.clients import size_connection_pools
 from emailops.core.events import EventLog
 from emailops.core.retry import RetryPolicy
@@ -22,10 +22,11 @@ logger = logging.getLogger("worker.wiring")
 def retry_policy() -> RetryPolicy:
     """RETRY_BACKOFF_BASE_SECONDS, RETRY_BACKOFF_CAP_SECONDS and RETRY_MAX_SECONDS, for both
     consumers."""
+    sending = container.current().config.sending
     return RetryPolicy(
-        backoff_base=settings.RETRY_BACKOFF_BASE_SECONDS,
-        backoff_cap=settings.RETRY_BACKOFF_CAP_SECONDS,
-        max_seconds=settings.RETRY_MAX_SECONDS,
+        backoff_base=sending.retry_backoff_base_seconds,
+        backoff_cap=sending.retry_backoff_cap_seconds,
+        max_seconds=sending.retry_max_seconds,
     )
 
 
@@ -33,15 +34,15 @@ def build_consumer(
     *, concurrency: int, stop_timeout: float = 25.0, allow_no_dead_letter_queue: bool = False
 ) -> Consumer:
     """Check settings, read the queue's visibility timeout and DLQ, and wire everything."""
-    wiring.sender_addresses()  # fail fast, before touching AWS
-    for name in ("EMAIL_SERVICE_QUEUE_URL", "TEMPLATES_TABLE", "JOURNAL_TABLE", "S3_BUCKET"):
-        wiring.require(name)
+    container.current().config.check_sending()  # fail fast, before touching AWS
     # One pooled connection per thread that may call AWS at once: workers, recipients, receivers.
     size_connection_pools(2 * concurrency + 8)
-    wiring.reset()
-    queue = wiring.queue()
+    container.reset()
+    built = container.current()
+    sending = built.config.sending
+    queue = built.queue
     info = queue.describe()
-    lease = settings.CLAIM_LEASE_SECONDS or info.visibility_timeout
+    lease = sending.claim_lease_seconds or info.visibility_timeout
     log = EventLog(logger)
     if info.dead_letter_url is None and not allow_no_dead_letter_queue:
         raise ImproperlyConfigured(
@@ -57,13 +58,14 @@ def build_consumer(
         visibilityTimeout=info.visibility_timeout,
         deadLetterQueue=info.dead_letter_url,
         maxReceiveCount=info.max_receive_count,
-        retryMaxSeconds=settings.RETRY_MAX_SECONDS,
+        retryMaxSeconds=sending.retry_max_seconds,
     )
+    built.send_rate_limiter.max_rate()  # logs the rate in force (GetSendQuota unless set)
     return Consumer(
         queue=queue,
-        lease_queue=wiring.lease_queue(),
-        lease_journal=wiring.lease_journal(),
-        pipeline=wiring.build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
+        lease_queue=built.lease_queue,
+        lease_journal=built.lease_journal,
+        pipeline=built.build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
         settings=ConsumerSettings(
             concurrency=concurrency,
             visibility_seconds=info.visibility_timeout,

@@ -129,22 +129,32 @@ def simulated_events(
 
 
 class SimulatingSender:
-    """Wraps a sender; everything but ``send`` passes through to it."""
+    """Wraps a sender; everything but ``send`` passes through to it. The events go to
+    ``topic_arn``, or to the topic named ``topic_name``, created (idempotent) on the first send:
+    building the sender makes no call."""
 
     def __init__(
         self,
         inner: Any,
         sns_client: Any,
-        topic_arn: str,
+        topic_arn: str = "",
         *,
+        topic_name: str = "",
         configuration_set: str = "",
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.inner = inner
         self.sns = sns_client
-        self.topic_arn = topic_arn
+        self._topic_arn = topic_arn
+        self.topic_name = topic_name
         self.configuration_set = configuration_set
         self.clock = clock
+
+    @property
+    def topic_arn(self) -> str:
+        if not self._topic_arn:  # a race creates the same topic twice: CreateTopic is idempotent
+            self._topic_arn = self.sns.create_topic(Name=self.topic_name)["TopicArn"]
+        return self._topic_arn
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.inner, name)

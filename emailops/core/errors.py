@@ -106,3 +106,9 @@ class SendThrottled(TransientError):
 
 class DailyQuotaExceeded(TransientError):
     """SES: "Daily message quota exceeded". Sending pauses; records stay on the queue."""
+
+
+class SharedStateUnavailable(TransientError):
+    """A shared store (Redis: the send-rate bucket, the suppression index, the guard's pauses, the
+    API's counters) cannot be reached or answered with an error. Raised by ``emailops.redis``, the
+    one package that talks to Redis, so no caller above it needs to know Redis's exceptions."""

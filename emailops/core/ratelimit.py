@@ -1,8 +1,8 @@
 """One SES send rate shared by every consumer: pacing, AIMD on throttling, the daily-quota pause.
 
 The limiter is written against a small *bucket store* that keeps the shared state: the next free
-send slot, the AIMD factor and the pause. ``LocalBucketStore`` (here) keeps it per process;
-``emailops.redis_rate.RedisBucketStore`` keeps it in Redis, where one Lua script updates it
+send slot, the AIMD factor and the pause. ``emailops.core.local_bucket`` keeps it per process;
+``emailops.redis.rate.RedisBucketStore`` keeps it in Redis, where one Lua script updates it
 atomically for every process on every machine. When Redis cannot be reached the limiter says so
 loudly, uses the local store, and goes back to Redis as soon as a probe succeeds.
 
@@ -13,32 +13,25 @@ the number of callers; the state is O(1) (not a sorted set of every send), fract
 makes one store call per email instead of many callers waking together to race for the next token.
 
 What SES counts is when a send *arrives*: slot + the time from the slot to SES. Only the spread of
-that time matters (a constant delay shifts every send alike), and it is kept small: the caller
-takes its slot in the sender's ``before_send``, after the SDK has built and signed the request, and
-sleeps to a deadline on its own clock (the store's answer less half its round trip), once. We pace
-at ``PACING`` (97 %) of the rate: ``rate`` consecutive slots then span 1/0.97 = 1.031 s, so a send
-may reach SES up to 31 ms later than the one ``rate`` places after it before one second holds more
-than the rate. A caller that wakes later than that after its slot (a starved CPU: 100 ms is seen on
-a loaded machine) lets the slot pass and takes a new one, once: a slot lost rather than a second
-over the rate. Measured on a loaded 2-core machine (bench/send_rate_cap.py, moto behind a proxy),
-slot to SES was 2-40 ms for 99 % of sends once the SDK's CPU time was out of the way; at 95 % the
-slack was 52 ms but the SDK's CPU time (up to 25 ms) and the wake-up were inside it and one second
-still held 11 at 10/s.
+that time matters, and it is kept small: the caller takes its slot in the sender's ``before_send``,
+after the SDK has built and signed the request, and sleeps to a deadline on its own clock, once. We
+pace at ``PACING`` (97 %) of the rate, and a caller that wakes too late after its slot (a starved
+CPU) lets it pass and takes a new one, once: a slot lost rather than a second over the rate. The
+figures behind 97 % (bench/send_rate_cap.py) are in docs/send-rate.md.
 
-No threads are started and no I/O is done here: clock, sleep and the stores are injected.
+No threads are started and no I/O is done here: locks, clock, sleep and the stores are injected.
 """
 
 from __future__ import annotations
 
-import logging
 import math
-import threading
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from emailops.core.errors import DailyQuotaExceeded, EmailOpsError
+from emailops.core.errors import DailyQuotaExceeded, EmailOpsError, SharedStateUnavailable
 from emailops.core.events import EventLog
 
 __all__ = [
@@ -48,11 +41,9 @@ __all__ = [
     "BucketUnavailable",
     "Grant",
     "LimiterStats",
-    "LocalBucketStore",
     "QuotaRate",
     "SharedRateLimiter",
     "aimd_factor",
-    "local_rate_limiter",
 ]
 
 PACING = 0.97
@@ -61,7 +52,7 @@ PACING = 0.97
 SEND_SLACK = 1.0
 
 
-class BucketUnavailable(Exception):
+class BucketUnavailable(SharedStateUnavailable):
     """The shared store cannot be reached (the limiter falls back to the local one)."""
 
 
@@ -124,45 +115,6 @@ class BucketStore(Protocol):
         ...
 
 
-class LocalBucketStore:
-    """The shared state of one process, under a lock (the fallback, and tests)."""
-
-    backend = "local"
-
-    def __init__(self, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self.clock = clock
-        self._lock = threading.Lock()
-        self._next_slot = -math.inf
-        self._factor: float | None = None
-        self._since = 0.0
-        self._paused_until = -math.inf
-
-    def reserve(self, *, rate: float, aimd: Aimd, horizon: float) -> Grant:
-        with self._lock:
-            now = self.clock()
-            factor = aimd_factor(aimd, self._factor, self._since, now)
-            if self._paused_until > now:
-                return Grant(False, 0.0, factor, paused=self._paused_until - now)
-            slot = max(self._next_slot, now)
-            if slot - now > horizon:
-                return Grant(False, slot - now - horizon, factor)
-            self._next_slot = slot + 1.0 / (rate * factor)
-            return Grant(True, slot - now, factor)
-
-    def throttled(self, *, aimd: Aimd, floor: float) -> float:
-        with self._lock:
-            now = self.clock()
-            factor = aimd_factor(aimd, self._factor, self._since, now)
-            if self._factor is None or now - self._since >= aimd.cooldown:
-                factor = max(floor, factor * aimd.decrease)
-                self._factor, self._since = factor, now
-            return factor
-
-    def pause(self, seconds: float) -> None:
-        with self._lock:
-            self._paused_until = max(self._paused_until, self.clock() + seconds)
-
-
 class QuotaRate:
     """SES's MaxSendRate, fetched now and then (GetSendQuota), as a callable for the limiter.
 
@@ -175,6 +127,7 @@ class QuotaRate:
         fetch: Callable[[], float],
         *,
         log: EventLog,
+        lock: AbstractContextManager,
         every: float = 300.0,
         retry_after: float = 30.0,
         fallback: float = 1.0,  # SES's sandbox rate: the safe guess
@@ -184,7 +137,7 @@ class QuotaRate:
         self.every, self.retry_after = every, retry_after
         self._rate = fallback
         self._next = -math.inf
-        self._lock = threading.Lock()
+        self._lock = lock
 
     def __call__(self) -> float:
         now = self.clock()
@@ -232,6 +185,7 @@ class SharedRateLimiter:
         store: BucketStore,
         fallback: BucketStore,
         log: EventLog,
+        lock: AbstractContextManager,
         sleep: Callable[[float], None] = time.sleep,
         clock: Callable[[], float] = time.monotonic,
         aimd: Aimd = Aimd(),
@@ -252,7 +206,7 @@ class SharedRateLimiter:
         self._slots_given_up = 0
         self.fallback_consumers = max(1, fallback_consumers)
         self.probe_every, self.alarm_every = probe_every, alarm_every
-        self._lock = threading.Lock()
+        self._lock = lock
         self._down = False  # the shared store failed; using the fallback
         self._probing = False
         self._next_probe = -math.inf
@@ -407,23 +361,3 @@ class SharedRateLimiter:
                 note=f"each process now sends at most 1/{consumers} of the rate "
                 "(SES_RATE_FALLBACK_CONSUMERS)",
             )
-
-
-def local_rate_limiter(
-    rate: float,
-    *,
-    log: EventLog | None = None,
-    sleep: Callable[[float], None] = time.sleep,
-    clock: Callable[[], float] = time.monotonic,
-    **kwargs,
-) -> SharedRateLimiter:
-    """A limiter for one process only (tests, benchmarks with fakes); 0 = no limit."""
-    return SharedRateLimiter(
-        max_rate=lambda: rate,
-        store=LocalBucketStore(clock=clock),
-        fallback=LocalBucketStore(clock=clock),
-        log=log or EventLog(logging.getLogger("emailops.ratelimit")),
-        sleep=sleep,
-        clock=clock,
-        **kwargs,
-    )

@@ -1,7 +1,7 @@
 """The suppression check without an AWS call: a shared index of suppressed addresses in front of
 the suppression table.
 
-The table stays the source of truth. The index (a Redis set, ``emailops.redis_suppression``) holds
+The table stays the source of truth. The index (a Redis set, ``emailops.redis.suppression``) holds
 every suppressed address and is kept in step by whoever adds or removes one: every writer goes
 through ``IndexedSuppressionList``, which writes the table first, then the index. A consumer asks
 the index; only an address the index says is suppressed costs a table read (for the reason words,
@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
+from emailops.core.errors import SharedStateUnavailable
 from emailops.core.events import EventLog
 
 __all__ = [
@@ -30,7 +31,7 @@ __all__ = [
 logger = logging.getLogger("emailops.suppression_index")
 
 
-class IndexUnavailable(Exception):
+class IndexUnavailable(SharedStateUnavailable):
     """The index's store cannot be reached (or answered with an error)."""
 
 
@@ -122,7 +123,7 @@ class IndexedSuppressionList:
                 self.index.removed(key)
         except IndexUnavailable as exc:
             # The table is written; the index misses this change until it is rebuilt (it expires
-            # after SUPPRESSION_INDEX_MAX_AGE_SECONDS), so a removal costs one table read per send
+            # after its max age, an hour), so a removal costs one table read per send
             # to that address and an addition is seen only then: logged as ERROR.
             self._log.error(
                 "suppression.index_not_updated", action=action, address=key, error=str(exc)

@@ -7,16 +7,16 @@ is up and the store can revalidate (an S3 conditional GET by ETag), an unchanged
 without downloading it again. Errors are never cached.
 
 Keys come from producers (any messageId, any organization's ``custom/O{org}/...``), so each cache
-holds at most ``max_entries`` (``TEMPLATE_CACHE_MAX_ENTRIES``), hits and misses alike, and drops the
+holds at most ``max_entries`` (1000 by default), hits and misses alike, and drops the
 least recently used first: an evicted entry is only looked up again.
 """
 
 from __future__ import annotations
 
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
 
@@ -64,11 +64,17 @@ class _Entries(Generic[V]):
     """A bounded LRU of expiring entries under a lock; lookups go to the store outside the lock,
     so one slow fetch never serializes the others."""
 
-    def __init__(self, seconds: float, clock: Callable[[], float], max_entries: int) -> None:
+    def __init__(
+        self,
+        seconds: float,
+        clock: Callable[[], float],
+        max_entries: int,
+        lock: AbstractContextManager,
+    ) -> None:
         self.seconds, self.clock = seconds, clock
         self.max_entries = max(1, max_entries)
         self._entries: OrderedDict[str, _Entry[V]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = lock
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -101,12 +107,13 @@ class _CachedStore(Generic[S, V]):
         store: S,
         *,
         seconds: float,
+        lock: AbstractContextManager,
         clock: Callable[[], float] = time.monotonic,
         max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
         self.store = store
         self.seconds = seconds
-        self._entries: _Entries[V] = _Entries(seconds, clock, max_entries)
+        self._entries: _Entries[V] = _Entries(seconds, clock, max_entries, lock)
 
     def __len__(self) -> int:
         return len(self._entries)

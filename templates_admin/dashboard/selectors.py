@@ -19,7 +19,6 @@ from urllib.parse import urlencode
 
 from django.conf import settings
 from django.urls import reverse
-from redis import RedisError
 
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
@@ -100,7 +99,7 @@ def _rolling_rates(
 def _read(what: str, problems: list[str], read: Callable[[], T], default: T) -> T:
     try:
         return read()
-    except (EmailOpsError, RedisError) as exc:
+    except EmailOpsError as exc:  # SharedStateUnavailable (Redis) included
         error = exc.describe() if isinstance(exc, EmailOpsError) else f"{type(exc).__name__}: {exc}"
         log.warning("dashboard.source_unavailable", source=what, error=error)
         problems.append(f"{what}: {error}")

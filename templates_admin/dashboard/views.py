@@ -14,8 +14,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
-from redis import RedisError
 
+from emailops.core.errors import SharedStateUnavailable
 from templates_admin import roles
 from templates_admin.console import Refusal, attempt, console_view
 from templates_admin.csp import strict_csp
@@ -62,7 +62,7 @@ def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
     change = reputation_services.pause_set if setting else reputation_services.pause_lift
     changed = attempt(
         lambda: change(**arguments),
-        also={RedisError: lambda exc: f"the shared state is unavailable ({exc})."},
+        also={SharedStateUnavailable: lambda exc: f"the shared state is unavailable ({exc})."},
     )
     if isinstance(changed, Refusal):
         messages.error(request, f"Pause not changed: {changed.text}")

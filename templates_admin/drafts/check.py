@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import default_template_key
 from emailops.core.template_check import (
@@ -52,7 +52,7 @@ def warnings_of(findings: Sequence[Finding]) -> list[Finding]:
 
 def _variables(source: str, *, name: str) -> set[str]:
     try:
-        return wiring.renderer().variables(source, name=name)
+        return container.current().renderer.variables(source, name=name)
     except EmailOpsError:
         return set()  # a source that does not compile is reported as an error already
 
@@ -113,7 +113,7 @@ def check_sources(
     the manifest's sample context. The "missing in recent sends" warning compares against
     ``contexts`` when given, else against ``recent`` (the daily check passes neither).
     """
-    renderer = wiring.renderer()
+    renderer = container.current().renderer
     if contexts:
         renders: list[Mapping[str, Any]] = list(contexts)
         recent = list(contexts)
@@ -148,7 +148,7 @@ def draft_sources(*, draft: TemplateDraft) -> tuple[dict[str, str], str | None]:
     subject = draft.subject or (mapping.subject if mapping else None)
     if draft.source:
         return {draft.key: draft.source}, subject
-    store = wiring.template_store()
+    store = container.current().template_store
     sources: dict[str, str] = {}
     if mapping is not None:
         orgs = mapping_selectors.override_index().get(mapping.template_file, ())

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
-from emailops import wiring
+from emailops import container
 from emailops.core.compose import html_to_text, subject_source_for
 from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
@@ -89,7 +89,7 @@ def recent_sends(*, message_id: str, limit: int = DEFAULT_REPLAY_COUNT) -> Recen
     """
     limit = max(1, min(limit, MAX_REPLAY_COUNT))
     try:
-        page = wiring.journal_scan().rows_of_message(
+        page = container.current().journal_scan.rows_of_message(
             message_id=message_id,
             since=0,
             until=int(time.time()),
@@ -201,7 +201,7 @@ def _render(
 ) -> RenderSide:
     if key is None or source is None:
         return RenderSide(key=key, problem="no such template")
-    renderer = wiring.renderer()
+    renderer = container.current().renderer
     problems = []
     subject_text = None
     if subject is not None:
@@ -237,7 +237,7 @@ def _resolve(files: Mapping[str, str], template_file: str, organization: str | N
 
 def _published_files(draft: Any, mapping: TemplateMapping | None) -> tuple[dict[str, str], list]:
     """The published sources of the file the draft belongs to, and the organizations to show."""
-    store = wiring.template_store()
+    store = container.current().template_store
     if mapping is None:
         source = store.read_template(draft.key)
         return ({draft.key: source} if source is not None else {}), [organization_of_key(draft.key)]
@@ -255,7 +255,7 @@ def _published_files(draft: Any, mapping: TemplateMapping | None) -> tuple[dict[
 
 
 def _variables(sources: Iterable[str | None]) -> set[str]:
-    renderer = wiring.renderer()
+    renderer = container.current().renderer
     found: set[str] = set()
     for source in sources:
         if source:

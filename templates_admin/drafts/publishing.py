@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.s3 import PublishedObject
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
@@ -116,7 +116,7 @@ def publish_file(change: FileChange) -> TemplateVersion:
     """Steps 1 and 2 (or what an earlier attempt left of them). Returns the version row with the
     written version and ETag; still pending unless an earlier attempt's file was settled.
     Raises DraftConflict (nothing of this attempt is left then)."""
-    store = wiring.template_store()
+    store = container.current().template_store
     digest = content_digest(change.data)
     current = store.read_object(change.key)
     mine = _own_attempt(change, digest)
@@ -150,7 +150,7 @@ def publish_file(change: FileChange) -> TemplateVersion:
 def abandon_pending(version: TemplateVersion) -> None:
     """An attempt nobody will finish (its draft is discarded): if its file is live it is recorded
     as published (it is what is sent), else its row goes and the key is free again."""
-    settled = _settle(version.key, wiring.template_store().read_object(version.key))
+    settled = _settle(version.key, container.current().template_store.read_object(version.key))
     if settled is None or settled.pk != version.pk:
         _release(version)
 
@@ -205,7 +205,7 @@ def _parent_of(key: str, current: PublishedObject | None) -> str:
 def _record_intent(
     change: FileChange, current: PublishedObject | None, digest: str
 ) -> tuple[TemplateVersion, TemplateVersion | None]:
-    store = wiring.template_store()
+    store = container.current().template_store
     key = change.key
     version_id = uuid.uuid4().hex
     history_key = history_object_key(key, version_id)
@@ -234,7 +234,7 @@ def _record_intent(
 def _record_original(key: str, current: PublishedObject) -> TemplateVersion:
     """The original-bytes rule: what was there before the console is history too."""
     original_key = history_object_key(key, current.version)
-    wiring.template_store().write_internal(original_key, current.data)
+    container.current().template_store.write_internal(original_key, current.data)
     latest = latest_published(key)
     return TemplateVersion.objects.create(
         key=key,
@@ -273,7 +273,7 @@ def _write(
     *,
     original: TemplateVersion | None,
 ) -> PublishedObject:
-    store = wiring.template_store()
+    store = container.current().template_store
     try:
         return store.publish_template(mine.key, data, version_id=mine.version_id, replacing=current)
     except ConcurrentUpdate as exc:

@@ -6,7 +6,7 @@ import difflib
 
 from django.core.exceptions import ValidationError
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.s3 import PublishedObject
 from emailops.core.ports import TemplateMapping
 from templates_admin.drafts.layout import validate_template_key
@@ -58,7 +58,7 @@ def template_version_get(*, key: str, version_id: str) -> TemplateVersion | None
 def published_source(*, key: str) -> tuple[str | None, str]:
     """(source, version_id) published at ``key`` now; (None, "") when there is no such file."""
     validate_template_key(key)
-    current = wiring.template_store().read_object(key)
+    current = container.current().template_store.read_object(key)
     if current is None:
         return None, ""
     return current.data.decode("utf-8"), current.version
@@ -69,7 +69,7 @@ def version_source(*, key: str, version_id: str) -> str:
     version and has no history yet (a file the console never replaced). Raises VersionNotFound."""
     version = template_version_get(key=key, version_id=version_id)
     if version is not None:
-        data = wiring.template_store().read_internal(version.history_key)
+        data = container.current().template_store.read_internal(version.history_key)
         if data is not None:
             return data.decode("utf-8")
     else:
@@ -103,11 +103,11 @@ def _is_template_key(key: str) -> bool:
 
 def published_files() -> list[PublishedObject]:
     """Every published template (``default/`` and ``custom/O{org}/``) with its exact bytes."""
-    store = wiring.template_store()
+    store = container.current().template_store
     keys = [k for prefix in ("default/", "custom/") for k in store.list_keys(prefix)]
     found = (store.read_object(key) for key in sorted(keys) if _is_template_key(key))
     return [obj for obj in found if obj is not None]
 
 
 def published_mappings() -> list[TemplateMapping]:
-    return sorted(wiring.mapping_store().list_mappings(), key=lambda m: m.message_id)
+    return sorted(container.current().mapping_store.list_mappings(), key=lambda m: m.message_id)

@@ -18,7 +18,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
 from emailops.core.ports import TemplateMapping
@@ -86,10 +86,10 @@ def draft_create(
     subject = (subject or "").strip()
     if subject and not message_id:
         raise ValidationError("A subject change needs the messageId whose mapping it changes.")
-    mapping = wiring.mapping_store().get_mapping(message_id) if message_id else None
+    mapping = container.current().mapping_store.get_mapping(message_id) if message_id else None
     if message_id and mapping is None:
         raise ValidationError(f"There is no mapping for messageId {message_id!r}.")
-    current = wiring.template_store().read_object(key)
+    current = container.current().template_store.read_object(key)
     if source is None:
         source = current.data.decode("utf-8") if current else ""
     if not source and not subject:
@@ -105,7 +105,7 @@ def draft_create(
             author=user,
         )
         if source:
-            wiring.template_store().write_internal(
+            container.current().template_store.write_internal(
                 draft_object_key(draft.pk, key), source.encode("utf-8")
             )
     log.info("template.draft_created", draft=draft.pk, key=key, user=_username(user))
@@ -183,7 +183,7 @@ def _subject_preflight(draft: TemplateDraft) -> TemplateMapping | None:
     mapping exists, has not changed since the draft was made, and takes the new subject."""
     if not draft.subject:
         return None
-    mapping = wiring.mapping_store().get_mapping(draft.message_id)
+    mapping = container.current().mapping_store.get_mapping(draft.message_id)
     if mapping is None:
         raise ValidationError(f"There is no mapping for messageId {draft.message_id!r}.")
     if mapping.subject == draft.subject:
@@ -256,7 +256,7 @@ def template_rollback(
         )
     except TemplateVersion.DoesNotExist:
         raise ValidationError(f"{key} has no version {version_id!r}.") from None
-    data = wiring.template_store().read_internal(target.history_key)
+    data = container.current().template_store.read_internal(target.history_key)
     if data is None:
         raise ValidationError(f"The bytes of {key} version {version_id} are missing from S3.")
     version = publish_file(

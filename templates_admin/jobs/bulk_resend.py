@@ -21,7 +21,7 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from emailops import wiring
+from emailops import container
 from emailops.core.pacing import Pacer
 from templates_admin.journal import selectors as journal_selectors
 from templates_admin.journal.services import email_resend
@@ -113,7 +113,7 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
             else:
                 partial = True
         return rows, partial
-    page = wiring.journal_scan().rows_of_message(
+    page = container.current().journal_scan.rows_of_message(
         message_id=inputs["message_id"],
         since=inputs["since"],
         until=inputs["until"],

@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.sqs import (
     FAILURE_REASON_ATTRIBUTE,
     QueueDepth,
@@ -53,7 +53,7 @@ PEEK_HIDE_SECONDS = 20  # long enough to list a few hundred messages, short if w
 
 def dead_letter_queues() -> tuple[SqsQueue, SqsQueue]:
     """(source, dead-letter) for EMAIL_SERVICE_QUEUE_URL, from its RedrivePolicy."""
-    source = wiring.queue()
+    source = container.current().queue
     dead_letter_url = source.describe().dead_letter_url
     if not dead_letter_url:
         raise ConfigurationError(

@@ -16,7 +16,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from emailops import wiring
+from emailops import container
 from emailops.core.events import EventLog
 from templates_admin.jobs import dlq, services
 from templates_admin.models import Job, OpsReading
@@ -90,7 +90,7 @@ def _lease_for_go_rows() -> int:
     """Rows the Go consumer wrote carry no ClaimExpiresAt: their lease was the visibility timeout."""
     if settings.CLAIM_LEASE_SECONDS:
         return settings.CLAIM_LEASE_SECONDS
-    return wiring.queue().describe().visibility_timeout
+    return container.current().queue.describe().visibility_timeout
 
 
 def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
@@ -99,7 +99,7 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
     now = int(time.time()) if now is None else now
     previous = reading(STUCK_CLAIMS)
     start_key = (previous.value or {}).get("next_key") if previous else None
-    page = wiring.journal_scan().stuck_claims(
+    page = container.current().journal_scan.stuck_claims(
         now=now,
         go_lease_seconds=_lease_for_go_rows(),
         start_key=start_key,

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from templates_admin.drafts.check import Finding, check_sources, errors_of, warnings_of
 from templates_admin.mappings import selectors as mapping_selectors
@@ -59,7 +59,7 @@ def _finding_text(finding: Finding) -> str:
 
 
 def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]) -> TemplateCheck:
-    composer = wiring.composer()
+    composer = container.current().composer()
     try:
         key, source = composer.template_for(mapping.template_file, organization)
     except EmailOpsError as exc:
@@ -78,7 +78,7 @@ def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]
     context = mapping_selectors.preview_initial_context(mapping=mapping)
     if organization is not None:
         context["organizationId"] = organization
-    renderer = wiring.renderer()
+    renderer = container.current().renderer
     used: set[str] = set()
     rendered_empty: list[str] = []
     for text, name in ((mapping.subject, "subject"), (source, key)):

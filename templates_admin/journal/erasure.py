@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass
 
 from django.conf import settings
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.erasure import RecipientRows
 from emailops.core.events import EventLog
 from templates_admin.journal.selectors import looks_like_email
@@ -70,7 +70,7 @@ def _api_audits(address: str):
 
 
 def _report(address: str, *, dry_run: bool) -> tuple[ErasureReport, RecipientRows, list[str]]:
-    eraser = wiring.recipient_eraser()
+    eraser = container.current().recipient_eraser
     rows = eraser.journal_rows(address)
     events = eraser.unmatched_events(address)
     suppression = address_suppression(address=address)
@@ -96,7 +96,7 @@ def recipient_erase(*, address: str, actor: str) -> ErasureReport:
     run it again: what was deleted stays deleted). ``actor`` is who asked, for the log."""
     address = _check(address)
     report, rows, events = _report(address, dry_run=False)
-    eraser = wiring.recipient_eraser()
+    eraser = container.current().recipient_eraser
     eraser.delete(settings.JOURNAL_TABLE, rows.all)
     if events:
         eraser.delete(settings.SES_EVENTS_UNMATCHED_TABLE, events)

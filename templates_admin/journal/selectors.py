@@ -21,7 +21,7 @@ from django.conf import settings
 from django.core import signing
 from django.core.exceptions import ImproperlyConfigured, ValidationError
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.journal_search import (
     NO_DELIVERY_REPORT,
     JournalCriteria,
@@ -166,7 +166,7 @@ def journal_search(
 
     fingerprint = _fingerprint(query, criteria, oldest_first)
     position = _decode_cursor(cursor, fingerprint) if cursor else None
-    page = wiring.journal_search().recipient_page(
+    page = container.current().journal_search.recipient_page(
         query, criteria, position=position, limit=limit, newest_first=not oldest_first
     )
     return JournalSearchResult(
@@ -211,12 +211,12 @@ def journal_search_pages(
 
 def _lookup(query: str) -> JournalSearchResult:
     """A journal Id (GetItem) or, failing that, an SES message id (SesMessageIdIndex)."""
-    row = wiring.journal().get(query)
-    table = wiring.journal().table
+    row = container.current().journal.get(query)
+    table = container.current().journal.table
     get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(row is not None))
     if row is not None:
         return JournalSearchResult(query=query, kind=SearchKind.ID, rows=[row], runs=(get,))
-    page: JournalPage = wiring.journal_search().by_ses_message_id(query)
+    page: JournalPage = container.current().journal_search.by_ses_message_id(query)
     return JournalSearchResult(
         query=query,
         kind=SearchKind.SES_MESSAGE_ID if page.rows else SearchKind.ID_OR_SES_MESSAGE_ID,
@@ -282,7 +282,7 @@ class JournalEntry:
 
 
 def journal_entry(*, key: str) -> JournalEntry:
-    row = wiring.journal().get(key)
+    row = container.current().journal.get(key)
     actions = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND).select_related("user")
     return JournalEntry(
         key=key,
@@ -303,7 +303,7 @@ def _lease_end(row: dict[str, Any]) -> int | None:
     lease = settings.CLAIM_LEASE_SECONDS
     if not lease:
         try:
-            lease = wiring.queue().describe().visibility_timeout
+            lease = container.current().queue.describe().visibility_timeout
         except (EmailOpsError, ImproperlyConfigured):
             return None
     return timestamp + lease
@@ -336,7 +336,7 @@ def _recorded_source(row: dict[str, Any]) -> tuple[str, str, str] | None:
 def journal_email_preview(*, row: dict[str, Any]) -> EmailPreview:
     context = mask_context(row.get("Context") or {})
     message_id = str(row.get("MessageId", ""))
-    composer = wiring.composer()
+    composer = container.current().composer()
     recorded = _recorded_source(row)
     try:
         if recorded is not None:

@@ -15,7 +15,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.http import HttpRequest
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import (
     EmailRequest,
     Recipient,
@@ -64,7 +64,7 @@ def email_resend(
     if done is not None:
         return done
 
-    row = wiring.journal().get(key)
+    row = container.current().journal.get(key)
     if row is None:
         raise ValidationError(f"there is no journal row {key!r} to resend")
     if row.get("ContextTrimmed"):
@@ -97,7 +97,7 @@ def email_resend(
             journal_key=dedupe_key(request, recipient),
             original_key=key,
         )
-        action.sqs_message_id = wiring.queue().send(body)
+        action.sqs_message_id = container.current().queue.send(body)
         action.save(update_fields=["sqs_message_id"])
     EventLog(logger).info(
         "email.resent",

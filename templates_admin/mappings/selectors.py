@@ -14,7 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
-from emailops import wiring
+from emailops import container
 from emailops.core.compose import subject_source_for
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, custom_template_key, default_template_key
@@ -55,13 +55,13 @@ def parse_timestamp(value: str) -> datetime | None:
 
 
 def mapping_get(*, message_id: str) -> TemplateMapping | None:
-    return wiring.mapping_store().get_mapping(message_id)
+    return container.current().mapping_store.get_mapping(message_id)
 
 
 def override_index() -> dict[str, tuple[str, ...]]:
     """template file → organizations overriding it, from ONE listing of ``custom/``."""
     orgs: dict[str, set[str]] = {}
-    for key in wiring.template_store().list_keys("custom/"):
+    for key in container.current().template_store.list_keys("custom/"):
         if match := _CUSTOM_KEY.match(key):
             orgs.setdefault(match[2], set()).add(match[1])
     return {file: tuple(sorted(ids, key=int)) for file, ids in orgs.items()}
@@ -69,7 +69,7 @@ def override_index() -> dict[str, tuple[str, ...]]:
 
 def default_template_files() -> list[str]:
     """Files under ``default/`` (offered as suggestions in the mapping form)."""
-    keys = wiring.template_store().list_keys("default/")
+    keys = container.current().template_store.list_keys("default/")
     return sorted(match[1] for key in keys if (match := _DEFAULT_KEY.match(key)))
 
 
@@ -79,7 +79,7 @@ def mapping_list(*, query: str = "") -> list[MappingRow]:
     overrides = override_index()
     needle = query.strip().lower()
     rows = []
-    for mapping in wiring.mapping_store().list_mappings():
+    for mapping in container.current().mapping_store.list_mappings():
         row = MappingRow(mapping=mapping, override_orgs=overrides.get(mapping.template_file, ()))
         haystack = " ".join(
             [mapping.message_id, mapping.template_file, mapping.subject]
@@ -133,7 +133,7 @@ def template_key(*, mapping: TemplateMapping, organization_id: str | None) -> st
 def template_source(*, mapping: TemplateMapping, organization_id: str | None) -> str | None:
     """The raw source of the default (``organization_id=None``) or of one branded override."""
     key = template_key(mapping=mapping, organization_id=organization_id)
-    return wiring.template_store().read_template(key)
+    return container.current().template_store.read_template(key)
 
 
 @dataclass(frozen=True)
@@ -204,7 +204,7 @@ def _preview_pane(
     subject_source: str,
     context: dict[str, Any],
 ) -> PreviewPane:
-    composer, renderer = wiring.composer(), wiring.renderer()
+    composer, renderer = container.current().composer(), container.current().renderer
     label = "Default" if organization_id is None else f"Organization {organization_id}"
     # The consumer's own resolution: the branded copy if the organization has one, else default.
     found, problem = _attempt(
@@ -247,7 +247,9 @@ def preview_render(
         )
         for org in ([None] if organization_id is None else [None, organization_id])
     ]
-    subject_variables, _ = _attempt(lambda: wiring.renderer().variables(subject_source), None)
+    subject_variables, _ = _attempt(
+        lambda: container.current().renderer.variables(subject_source), None
+    )
     used = set(subject_variables or ()).union(*(pane.variables for pane in panes))
     report = variable_report(
         expected=template_manifest().get(mapping.message_id),
@@ -269,7 +271,7 @@ def preview_initial_context(*, mapping: TemplateMapping) -> dict[str, Any]:
     names = template_manifest().get(mapping.message_id)
     if names is None:
         source = template_source(mapping=mapping, organization_id=None) or ""
-        names, _ = _attempt(lambda: wiring.renderer().variables(source), None)
+        names, _ = _attempt(lambda: container.current().renderer.variables(source), None)
     return sample_context(names or ())
 
 
@@ -297,7 +299,7 @@ def sent_test_list(*, user: AbstractBaseUser, message_id: str, limit: int = 5) -
     sends = []
     for action in actions:
         try:
-            row = wiring.journal().get(action.journal_key)
+            row = container.current().journal.get(action.journal_key)
         except (EmailOpsError, ImproperlyConfigured):
             row = None  # the journal being unreachable must not hide the list
         status = str(row.get("Status", "")) if row else None

@@ -14,7 +14,7 @@ from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import (
     EmailRequest,
     Recipient,
@@ -44,7 +44,10 @@ def mapping_validate(*, template_file: str, subject: str, message_id: str | None
             errors["message_id"] = exc.messages
     if not _TEMPLATE_FILE.match(template_file):
         errors["template_file"] = ["Give a file name such as welcome.html (no folders)."]
-    elif wiring.template_store().read_template(default_template_key(template_file)) is None:
+    elif (
+        container.current().template_store.read_template(default_template_key(template_file))
+        is None
+    ):
         errors["template_file"] = [
             f"There is no {default_template_key(template_file)} in the templates bucket; "
             "upload the default template first."
@@ -55,7 +58,7 @@ def mapping_validate(*, template_file: str, subject: str, message_id: str | None
         errors["subject"] = ["The subject must be one line."]
     else:
         try:
-            wiring.renderer().check(subject, html=False, name="subject")
+            container.current().renderer.check(subject, html=False, name="subject")
         except TemplateError as exc:
             errors["subject"] = [f"The subject does not compile: {exc.reason}"]
     if errors:
@@ -91,7 +94,7 @@ def _audited_save(
         change = MappingChange.objects.create(
             message_id=mapping.message_id, action=action, user=user, before=_snapshot(before)
         )
-        saved = wiring.mapping_store().save_mapping(
+        saved = container.current().mapping_store.save_mapping(
             _stamped(mapping, user), expected_version=expected_version
         )
         change.after = _snapshot(saved)
@@ -133,7 +136,7 @@ def mapping_create(
 
 
 def _current_or_conflict(message_id: str) -> TemplateMapping:
-    current = wiring.mapping_store().get_mapping(message_id)
+    current = container.current().mapping_store.get_mapping(message_id)
     if current is None:
         raise ConcurrentUpdate(
             "save template mapping", key=message_id, reason="it was deleted since you opened it"
@@ -185,7 +188,9 @@ def mapping_delete(*, message_id: str, expected_version: int, user: AbstractBase
             user=user,
             before=_snapshot(current),
         )
-        wiring.mapping_store().delete_mapping(message_id, expected_version=expected_version)
+        container.current().mapping_store.delete_mapping(
+            message_id, expected_version=expected_version
+        )
 
 
 def send_test_email(
@@ -222,6 +227,6 @@ def send_test_email(
             dedupe_id=request.dedupe_id,
             journal_key=dedupe_key(request, email),
         )
-        action.sqs_message_id = wiring.queue().send(body)
+        action.sqs_message_id = container.current().queue.send(body)
         action.save(update_fields=["sqs_message_id"])
     return action

@@ -18,7 +18,7 @@ from typing import Any
 from django.conf import settings
 from django.utils import timezone
 
-from emailops import wiring
+from emailops import container
 from emailops.alerts import post_alert
 from emailops.core.events import EventLog
 from emailops.core.reputation import Priority, State
@@ -48,7 +48,7 @@ def reputation_evaluate() -> dict[str, Any]:
     """Judge the rates, set or lift the automatic pauses, warn. Returns what it stored."""
     summary = selectors.reputation_summary()
     ses = selectors.ses_account_view()
-    state = wiring.reputation_state()
+    state = container.current().reputation_state
     scopes: list[tuple[str | None, dict[str, Any]]] = [(None, summary["account"])]
     scopes += [(org, figures) for org, figures in summary["organizations"].items()]
 

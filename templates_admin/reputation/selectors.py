@@ -8,7 +8,7 @@ from typing import Any
 
 from django.conf import settings
 
-from emailops import wiring
+from emailops import container
 from emailops.core.reputation import (
     ACCOUNT,
     HourCounts,
@@ -49,7 +49,7 @@ def _rates(hours: list[HourCounts]) -> Rates:
 
 def hourly_counts(*, scope: str = ACCOUNT, days: int = 7) -> list[HourCounts]:
     """The scope's hours over the last ``days`` days, oldest first (one Query)."""
-    stats = wiring.stats()
+    stats = container.current().stats
     if stats is None:
         return []
     since, until = hour_range(time.time(), days * 24)
@@ -64,7 +64,7 @@ def _entries(mode: str) -> list[dict[str, Any]]:
             "reason": e.get("reason", ""),
             "since": e.get("since", ""),
         }
-        for e in wiring.reputation_state().entries()
+        for e in container.current().reputation_state.entries()
         if e.get("mode") == mode
     ]
 
@@ -85,7 +85,7 @@ def reputation_summary(*, window_hours: int | None = None) -> dict[str, Any]:
     (default REPUTATION_WINDOW_HOURS), and the pauses in force: the JSON of
     ``manage.py reputation --json``. One Query per scope."""
     window = window_hours or settings.REPUTATION_WINDOW_HOURS
-    stats = wiring.stats()
+    stats = container.current().stats
     since, until = hour_range(time.time(), window)
     account: dict[str, Any] = _rates([]).as_dict()
     message_ids: dict[str, Any] = {}
@@ -121,7 +121,7 @@ def ses_account_view() -> dict[str, Any]:
     """SES's own view (sesv2 GetAccount, CloudWatch reputation metrics): enforcement status,
     quota, sent in the last 24 h, rates where available; ``{"error": ...}`` when unavailable."""
     try:
-        return wiring.ses_account_view().view()
+        return container.current().ses_account_view.view()
     except Exception as exc:  # a page must render without SES
         return {"error": f"{type(exc).__name__}: {exc}"}
 

@@ -11,7 +11,7 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from emailops import wiring
+from emailops import container
 from emailops.core.events import EventLog
 from emailops.core.reputation import Priority
 from templates_admin.models import ReputationPauseChange
@@ -67,7 +67,7 @@ def pause_set(
     who = _who(user, actor)
     with transaction.atomic():
         _audit(ReputationPauseChange.Action.PAUSE, priority, organization, reason, user, actor)
-        wiring.reputation_state().set(
+        container.current().reputation_state.set(
             priority=priority,
             organization=organization,
             reason=reason,
@@ -90,7 +90,7 @@ def pause_lift(
     who = _who(user, actor)
     with transaction.atomic():
         _audit(ReputationPauseChange.Action.RESUME, priority, organization, reason, user, actor)
-        lifted = wiring.reputation_state().lift(
+        lifted = container.current().reputation_state.lift(
             priority=priority,
             organization=organization,
             hold_seconds=settings.REPUTATION_RESUME_HOLD_MINUTES * 60,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.suppression import Suppression
 from templates_admin.models import SuppressionRemoval
 
@@ -41,7 +41,7 @@ def suppression_search(
     removals. Raises InvalidCursor for a damaged page link; EmailOpsError when AWS fails."""
     prefix = prefix.strip().lower()
     try:
-        entries, next_cursor = wiring.suppression_list().search(
+        entries, next_cursor = container.current().suppression_list.search(
             prefix=prefix, cursor=cursor, limit=limit
         )
     except ValueError as exc:  # the store's cursor did not decode
@@ -70,11 +70,11 @@ def suppression_entry(*, address: str) -> SuppressionEntry:
     address = address.strip().lower()
     return SuppressionEntry(
         address=address,
-        suppression=wiring.suppression_list().get(address),
+        suppression=container.current().suppression_list.get(address),
         removals=list(SuppressionRemoval.objects.filter(address=address).select_related("user")),
     )
 
 
 def address_suppression(*, address: str) -> Suppression | None:
     """The address's suppression, or None: for pages that warn before sending to it."""
-    return wiring.suppression_list().get(address)
+    return container.current().suppression_list.get(address)

@@ -9,7 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from emailops import wiring
+from emailops import container
 from emailops.core.events import EventLog
 from templates_admin import roles
 from templates_admin.models import SuppressionRemoval
@@ -35,7 +35,7 @@ def suppression_remove(
     if not reason:
         raise ValidationError("say why you are removing it: the reason is kept in the audit trail")
     address = address.strip().lower()
-    store = wiring.suppression_list()
+    store = container.current().suppression_list
     current = store.get(address)
     if current is None:
         raise ValidationError(f"{address} is not on the suppression list")

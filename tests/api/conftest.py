@@ -9,8 +9,9 @@ from typing import Any
 import pytest
 import redis
 
-from api import ratelimit
 from api.services import api_token_create
+from emailops import container
+from emailops.redis import token_rate as ratelimit
 from tests.conftest import skip_or_fail
 
 
@@ -42,7 +43,7 @@ def api_client(client, token) -> ApiClient:
 
 @pytest.fixture
 def redis_client(settings):
-    client = ratelimit.connect(settings.REDIS_URL)
+    client = ratelimit.connect_fail_fast(settings.REDIS_URL)
     try:
         client.ping()
     except redis.RedisError as exc:
@@ -61,5 +62,5 @@ def limiter(redis_client, clock, monkeypatch):
     made = ratelimit.TokenRateLimiter(
         redis_client, prefix=f"test:api:{uuid.uuid4().hex}:", clock=lambda: clock[0]
     )
-    monkeypatch.setattr(ratelimit, "token_rate_limiter", lambda: made)
+    monkeypatch.setattr(container.Container, "token_rate_limiter", property(lambda _: made))
     return made

@@ -8,7 +8,7 @@ import time
 import pytest
 from django.test import Client
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import TransientError
 from emailops.core.ports import Claim
 from tests.conftest import fixture_body
@@ -34,7 +34,7 @@ def test_a_request_is_sent_and_its_rows_reported(stack, api_client):
     assert result["status"] == "SENT" and result["error"] is None
     (email,) = stack.sent_emails()
     assert result["sesMessageId"] == email.id
-    assert wiring.journal().get(result["id"])["Status"] == "SENT"
+    assert container.current().journal.get(result["id"])["Status"] == "SENT"
 
 
 def test_bearer_requests_need_no_csrf_token_and_any_json_encoding(stack, token):
@@ -124,7 +124,7 @@ def test_transient_ses_trouble_is_a_503_with_retry_after_and_the_retry_sends_onc
 ):
     settings.RETRY_BACKOFF_BASE_SECONDS = 7
     flaky = RecordingSender(errors=[TransientError("send email", reason="Throttling: slow down")])
-    monkeypatch.setattr(wiring.sender(), "send", flaky.send)
+    monkeypatch.setattr(container.current().sender, "send", flaky.send)
 
     response = api_client.send(fixture_body("with-dedupe-id.json"))
 
@@ -149,7 +149,7 @@ def test_a_recipient_claimed_by_another_request_is_a_503_until_its_lease_ends(
     namespace = token.token.namespace  # the same producer's request, in another API process
     key = f"{namespace}:team-invite-evt-12345:carol@example.com"
     now = int(time.time())
-    wiring.journal().claim(
+    container.current().journal.claim(
         Claim(key=key, message_id=body["messageId"], recipient="carol@example.com",
               context=body["context"], now=now, lease_seconds=120, ttl_seconds=86400,
               producer=namespace)
@@ -164,7 +164,7 @@ def test_a_recipient_claimed_by_another_request_is_a_503_until_its_lease_ends(
 
 
 def test_a_journal_outage_after_the_send_is_a_503(stack, api_client, monkeypatch):
-    journal = wiring.journal()
+    journal = container.current().journal
 
     def broken_get(key):
         raise TransientError("read journal row", key=key, reason="ServiceUnavailable")

@@ -9,7 +9,7 @@ import pytest
 
 from api.selectors import producer_view
 from api.services import api_token_create
-from emailops import wiring
+from emailops import container
 from templates_admin.journal.presentation import MASK
 from templates_admin.models import JournalReadAudit
 from tests.api.conftest import ApiClient
@@ -83,7 +83,7 @@ def test_the_same_dedupe_id_from_two_tokens_is_two_rows_and_two_emails(stack, pr
     emails = stack.sent_emails()
     assert len(emails) == 2
     assert "Real team" in str(emails[-1].body)
-    assert wiring.journal().get(a_result["id"])["Producer"] == a.token.namespace
+    assert container.current().journal.get(a_result["id"])["Producer"] == a.token.namespace
 
 
 def test_a_queue_row_under_a_tokens_key_is_never_taken_nor_reported(stack, api_client, token):
@@ -99,7 +99,7 @@ def test_a_queue_row_under_a_tokens_key_is_never_taken_nor_reported(stack, api_c
     assert result["status"] is None and result["sesMessageId"] is None
     assert b"foreign-id" not in response.content
     assert stack.sent_emails() == []
-    assert "Producer" not in wiring.journal().get(key)
+    assert "Producer" not in container.current().journal.get(key)
 
 
 def test_the_rows_a_send_hands_back_are_audited(stack, api_client, token):

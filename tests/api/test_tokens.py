@@ -9,9 +9,10 @@ import time
 import pytest
 from django.core.management import call_command
 
-from api import ratelimit
 from api.models import ApiToken
 from api.services import api_token_authenticate, api_token_create, api_token_revoke, token_hash
+from emailops import container
+from emailops.redis import token_rate as ratelimit
 
 pytestmark = pytest.mark.django_db
 
@@ -102,7 +103,7 @@ def test_a_request_costs_its_emails_and_a_refused_one_costs_nothing(limiter, clo
 
 def test_an_unreachable_redis_refuses_quickly_instead_of_allowing_everything():
     limiter = ratelimit.TokenRateLimiter(
-        ratelimit.connect("redis://127.0.0.1:1/0"), prefix="test:api:dead:"
+        ratelimit.connect_fail_fast("redis://127.0.0.1:1/0"), prefix="test:api:dead:"
     )
     started = time.monotonic()
 
@@ -181,9 +182,9 @@ def test_a_body_over_256_kb_is_a_413(client, aws):
 def test_with_redis_down_the_api_refuses_with_503_and_retry_after(client, aws, monkeypatch):
     aws.load_samples()
     dead = ratelimit.TokenRateLimiter(
-        ratelimit.connect("redis://127.0.0.1:1/0"), prefix="test:api:dead:"
+        ratelimit.connect_fail_fast("redis://127.0.0.1:1/0"), prefix="test:api:dead:"
     )
-    monkeypatch.setattr(ratelimit, "token_rate_limiter", lambda: dead)
+    monkeypatch.setattr(container.Container, "token_rate_limiter", property(lambda _: dead))
     producer = api_token_create(name="limited", emails_per_minute=60)
 
     response = _post(client, producer, _many(1, "down-1"))

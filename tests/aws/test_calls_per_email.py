@@ -10,7 +10,7 @@ from collections import Counter
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.clients import aws_client
 from emailops.core.pipeline import Action
 from emailops.core.ports import TemplateMapping
@@ -39,13 +39,15 @@ def pipeline(aws, settings):
     settings.SUPPRESSION_INDEX_REDIS_KEY = key
     settings.TEMPLATE_CACHE_SECONDS = 60
     settings.STATS_FLUSH_SECONDS = 60  # as consumers run: counters summed, written in bulk
-    wiring.reset()
-    wiring.mapping_store().save_mapping(
+    container.reset()
+    container.current().mapping_store.save_mapping(
         TemplateMapping("added-to-team", "added-to-team.html", "Welcome to {{.teamName}}"),
         expected_version=None,
     )
-    wiring.template_store().write_template("default/added-to-team.html", "<p>{{.teamName}}</p>")
-    yield wiring.build_pipeline(lease_seconds=30)
+    container.current().template_store.write_template(
+        "default/added-to-team.html", "<p>{{.teamName}}</p>"
+    )
+    yield container.current().build_pipeline(lease_seconds=30)
     redis.Redis.from_url(REDIS_URL).delete(key, f"{key}:epoch")
 
 
@@ -76,13 +78,13 @@ def test_an_email_costs_three_aws_calls(pipeline, settings):
     # The reputation counters cost no call per email: summed in memory, one ADD per scope and
     # hour when flushed (every STATS_FLUSH_SECONDS, and when a consumer stops).
     assert counters == Counter(), counters
-    wiring.flush_stats()
+    container.current().flush_stats()
     assert counters == Counter({"UpdateItem": 2}), counters  # the account's and the messageId's
 
 
 def test_a_new_suppression_stops_the_next_send(aws, pipeline):
     pipeline.process(body("warm@example.com"))
-    wiring.suppression_list().add(
+    container.current().suppression_list.add(
         "bob@example.com", reason="BOUNCE", detail="550", source="ses-1", now=1
     )
     outcome = pipeline.process(body("bob@example.com"))

@@ -159,14 +159,14 @@ def test_clients_are_cached_per_service_and_region(aws_env):
 def test_the_senders_ses_client_never_resends_after_a_lost_reply(aws_env, settings):
     """A ReadTimeoutError after SendEmail went out: botocore's standard mode would send it again
     at once, up to twice; only the pipeline's own policy (after back-off) may decide that."""
-    from emailops import wiring
+    from emailops import container
     from emailops.aws.ses import SesSender
     from emailops.core.ports import OutgoingEmail
 
     settings.SES_SIMULATE_EVENTS = False
     settings.AWS_REGION = "us-east-1"
-    wiring.reset()
-    sender = wiring.sender()
+    container.reset()
+    sender = container.current().sender
     assert isinstance(sender, SesSender)
     calls = []
 
@@ -184,7 +184,7 @@ def test_the_senders_ses_client_never_resends_after_a_lost_reply(aws_env, settin
         assert len(calls) == 1
     finally:
         sender.client.meta.events.unregister("before-send.ses.SendEmail", lost_reply)
-        wiring.reset()
+        container.reset()
 
 
 def test_other_clients_keep_the_sdks_retries():

@@ -8,7 +8,7 @@ from decimal import Decimal
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.journal import DynamoJournal, from_dynamo, rfc3339, sent_at_key, to_dynamo
 from emailops.core.errors import TransientError
 from emailops.core.ports import Claim, ClaimState
@@ -50,7 +50,7 @@ def claim(key="k1", *, now=NOW, recipient="Alice@Example.com", context=None, **k
 
 @pytest.fixture
 def journal(aws) -> DynamoJournal:
-    return wiring.journal()
+    return container.current().journal
 
 
 def raw(aws, key: str) -> dict:
@@ -386,8 +386,8 @@ def test_a_context_stored_as_json_text_reads_back_as_a_map(aws, settings):
         TableName=settings.JOURNAL_TABLE,
         Item={"Id": {"S": "k2"}, "Status": {"S": "SENT"}, "Context": {"S": "not json"}},
     )
-    assert wiring.journal().get("k1")["Context"] == {"a": 1, "b": [True]}
-    assert wiring.journal().get("k2")["Context"] == "not json"
+    assert container.current().journal.get("k1")["Context"] == {"a": 1, "b": [True]}
+    assert container.current().journal.get("k2")["Context"] == "not json"
 
 
 # --- what the consumer needs for slow sends, waits and the send→mark window ----------------------
@@ -441,7 +441,7 @@ def test_a_row_is_only_ever_claimed_or_recorded_by_its_own_producer(aws, journal
 
 
 def test_an_extra_send_is_appended_to_the_row_and_never_changes_its_outcome(aws):
-    journal = wiring.journal()
+    journal = container.current().journal
     journal.claim(claim("k1"))
     journal.claim(claim("k1", now=NOW + 10 * LEASE))  # another consumer's claim: attempt 2
     assert journal.mark_sent("k1", attempt=2, provider_id="ses-theirs", sent_at=NOW + 301)

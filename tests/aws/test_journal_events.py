@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.journal_events import MAX_SUMMARY, MAX_TIMELINE, DynamoEventJournal
 from emailops.core.delivery_events import encode_journal_key, parse_envelope, parse_event
 from emailops.core.delivery_handler import ApplyResult, EventAction
@@ -23,17 +23,17 @@ KEY = "journal-key-1"  # what the fixtures' tag carries
 
 @pytest.fixture
 def handler(aws_events):
-    return wiring.delivery_event_handler()
+    return container.current().delivery_event_handler
 
 
 def sent_row(key: str = KEY, ses_id: str = SES_ID) -> None:
-    journal = wiring.journal()
+    journal = container.current().journal
     journal.claim(claim(key, recipient="recipient@example.com"))
     assert journal.mark_sent(key, attempt=1, provider_id=ses_id, sent_at=NOW)
 
 
 def row(aws, key: str = KEY) -> dict:
-    return wiring.journal().get(key)
+    return container.current().journal.get(key)
 
 
 def at(event: dict, when: str) -> dict:
@@ -88,7 +88,7 @@ def test_a_bounce_records_type_subtype_and_diagnostic_and_suppresses(aws_events,
     assert current["DeliveryStatus"] == "BOUNCED"
     assert (current["BounceType"], current["BounceSubType"]) == ("Permanent", "General")
     assert current["DiagnosticCode"] == "smtp; 550 5.1.1 user unknown"
-    entry = wiring.suppression_list().get("Recipient@Example.com")
+    entry = container.current().suppression_list.get("Recipient@Example.com")
     assert entry.reason == "BOUNCE" and "mailbox does not exist" in entry.detail
     assert entry.source == SES_ID
 
@@ -96,9 +96,9 @@ def test_a_bounce_records_type_subtype_and_diagnostic_and_suppresses(aws_events,
 def test_a_complaint_suppresses_and_a_soft_bounce_does_not(aws_events, handler):
     sent_row()
     handler.handle(json.dumps(ses_event("bounce-transient.json")))
-    assert wiring.suppression_list().get("recipient@example.com") is None
+    assert container.current().suppression_list.get("recipient@example.com") is None
     handler.handle(json.dumps(ses_event("complaint.json")))
-    assert wiring.suppression_list().get("recipient@example.com").reason == "COMPLAINT"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "COMPLAINT"
 
 
 def test_matched_by_ses_message_id_without_a_tag(aws_events, handler):
@@ -169,7 +169,7 @@ def test_unmatched_events_wait_once_then_are_stored(aws_events, handler):
     assert first.action is EventAction.RETRY
     second = handler.handle(json.dumps(event), receive_count=2)
     assert (second.action, second.result) == (EventAction.DELETE, "stored")
-    stored = wiring.unmatched_events().get(second.event.event_id)
+    stored = container.current().unmatched_events.get(second.event.event_id)
     assert stored["Reason"] == "no journal row"
     assert stored["SesMessageId"] == "no-such-ses-id"
     assert json.loads(stored["Raw"]) == event
@@ -180,13 +180,13 @@ def test_an_unmatched_hard_bounce_still_suppresses(aws_events, handler):
     event = untagged(ses_event("bounce.json"))
     event["mail"]["messageId"] = "sent-by-someone-else"
     handler.handle(json.dumps(event), receive_count=2)
-    assert wiring.suppression_list().get("recipient@example.com") is not None
+    assert container.current().suppression_list.get("recipient@example.com") is not None
 
 
 def test_unknown_event_types_are_stored(aws_events, handler):
     outcome = handler.handle(envelope(ses_event("legacy-subscription-succeeded.json")))
     assert (outcome.action, outcome.result) == (EventAction.DELETE, "stored")
-    stored = wiring.unmatched_events().get(outcome.event.event_id)
+    stored = container.current().unmatched_events.get(outcome.event.event_id)
     assert stored["Reason"] == "unknown event type"
     assert stored["EventType"] == "AmazonSnsSubscriptionSucceeded"
 
@@ -201,7 +201,7 @@ def test_bad_messages_are_dead_lettered(aws_events, handler):
 
 @pytest.mark.parametrize("status", ["QUEUED", "FAILED"])
 def test_a_row_whose_send_reply_was_lost_is_reconciled_to_sent(aws_events, handler, status):
-    journal = wiring.journal()
+    journal = container.current().journal
     journal.claim(claim(KEY, recipient="recipient@example.com"))
     if status == "FAILED":
         journal.mark_failed(KEY, attempt=1, error="send email: ReadTimeoutError")
@@ -218,7 +218,7 @@ def test_a_row_whose_send_reply_was_lost_is_reconciled_to_sent(aws_events, handl
 
 def test_an_event_waits_while_the_sending_consumer_still_holds_its_claim(aws_events, handler):
     now = int(time.time())
-    journal = wiring.journal()
+    journal = container.current().journal
     journal.claim(claim(KEY, recipient="recipient@example.com", now=now))  # live for LEASE s
     outcome = handler.handle(envelope(ses_event("delivery.json")))
     assert outcome.action is EventAction.RETRY and "live claim" in outcome.reason
@@ -237,7 +237,7 @@ def test_reconciliation_never_touches_a_sent_row(aws_events, handler):
 
 
 def test_a_rendering_failure_does_not_reconcile(aws_events, handler):
-    wiring.journal().claim(claim(KEY, recipient="recipient@example.com"))
+    container.current().journal.claim(claim(KEY, recipient="recipient@example.com"))
     handler.handle(envelope(ses_event("rendering-failure.json")))
     assert row(aws_events)["Status"] == "QUEUED"
 
@@ -291,7 +291,7 @@ def test_a_lost_race_is_decided_again_on_fresh_data(aws_events):
 
 
 def test_a_vanished_row_is_gone(aws_events):
-    journal = wiring.event_journal()
+    journal = container.current().event_journal
     send = parsed(json.dumps(ses_event("send.json")))
     assert journal.apply_event("no-such-row", send, now=NOW) is ApplyResult.GONE
     assert raw(aws_events, "no-such-row") == {}
@@ -308,7 +308,7 @@ class ClaimingJournal(DynamoEventJournal):
     def _write(self, key, row, events, **kwargs):
         if not self.claims:
             self.claims += 1
-            result = wiring.journal().claim(
+            result = container.current().journal.claim(
                 claim(key, recipient="recipient@example.com", now=self.now)
             )
             assert result.state.value == "claimed"
@@ -317,7 +317,7 @@ class ClaimingJournal(DynamoEventJournal):
 
 def test_a_claim_taken_between_read_and_write_keeps_the_row_from_reconciling(aws_events):
     """The live-claim check is part of the write's condition, not only of the read before it."""
-    journal = wiring.journal()
+    journal = container.current().journal
     journal.claim(claim(KEY, recipient="recipient@example.com"))  # its lease ends at NOW + LEASE
     later = NOW + 10 * LEASE
     racing = ClaimingJournal(aws_events.dynamodb, "email-journal", now=later)
@@ -351,7 +351,7 @@ def test_event_summaries_are_capped_so_the_timeline_cannot_outgrow_the_row(aws_e
 
 
 def test_a_large_context_is_trimmed_so_the_row_fits_beside_a_full_timeline(aws_events, handler):
-    journal = wiring.journal()
+    journal = container.current().journal
     context = {"datasetName": "Mine", "blob": "y" * 250_000, "other": "z" * 120_000}
     journal.claim(claim(KEY, recipient="recipient@example.com", context=context))
     assert journal.mark_sent(KEY, attempt=1, provider_id=SES_ID, sent_at=NOW)
@@ -394,8 +394,8 @@ def batch_handler(client):
 
     return DeliveryEventHandler(
         journal=DynamoEventJournal(client, "email-journal"),
-        suppressions=wiring.suppression_list(),
-        unmatched=wiring.unmatched_events(),
+        suppressions=container.current().suppression_list,
+        unmatched=container.current().unmatched_events,
         verify=lambda envelope: None,
         clock=lambda: NOW,
     )
@@ -420,14 +420,16 @@ def test_one_emails_events_in_a_batch_are_one_write_with_each_distinct_event_onc
     assert current["BounceType"] == "Permanent"
     assert [e["Type"] for e in current["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
     assert current["DeliveryEventCount"] == 3
-    assert wiring.suppression_list().get("recipient@example.com").reason == "BOUNCE"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "BOUNCE"
     # Redelivered later: duplicates, no write, and no second suppression.
-    wiring.suppression_list().remove("recipient@example.com")  # lifted by an operator meanwhile
+    container.current().suppression_list.remove(
+        "recipient@example.com"
+    )  # lifted by an operator meanwhile
     client.calls.clear()
     again = batch_handler(client).handle_batch([(bounce, 2)])
     assert [o.result for o in again] == ["duplicate"]
     assert client.calls == ["batch_get_item"]
-    assert wiring.suppression_list().get("recipient@example.com") is None
+    assert container.current().suppression_list.get("recipient@example.com") is None
 
 
 def test_a_merged_write_keeps_a_status_the_row_already_outranks(aws_events):
@@ -491,7 +493,7 @@ def test_a_failed_merged_write_leaves_every_event_of_that_email_for_redelivery(a
     # ...while the other email's write went through, and the bounce's address is suppressed
     # already (suppression never waits for the journal).
     assert row(aws_events, "other-row")["DeliveryStatus"] == "DELIVERED"
-    assert wiring.suppression_list().get("recipient@example.com") is not None
+    assert container.current().suppression_list.get("recipient@example.com") is not None
     # Redelivered, they apply.
     again = batch_handler(aws_events.dynamodb).handle_batch([(b, 2) for b in bodies])
     assert [o.result for o in again] == ["applied", "applied"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.journal_search import JournalCriteria, JournalSearch
 from emailops.aws.provision import _index
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
@@ -47,7 +47,7 @@ def ids(rows) -> list[str]:
 def test_unfiltered_pages_are_one_query_each_newest_first(aws, dynamo_calls):
     rows = [journal_row("bob@example.com", at=BASE_TIME + i) for i in range(120)]
     put_rows(aws.dynamodb, "email-journal", rows)
-    search = wiring.journal_search()
+    search = container.current().journal_search
     dynamo_calls.clear()
 
     first = search.recipient_page("bob@example.com", JournalCriteria())
@@ -71,7 +71,7 @@ def test_going_back_returns_the_same_pages(aws):
         "email-journal",
         [journal_row("bob@x.org", at=BASE_TIME + i) for i in range(120)],
     )
-    search = wiring.journal_search()
+    search = container.current().journal_search
     forward = read_all(search, "bob@x.org")
 
     back_to_second = search.recipient_page(
@@ -99,7 +99,7 @@ def test_message_id_and_status_filters(aws, dynamo_calls):
         for i in range(600)
     ]
     put_rows(aws.dynamodb, "email-journal", rows)
-    search = wiring.journal_search()
+    search = container.current().journal_search
     criteria = JournalCriteria(message_id="dataset-publication-accepted")
     dynamo_calls.clear()
 
@@ -138,7 +138,7 @@ def test_a_page_stops_at_its_read_budget_and_goes_on_from_there(aws, dynamo_call
 def test_any_capitalisation_finds_rows_the_new_consumer_wrote(aws):
     put_rows(aws.dynamodb, "email-journal", [journal_row("Alice@Example.COM", at=BASE_TIME)])
 
-    page = wiring.journal_search().recipient_page("aLiCe@example.com", JournalCriteria())
+    page = container.current().journal_search.recipient_page("aLiCe@example.com", JournalCriteria())
 
     assert [r["Recipient"] for r in page.rows] == ["Alice@Example.COM"]
 
@@ -150,7 +150,7 @@ def test_go_rows_found_by_exact_then_lowercased_address_without_duplicates(aws, 
     ]
     go_lower = [journal_row("bob@example.com", at=BASE_TIME + i, go_row=True) for i in range(2)]
     put_rows(aws.dynamodb, "email-journal", new + go_exact + go_lower)
-    search = wiring.journal_search()
+    search = container.current().journal_search
     dynamo_calls.clear()
 
     page = search.recipient_page("Bob@Example.com", JournalCriteria())
@@ -177,7 +177,7 @@ def test_date_range_is_a_key_condition(aws, dynamo_calls):
     put_rows(aws.dynamodb, "email-journal", rows)
     dynamo_calls.clear()
 
-    page = wiring.journal_search().recipient_page(
+    page = container.current().journal_search.recipient_page(
         "dee@example.com", JournalCriteria(since=BASE_TIME + 3 * day, until=BASE_TIME + 5 * day)
     )
 
@@ -193,7 +193,7 @@ def test_lookup_by_ses_message_id(aws):
     row = journal_row("eve@example.com", at=BASE_TIME, SesMessageId="0100018c-ses-id")
     put_rows(aws.dynamodb, "email-journal", [row, journal_row("eve@example.com", at=BASE_TIME + 1)])
 
-    page = wiring.journal_search().by_ses_message_id("0100018c-ses-id")
+    page = container.current().journal_search.by_ses_message_id("0100018c-ses-id")
 
     assert ids(page.rows) == [row["Id"]]
     assert page.runs[0].index == "SesMessageIdIndex" and not page.problems
@@ -261,10 +261,10 @@ def test_the_go_cutover_setting_is_read_once_and_checked(aws, settings):
     from django.core.exceptions import ImproperlyConfigured
 
     settings.JOURNAL_GO_CUTOVER = "2026-05-28"
-    wiring.reset()
-    assert wiring.journal_search().go_rows_until == 1_779_926_400  # midnight UTC
+    container.reset()
+    assert container.current().journal_search.go_rows_until == 1_779_926_400  # midnight UTC
 
     settings.JOURNAL_GO_CUTOVER = "last tuesday"
-    wiring.reset()
+    container.reset()
     with pytest.raises(ImproperlyConfigured, match="JOURNAL_GO_CUTOVER"):
-        wiring.journal_search()
+        _ = container.current().journal_search

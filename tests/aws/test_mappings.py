@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.core.errors import ConcurrentUpdate, TransientError
 from emailops.core.ports import TemplateMapping
@@ -14,7 +14,7 @@ TABLE = "email-message-templates"
 
 @pytest.fixture
 def store(aws) -> DynamoMappingStore:
-    return wiring.mapping_store()
+    return container.current().mapping_store
 
 
 def mapping(subject="Welcome", *, by="ann", template_file="welcome.html") -> TemplateMapping:

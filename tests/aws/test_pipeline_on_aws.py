@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
@@ -19,7 +19,7 @@ NOW = 1_750_000_000
 
 @pytest.fixture
 def pipeline(aws) -> EmailPipeline:
-    wiring.mapping_store().save_mapping(
+    container.current().mapping_store.save_mapping(
         TemplateMapping(
             "dataset-publication-accepted",
             "dataset-publication-accepted.html",
@@ -27,7 +27,7 @@ def pipeline(aws) -> EmailPipeline:
         ),
         expected_version=None,
     )
-    templates = wiring.template_store()
+    templates = container.current().template_store
     templates.write_template(
         "default/dataset-publication-accepted.html",
         "<p>{{.reviewerName}} accepted <b>{{.datasetName}}</b> on {{.date}}.</p>",
@@ -36,9 +36,9 @@ def pipeline(aws) -> EmailPipeline:
         "custom/O367/dataset-publication-accepted.html", "<p>Branded: {{.datasetName}}</p>"
     )
     return EmailPipeline(
-        composer=wiring.composer(),
-        journal=wiring.journal(),
-        sender=wiring.sender(),
+        composer=container.current().composer(),
+        journal=container.current().journal,
+        sender=container.current().sender,
         settings=PipelineSettings(
             from_address="Pennsieve <support@pennsieve.test>",
             reply_to=("support@pennsieve.test",),
@@ -59,7 +59,7 @@ def test_a_record_is_sent_once_and_journaled(aws, pipeline):
 
     key = dedupe_key(parse_request(body), "alice@example.com")
     assert key == "6b98984f638531accfd21f28dda2ffa53c0273b5da70eba57a30eaa90ef679da"  # Go's
-    row = wiring.journal().get(key)
+    row = container.current().journal.get(key)
     assert row["Status"] == "SENT"
     assert row["SesMessageId"] == sent.id
     assert row["Context"] == json.loads(body)["context"]
@@ -86,7 +86,7 @@ def test_unknown_message_id_leaves_failed_rows(aws, pipeline):
     )
     outcome = pipeline.process(body)
     assert outcome.action is Action.DEAD_LETTER
-    row = wiring.journal().get(dedupe_key(parse_request(body), "a@example.com"))
+    row = container.current().journal.get(dedupe_key(parse_request(body), "a@example.com"))
     assert row["Status"] == "FAILED"
     assert "no such messageId" in row["Error"]
     assert row["Context"] == {"x": 1.5}
@@ -99,9 +99,9 @@ def test_unverified_sender_waits_for_the_fix_without_failed_rows(aws, pipeline):
     outcome = pipeline.process(body)
     assert outcome.action is Action.WAIT
     assert "MessageRejected" in outcome.reason and "verify the sender" in outcome.fault
-    row = wiring.journal().get(dedupe_key(parse_request(body), "alice@example.com"))
+    row = container.current().journal.get(dedupe_key(parse_request(body), "alice@example.com"))
     assert (row["Status"], row["ClaimExpiresAt"]) == ("QUEUED", 0)  # released, never FAILED
     # Fixed: the same record goes out.
-    wiring.sender().verify_sender("nobody@elsewhere.test")
+    container.current().sender.verify_sender("nobody@elsewhere.test")
     assert pipeline.process(body).action is Action.DELETE
-    assert wiring.journal().get(row["Id"])["Status"] == "SENT"
+    assert container.current().journal.get(row["Id"])["Status"] == "SENT"

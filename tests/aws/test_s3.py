@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.clients import aws_client
 from emailops.aws.s3 import S3TemplateStore
 from emailops.core.errors import EmailOpsError, TemplateError
@@ -14,7 +14,7 @@ BUCKET = "emailops-templates"
 
 @pytest.fixture
 def store(aws) -> S3TemplateStore:
-    return wiring.template_store()
+    return container.current().template_store
 
 
 @pytest.fixture
@@ -138,10 +138,12 @@ def test_a_conditional_fetch_of_a_deleted_template_is_a_miss(store, s3):
 
 
 def test_the_cache_revalidates_s3_templates_with_a_conditional_get(store, s3):
+    import threading
+
     from emailops.core.template_cache import CachedTemplateStore
 
     now = [0.0]
-    cached = CachedTemplateStore(store, seconds=60, clock=lambda: now[0])
+    cached = CachedTemplateStore(store, seconds=60, lock=threading.Lock(), clock=lambda: now[0])
     calls: list[dict] = []
     client = store.client
     record = lambda params, **_: calls.append(params)  # noqa: E731

@@ -7,7 +7,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.ses import SendQuota, SesSender
 from emailops.core.errors import (
     ConfigurationFault,
@@ -30,7 +30,7 @@ EMAIL = OutgoingEmail(
 
 @pytest.fixture
 def sender(aws) -> SesSender:
-    return wiring.sender()
+    return container.current().sender
 
 
 @pytest.fixture

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.ses import SesSender
 from emailops.aws.ses_simulator import SimulatingSender, simulated_events
 from emailops.core.delivery_events import (
@@ -42,7 +42,7 @@ def requests(aws):
 
 
 def test_emails_carry_the_configuration_set_and_the_journal_key(aws, settings, requests):
-    assert wiring.sender().configuration_set == "emailops"  # the default
+    assert container.current().sender.configuration_set == "emailops"  # the default
     SesSender(aws.ses, configuration_set="emailops-test").send(EMAIL)
     [params] = requests
     assert params["ConfigurationSetName"] == "emailops-test"
@@ -99,8 +99,8 @@ def test_simulated_events_read_like_ses_ones():
 
 def test_the_simulating_sender_publishes_through_the_events_topic(aws_events, settings):
     settings.SES_SIMULATE_EVENTS = True
-    wiring.reset()
-    sender = wiring.sender()
+    container.reset()
+    sender = container.current().sender
     assert isinstance(sender, SimulatingSender)
     message_id = sender.send(replace(EMAIL, to=f"complaint@{SIM}"))
     [sent] = aws_events.sent_emails()

@@ -6,14 +6,14 @@ import json
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.sqs import FAILURE_REASON_ATTRIBUTE, SqsQueue
 from emailops.core.errors import EmailOpsError
 
 
 @pytest.fixture
 def queue(aws) -> SqsQueue:
-    return wiring.queue()
+    return container.current().queue
 
 
 def send(aws, body: str, **attributes: str) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.sqs import SqsQueue, forwardable_attributes
 
 
@@ -25,7 +25,7 @@ def test_depth_hidden_receive_release_and_copy(aws):
     assert dlq.release(held) == []
     assert dlq.depth().visible == 3
 
-    source = wiring.queue()
+    source = container.current().queue
     attributes = forwardable_attributes(held[0].attributes)
     assert set(attributes) == {"Blob"}
     assert attributes["Blob"] == {"DataType": "Binary", "BinaryValue": b"\x00\x01"}

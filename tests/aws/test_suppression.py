@@ -7,7 +7,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
-from emailops import wiring
+from emailops import container
 from emailops.aws import provision
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression, Suppression
 from emailops.core.errors import TransientError
@@ -18,7 +18,7 @@ TABLE = "email-suppression"
 
 @pytest.fixture
 def store(aws) -> DynamoSuppressionList:
-    return wiring.suppression_list()
+    return container.current().suppression_list
 
 
 def test_the_table_is_keyed_by_address_and_provisioning_is_idempotent(aws):
@@ -139,17 +139,17 @@ def test_a_failed_mirror_keeps_the_table_change(aws, sesv2, caplog):
 
 
 def test_wiring_builds_the_mirror_only_when_asked(aws, settings):
-    assert wiring.suppression_list().account_sync is None
+    assert container.current().suppression_list.account_sync is None
     settings.SES_ACCOUNT_SUPPRESSION_SYNC = True
-    wiring.reset()
-    assert isinstance(wiring.suppression_list().account_sync, SesAccountSuppression)
+    container.reset()
+    assert isinstance(container.current().suppression_list.account_sync, SesAccountSuppression)
 
 
 # --- the journal's SUPPRESSED rows -----------------------------------------------------------------
 
 
 def test_record_suppressed_writes_a_never_sent_row(aws):
-    journal = wiring.journal()
+    journal = container.current().journal
     assert journal.record_suppressed(claim(), reason="hard bounce: 550 5.1.1")
     item = raw(aws, "k1")
     assert item["Status"] == {"S": "SUPPRESSED"}
@@ -159,7 +159,7 @@ def test_record_suppressed_writes_a_never_sent_row(aws):
 
 
 def test_record_suppressed_never_touches_a_sent_row_or_a_live_claim(aws):
-    journal = wiring.journal()
+    journal = container.current().journal
     journal.claim(claim())
     assert not journal.record_suppressed(claim(now=NOW + 1), reason="x")
     journal.mark_sent("k1", attempt=1, provider_id="ses-1", sent_at=NOW)

@@ -15,7 +15,7 @@ from html import unescape
 import pytest
 import redis
 
-from emailops import wiring
+from emailops import container
 from templates_admin.csp import POLICY
 from templates_admin.dashboard import selectors
 from templates_admin.models import OpsReading, ReputationPauseChange
@@ -45,7 +45,7 @@ def reputation_key(settings):
     except redis.RedisError as exc:
         skip_or_fail(f"Redis is not reachable at {settings.REDIS_URL}: {exc}")
     settings.SES_RATE_REDIS_KEY = f"emailops-test-dashboard:{uuid.uuid4().hex}"
-    wiring.reset()
+    container.reset()
     yield settings.SES_RATE_REDIS_KEY
     for key in client.scan_iter(f"{settings.SES_RATE_REDIS_KEY}*"):
         client.delete(key)
@@ -55,7 +55,7 @@ def reputation_key(settings):
 def counters(aws, reputation_key):
     """Two hours of sends: one clean messageId, and org 367's newsletter bouncing past the act
     line (12 % hard bounces over 250 sends)."""
-    stats = wiring.stats()
+    stats = container.current().stats
     stats.add(
         message_id="password-reset",
         organization=None,
@@ -147,11 +147,10 @@ def test_the_dashboard_never_reads_the_journal(counters, client, make_user, monk
     def journal_read(*args, **kwargs):
         raise AssertionError("the dashboard read the journal")
 
-    journal_read.cache_clear = lambda: None  # wiring.reset() clears every factory
     for factory in ("journal", "journal_scan", "journal_search", "event_journal"):
-        monkeypatch.setattr(wiring, factory, journal_read)
+        monkeypatch.setattr(container.Container, factory, property(journal_read))
     calls: list[tuple[str, str, str]] = []
-    build = wiring.aws_client
+    build = container.aws_client
 
     def recording_client(service, **kwargs):
         made = build(service, **kwargs)
@@ -162,8 +161,8 @@ def test_the_dashboard_never_reads_the_journal(counters, client, make_user, monk
         made.meta.events.register("provide-client-params.*.*", record)
         return made
 
-    monkeypatch.setattr(wiring, "aws_client", recording_client)
-    wiring.reset()
+    monkeypatch.setattr(container, "aws_client", recording_client)
+    container.reset()
     client.force_login(make_user("Support"))
     response = client.get(INDEX)
 
@@ -269,7 +268,7 @@ def test_pausing_needs_a_lead_a_reason_and_never_touches_critical_mail(counters,
 
 def test_the_front_page_renders_when_redis_and_ses_are_down(counters, client, make_user, settings):
     settings.REDIS_URL = "redis://127.0.0.1:1/0"  # nothing listens there
-    wiring.reset()
+    container.reset()
     client.force_login(make_user("Support"))
     response = client.get(INDEX)
     assert response.status_code == 200

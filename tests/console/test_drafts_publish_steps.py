@@ -14,7 +14,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.db import connection
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import ConcurrentUpdate, TransientError
 from templates_admin.drafts import selectors, services
 from templates_admin.mappings import services as mapping_services
@@ -35,7 +35,7 @@ class Outage(TransientError):
 
 
 def published() -> bytes:
-    return wiring.template_store().read_object(KEY).data
+    return container.current().template_store.read_object(KEY).data
 
 
 def new_source() -> str:
@@ -61,7 +61,7 @@ def fail_after(monkeypatch, target, name: str, *, before: bool = False) -> None:
 
 def someone_saves_the_mapping_first(monkeypatch) -> None:
     """The mapping's conditional write refuses once, as when another owner saved it meanwhile."""
-    store = wiring.mapping_store()
+    store = container.current().mapping_store
     real_save = store.save_mapping
     raced = []
 
@@ -92,7 +92,7 @@ def database_fails_on(fragment: str):
 
 def assert_published(draft: TemplateDraft, source: str, *, subject: str = SUBJECT) -> None:
     """The one correct final state, however many attempts it took."""
-    live = wiring.template_store().read_object(KEY)
+    live = container.current().template_store.read_object(KEY)
     assert live.data == source.encode()
     history = selectors.template_history(key=KEY)
     assert [v.kind for v in history] == ["publish", "original"]  # no bogus "original"
@@ -100,7 +100,7 @@ def assert_published(draft: TemplateDraft, source: str, *, subject: str = SUBJEC
     assert history[0].parent_version == history[1].version_id
     assert selectors.version_source(key=KEY, version_id=live.version) == source
     assert not TemplateVersion.objects.filter(state=TemplateVersion.State.PENDING).exists()
-    assert wiring.mapping_store().get_mapping(TEAM).subject == subject
+    assert container.current().mapping_store.get_mapping(TEAM).subject == subject
     draft.refresh_from_db()
     assert not draft.is_open and draft.published_version == live.version
 
@@ -118,14 +118,14 @@ def test_a_failure_after_the_version_row_is_finished_by_the_next_attempt(
 ):
     draft, source = a_draft(owner)
     original = published()
-    fail_after(monkeypatch, wiring.template_store(), "publish_template", before=True)
+    fail_after(monkeypatch, container.current().template_store, "publish_template", before=True)
 
     with pytest.raises(Outage):
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
 
     assert published() == original
     assert TemplateVersion.objects.get(draft=draft).state == "pending"
-    assert wiring.mapping_store().get_mapping(TEAM).subject != SUBJECT
+    assert container.current().mapping_store.get_mapping(TEAM).subject != SUBJECT
     services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
     assert_published(draft, source)
 
@@ -134,7 +134,7 @@ def test_a_failure_after_the_s3_write_is_not_recorded_as_an_original(samples, ow
     """The issue's case: the file is out, the database step after it failed. Before, the next
     publish recorded our own file as an "original" the console never published."""
     draft, source = a_draft(owner)
-    fail_after(monkeypatch, wiring.template_store(), "publish_template")
+    fail_after(monkeypatch, container.current().template_store, "publish_template")
 
     with pytest.raises(Outage):
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
@@ -149,12 +149,12 @@ def test_a_failure_after_the_mapping_update_is_finished_by_the_next_attempt(
     samples, owner, monkeypatch
 ):
     draft, source = a_draft(owner)
-    fail_after(monkeypatch, wiring.mapping_store(), "save_mapping")
+    fail_after(monkeypatch, container.current().mapping_store, "save_mapping")
 
     with pytest.raises(Outage):
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
 
-    assert wiring.mapping_store().get_mapping(TEAM).subject == SUBJECT
+    assert container.current().mapping_store.get_mapping(TEAM).subject == SUBJECT
     services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
     assert_published(draft, source)
 
@@ -192,7 +192,7 @@ def test_another_publish_after_a_stopped_one_records_it_as_published(samples, ow
     other = services.draft_create(
         key=KEY, source=source + "<!-- other -->", subject=None, message_id=TEAM, user=owner
     )
-    fail_after(monkeypatch, wiring.template_store(), "publish_template")
+    fail_after(monkeypatch, container.current().template_store, "publish_template")
     with pytest.raises(Outage):
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
 
@@ -202,13 +202,15 @@ def test_another_publish_after_a_stopped_one_records_it_as_published(samples, ow
     kinds = [(v.kind, v.draft_id) for v in selectors.template_history(key=KEY)]
     assert kinds == [("publish", draft.pk), ("original", None)]
     services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
-    assert_published(draft, source, subject=wiring.mapping_store().get_mapping(TEAM).subject)
+    assert_published(
+        draft, source, subject=container.current().mapping_store.get_mapping(TEAM).subject
+    )
 
 
 def test_a_mapping_changed_since_the_draft_stops_the_publish_before_the_file(samples, owner):
     draft, _ = a_draft(owner)
     original = published()
-    mapping = wiring.mapping_store().get_mapping(TEAM)
+    mapping = container.current().mapping_store.get_mapping(TEAM)
     mapping_services.mapping_update(
         message_id=TEAM,
         template_file=mapping.template_file,
@@ -223,7 +225,7 @@ def test_a_mapping_changed_since_the_draft_stops_the_publish_before_the_file(sam
     assert "changed since the draft" in caught.value.reason
     assert published() == original
     assert not TemplateVersion.objects.exists()
-    assert wiring.mapping_store().get_mapping(TEAM).subject == "Theirs {{.teamName}}"
+    assert container.current().mapping_store.get_mapping(TEAM).subject == "Theirs {{.teamName}}"
     assert TemplateDraft.objects.get(pk=draft.pk).is_open
 
 
@@ -234,7 +236,7 @@ def test_a_subject_the_mapping_refuses_stops_the_publish_before_the_file(samples
     draft = services.draft_create(
         key=key, source="<p>O42 {{.teamName}}</p>", subject=SUBJECT, message_id=TEAM, user=owner
     )
-    store = wiring.template_store()
+    store = container.current().template_store
     store.client.delete_object(Bucket=store.bucket, Key=KEY)
 
     with pytest.raises(ValidationError, match="upload the default template"):
@@ -267,7 +269,7 @@ def test_discarding_a_stopped_draft_keeps_the_history_true(samples, owner, monke
     after: the live file stays recorded as that draft's publish, never as an "original"."""
     original = published()
     draft, source = a_draft(owner)
-    fail_after(monkeypatch, wiring.template_store(), "publish_template", before=before)
+    fail_after(monkeypatch, container.current().template_store, "publish_template", before=before)
     with pytest.raises(Outage):
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
 
@@ -279,7 +281,7 @@ def test_discarding_a_stopped_draft_keeps_the_history_true(samples, owner, monke
     assert kinds == (
         [("original", None)] if before else [("publish", draft.pk), ("original", None)]
     )
-    base = wiring.template_store().read_object(KEY).version
+    base = container.current().template_store.read_object(KEY).version
     nxt = services.draft_create(
         key=KEY, source="<p>next {{.teamName}}</p>", subject=None, message_id=TEAM, user=owner
     )
@@ -294,7 +296,7 @@ def test_a_stopped_draft_holds_the_key_with_a_clear_conflict(samples, owner, mon
     other = services.draft_create(
         key=KEY, source="<p>other</p>", subject=None, message_id=TEAM, user=owner
     )
-    fail_after(monkeypatch, wiring.template_store(), "publish_template", before=True)
+    fail_after(monkeypatch, container.current().template_store, "publish_template", before=True)
     with pytest.raises(Outage):
         services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
 
@@ -308,13 +310,13 @@ def test_a_rollback_that_stopped_is_finished_by_clicking_again(samples, owner, m
     draft, _ = a_draft(owner, subject=None)
     services.draft_publish(draft_id=draft.pk, user=owner, reason="r1")
     oldest = selectors.template_history(key=KEY)[-1]
-    fail_after(monkeypatch, wiring.template_store(), "publish_template", before=before)
+    fail_after(monkeypatch, container.current().template_store, "publish_template", before=before)
 
     with pytest.raises(Outage):
         services.template_rollback(key=KEY, version_id=oldest.version_id, user=owner, reason="u")
     back = services.template_rollback(key=KEY, version_id=oldest.version_id, user=owner, reason="u")
 
-    live = wiring.template_store().read_object(KEY)
+    live = container.current().template_store.read_object(KEY)
     assert live.data == original and back.version_id == live.version
     history = selectors.template_history(key=KEY)
     assert [v.kind for v in history] == ["rollback", "publish", "original"]

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.exceptions import ValidationError
 
-from emailops import wiring
+from emailops import container
 from templates_admin.drafts import selectors, services
 from templates_admin.models import MappingChange, TemplateDraft, TemplateVersion
 
@@ -17,12 +17,12 @@ TEAM = "added-to-team"
 
 
 def s3_objects(aws) -> dict[str, bytes]:
-    store = wiring.template_store()
+    store = container.current().template_store
     return {key: store.read_object(key).data for key in store.list_keys("")}
 
 
 def published(key: str = KEY) -> bytes:
-    return wiring.template_store().read_object(key).data
+    return container.current().template_store.read_object(key).data
 
 
 def edit(text: str) -> str:
@@ -98,7 +98,7 @@ def test_the_second_of_two_drafts_from_one_version_conflicts(samples, owner, mak
 def test_a_write_to_the_key_between_check_and_publish_is_a_conflict(samples, owner, monkeypatch):
     """Someone uploads the file after our version check, before our write: S3's If-Match
     refuses our write and nothing is recorded."""
-    store = wiring.template_store()
+    store = container.current().template_store
     text = published().decode()
     draft = services.draft_create(
         key=KEY, source=text + "<!-- mine -->", subject=None, message_id=TEAM, user=owner
@@ -121,7 +121,7 @@ def test_a_write_to_the_key_between_check_and_publish_is_a_conflict(samples, own
 def test_a_concurrent_publish_committed_after_our_read_is_a_conflict(samples, owner, monkeypatch):
     """Another owner's publish commits its version between our read and our insert (same
     parent): the unique (key, parent_version) row makes ours fail, before any S3 write."""
-    store = wiring.template_store()
+    store = container.current().template_store
     text = published().decode()
     draft = services.draft_create(
         key=KEY, source=text + "<!-- mine -->", subject=None, message_id=TEAM, user=owner
@@ -166,7 +166,10 @@ def test_a_subject_draft_goes_through_the_audited_mapping_service(samples, owner
 
     assert services.draft_publish(draft_id=draft.pk, user=owner, reason="subject") is None
 
-    assert wiring.mapping_store().get_mapping(TEAM).subject == "Welcome aboard {{.teamName}}"
+    assert (
+        container.current().mapping_store.get_mapping(TEAM).subject
+        == "Welcome aboard {{.teamName}}"
+    )
     change = MappingChange.objects.get(message_id=TEAM)
     assert change.user == owner and change.after["subject"] == "Welcome aboard {{.teamName}}"
     assert not TemplateVersion.objects.exists()

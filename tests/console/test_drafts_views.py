@@ -9,7 +9,7 @@ from html import unescape
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 
-from emailops import wiring
+from emailops import container
 from templates_admin.drafts import preview as draft_preview
 from templates_admin.drafts.check import check_draft
 from templates_admin.drafts.services import draft_create
@@ -66,7 +66,7 @@ def test_create_by_pasting_lists_it_with_author(samples, owner_client, owner):
     listing = text(owner_client.get(f"{BASE}mapping/{TEAM}/drafts/"))
     assert f"#{draft.pk}" in listing and owner.get_username() in listing
     # Nothing a draft does changes what is sent.
-    assert "Hi {{ teamName }}" not in wiring.template_store().read_template(draft.key)
+    assert "Hi {{ teamName }}" not in container.current().template_store.read_template(draft.key)
 
 
 def test_create_by_upload_for_a_new_organization(samples, owner_client):
@@ -81,7 +81,7 @@ def test_create_by_upload_for_a_new_organization(samples, owner_client):
 
 def test_edit_the_current_source_loads_it_into_the_form(samples, owner_client):
     page = text(owner_client.get(f"{BASE}mapping/{TEAM}/drafts/new/?target=default&load=1"))
-    current = wiring.template_store().read_template("default/added-to-team.html")
+    current = container.current().template_store.read_template("default/added-to-team.html")
     assert current.strip().splitlines()[0] in page
 
 
@@ -161,7 +161,7 @@ def test_a_120_kb_draft_fails_the_check_and_cannot_be_published(samples, owner_c
     assert "Gmail clips messages at 102 KB" in page and 'id="publish-button"' not in page
     response = owner_client.post(f"{BASE}draft/{draft.pk}/publish/", {"reason": "try"})
     assert response.status_code == 302
-    assert words[:50] not in wiring.template_store().read_template(draft.key)
+    assert words[:50] not in container.current().template_store.read_template(draft.key)
 
 
 def test_publish_with_warnings_needs_confirming_then_history_diff_and_rollback(
@@ -169,7 +169,7 @@ def test_publish_with_warnings_needs_confirming_then_history_diff_and_rollback(
 ):
     settings.TEMPLATE_CACHE_SECONDS = 60
     key = "default/added-to-team.html"
-    before = wiring.template_store().read_template(key)
+    before = container.current().template_store.read_template(key)
     draft = draft_create(
         key=key,
         source='<p>{{ teamName }} <a href="http://insecure.test/">x</a></p>',
@@ -180,12 +180,12 @@ def test_publish_with_warnings_needs_confirming_then_history_diff_and_rollback(
     page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
     assert "http-link" in page and "within 60 s" in page
     owner_client.post(f"{BASE}draft/{draft.pk}/publish/", {"reason": "new look"})
-    assert wiring.template_store().read_template(key) == before  # not confirmed
+    assert container.current().template_store.read_template(key) == before  # not confirmed
     response = owner_client.post(
         f"{BASE}draft/{draft.pk}/publish/", {"reason": "new look", "accept_warnings": "on"}
     )
     assert response.status_code == 302 and "history/" in response["Location"]
-    assert "insecure.test" in wiring.template_store().read_template(key)
+    assert "insecure.test" in container.current().template_store.read_template(key)
 
     history = text(owner_client.get(f"{BASE}history/{key}/"))
     assert "new look" in history and "original" in history
@@ -198,7 +198,7 @@ def test_publish_with_warnings_needs_confirming_then_history_diff_and_rollback(
     owner_client.post(
         f"{BASE}history/{key}/rollback/", {"version": original.version_id, "reason": "revert"}
     )
-    assert wiring.template_store().read_template(key) == before
+    assert container.current().template_store.read_template(key) == before
 
 
 def test_the_check_warns_of_variables_recent_sends_did_not_provide(samples, owner, settings):

@@ -128,15 +128,15 @@ def test_a_permanent_bounce_links_to_the_suppression_entry_too(rows, support):
 
 
 def test_resend_to_a_suppressed_address_warns_first(rows, client, make_user):
-    from emailops import wiring
+    from emailops import container
 
-    wiring.suppression_list().add(
+    container.current().suppression_list.add(
         "ivy@example.com", reason="BOUNCE", detail="550 5.1.1", source="ev-bounce", now=BASE_TIME
     )
     client.force_login(make_user("Support leads"))
 
     suppressed = text(client.get(entry_url(BOUNCED["Id"]) + "resend/"))
-    wiring.suppression_list().remove("ivy@example.com")
+    container.current().suppression_list.remove("ivy@example.com")
     clear = text(client.get(entry_url(BOUNCED["Id"]) + "resend/"))
 
     assert 'id="journal-resend-suppressed"' in suppressed

@@ -9,7 +9,7 @@ import pytest
 from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from templates_admin.journal import selectors
 from templates_admin.journal.selectors import (
@@ -117,7 +117,7 @@ def test_resend_of_a_request_that_cannot_parse_is_refused(aws, make_user):
 
 def test_a_resend_the_queue_refuses_leaves_no_audit_row(rows, make_user, settings):
     settings.EMAIL_SERVICE_QUEUE_URL += "-missing"
-    wiring.reset()
+    container.reset()
 
     with pytest.raises(EmailOpsError):
         email_resend(key=rows[0]["Id"], reason="x", user=make_user("Support leads"))

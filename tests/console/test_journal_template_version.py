@@ -10,7 +10,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
-from emailops import wiring
+from emailops import container
 from templates_admin.drafts import selectors, services
 from templates_admin.journal.selectors import journal_search
 from tests.journal_factory import send_through_pipeline
@@ -57,7 +57,7 @@ def email_frame(client, row: dict) -> str:
 def test_the_row_records_the_version_and_the_email_renders_with_it(aws, owner, support):
     aws.load_samples()
     before = send(aws, "first@example.com")  # the file predates the console: its ETag
-    etag = wiring.template_store().head_object(KEY).etag.strip('"')
+    etag = container.current().template_store.head_object(KEY).etag.strip('"')
     assert before["TemplateVersion"] == etag
 
     v1 = publish(owner, "<p>Version one for {{.teamName}}</p>")
@@ -80,7 +80,9 @@ def test_the_row_records_the_version_and_the_email_renders_with_it(aws, owner, s
 def test_a_version_the_console_never_saw_falls_back_to_todays_template(aws, owner, support):
     aws.load_samples()
     row = send(aws, "third@example.com")
-    wiring.template_store().write_template(KEY, "<p>Replaced by hand for {{.teamName}}</p>")
+    container.current().template_store.write_template(
+        KEY, "<p>Replaced by hand for {{.teamName}}</p>"
+    )
 
     frame = email_frame(support, row)
 

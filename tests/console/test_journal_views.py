@@ -9,7 +9,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
-from emailops import wiring
+from emailops import container
 from templates_admin.models import EmailAction, JournalReadAudit
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, send_through_pipeline
 
@@ -161,7 +161,7 @@ def test_a_missing_index_is_named_on_the_page(aws, support, settings):
         BillingMode="PAY_PER_REQUEST",
     )
     settings.JOURNAL_TABLE = "bare-journal"
-    wiring.reset()
+    container.reset()
 
     page = text(search(support, q="0100018c-not-a-key"))
 
@@ -228,7 +228,7 @@ def test_view_email_is_a_labelled_rerender_in_a_sandboxed_frame(sent, support):
 def test_view_email_of_a_template_that_recurses_says_why_not_a_500(sent, support):
     """A macro calling itself used to raise RecursionError through the re-render: a 500."""
     row = next(r for r in rows_for("dana@example.com") if r["Status"] == "SENT")
-    wiring.template_store().write_template(
+    container.current().template_store.write_template(
         "default/added-to-team.html", "{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0) }}"
     )
 
@@ -244,7 +244,7 @@ def test_resend_confirms_then_enqueues_with_a_fresh_dedupe_id_and_audits(sent, l
     url = entry_url(row["Id"], "resend/")
     confirm = text(lead.get(url))
     dedupe_id = re.search(r'name="dedupe_id" value="([^"]+)"', confirm).group(1)
-    assert wiring.queue().describe() and sent.queue_messages(sent.queue_url) == []
+    assert container.current().queue.describe() and sent.queue_messages(sent.queue_url) == []
 
     refused = lead.post(url, {"reason": "  ", "dedupe_id": dedupe_id})
     assert refused.status_code == 200 and "Say why you are resending" in text(refused)
@@ -294,7 +294,7 @@ def test_keys_with_slashes_and_odd_characters_have_working_pages(aws, lead):
 @pytest.mark.parametrize("suffix", ["", "email/", "resend/"])
 def test_pages_show_aws_trouble_as_a_page_not_a_server_error(aws, lead, settings, suffix):
     settings.JOURNAL_TABLE = "no-such-table"
-    wiring.reset()
+    container.reset()
     response = lead.get(entry_url("some-key", suffix))
     assert response.status_code == 503
     assert "could not reach" in text(response) and "read journal row" in text(response)

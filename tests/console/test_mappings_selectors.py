@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from emailops.core.ports import Claim
 from templates_admin.mappings import selectors, services
 from templates_admin.models import EmailAction
@@ -24,7 +24,7 @@ def samples(aws):
 
 
 def upload(key: str, source: str) -> None:
-    wiring.template_store().write_template(key, source)
+    container.current().template_store.write_template(key, source)
 
 
 def mapping(message_id: str = ACCEPTED):
@@ -204,8 +204,8 @@ def test_a_broken_subject_is_a_problem_in_each_pane(samples):
 
 
 def test_a_missing_default_template_is_a_problem(samples):
-    wiring.template_store().client.delete_object(
-        Bucket=wiring.template_store().bucket, Key=f"default/{ACCEPTED_FILE}"
+    container.current().template_store.client.delete_object(
+        Bucket=container.current().template_store.bucket, Key=f"default/{ACCEPTED_FILE}"
     )
 
     preview = selectors.preview_render(mapping=mapping(), organization_id=None, context={})
@@ -256,7 +256,7 @@ def test_sent_tests_link_to_the_journal_once_the_row_exists(samples, make_user):
     [before] = selectors.sent_test_list(user=owner, message_id=ACCEPTED)
     assert before.action == action and before.journal_url is None and before.status is None
 
-    wiring.journal().claim(
+    container.current().journal.claim(
         Claim(
             key=action.journal_key,
             message_id=ACCEPTED,

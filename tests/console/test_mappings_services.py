@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.exceptions import ValidationError
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import ConcurrentUpdate, TransientError
@@ -31,7 +31,7 @@ def owner(make_user):
 
 
 def stored(message_id: str):
-    return wiring.mapping_store().get_mapping(message_id)
+    return container.current().mapping_store.get_mapping(message_id)
 
 
 # --- create ------------------------------------------------------------------------------------
@@ -177,7 +177,7 @@ def test_update_that_changes_nothing_writes_nothing(samples, owner):
 
 def test_update_of_a_deleted_mapping_conflicts(samples, owner):
     current = stored(ACCEPTED)
-    wiring.mapping_store().delete_mapping(ACCEPTED, expected_version=current.version)
+    container.current().mapping_store.delete_mapping(ACCEPTED, expected_version=current.version)
 
     with pytest.raises(ConcurrentUpdate) as caught:
         services.mapping_update(
@@ -196,7 +196,7 @@ def test_a_failed_dynamodb_write_leaves_no_audit_entry(samples, owner, monkeypat
     def unavailable(*args, **kwargs):
         raise TransientError("save template mapping", reason="ThrottlingException")
 
-    monkeypatch.setattr(wiring.mapping_store(), "save_mapping", unavailable)
+    monkeypatch.setattr(container.current().mapping_store, "save_mapping", unavailable)
     current = stored(ACCEPTED)
 
     with pytest.raises(TransientError):
@@ -272,16 +272,16 @@ def test_each_test_send_gets_a_fresh_dedupe_id(samples, owner):
 
 
 def test_the_consumer_delivers_a_test_send_under_its_journal_key(samples, owner):
-    from emailops.wiring import build_pipeline
+    from emailops.container import current
 
     action = services.send_test_email(
         message_id=ACCEPTED, context={"datasetName": "Atlas"}, user=owner
     )
     [message] = samples.queue_messages(samples.queue_url)
 
-    build_pipeline(lease_seconds=30).process(message["Body"])
+    current().build_pipeline(lease_seconds=30).process(message["Body"])
 
-    row = wiring.journal().get(action.journal_key)
+    row = container.current().journal.get(action.journal_key)
     assert row["Status"] == "SENT" and row["Recipient"] == owner.email
     [sent] = samples.sent_emails()
     assert sent.destinations["ToAddresses"] == [owner.email]
@@ -313,7 +313,7 @@ def test_a_failed_enqueue_leaves_no_audit_entry(samples, owner, monkeypatch):
     def unavailable(body):
         raise TransientError("enqueue request", reason="ServiceUnavailable")
 
-    monkeypatch.setattr(wiring.queue(), "send", unavailable)
+    monkeypatch.setattr(container.current().queue, "send", unavailable)
 
     with pytest.raises(TransientError):
         services.send_test_email(message_id=ACCEPTED, context={}, user=owner)

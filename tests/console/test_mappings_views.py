@@ -11,7 +11,7 @@ from urllib.parse import quote
 import pytest
 from django.urls import reverse
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import parse_request
 from emailops.core.ports import Claim, TemplateMapping
 from templates_admin.models import EmailAction, MappingChange
@@ -37,7 +37,7 @@ def owner_client(client, make_user):
 
 
 def stored(message_id: str = ACCEPTED):
-    return wiring.mapping_store().get_mapping(message_id)
+    return container.current().mapping_store.get_mapping(message_id)
 
 
 def preview_query(organization: str = "367", context: dict | None = None, other: str = "") -> dict:
@@ -155,7 +155,7 @@ def test_missing_override_source_is_404(owner_client, samples):
 
 def test_unreachable_aws_is_an_explained_page_not_a_crash(owner_client, samples, settings):
     settings.TEMPLATES_TABLE = "no-such-table"
-    wiring.reset()
+    container.reset()
     response = owner_client.get(BASE)
     assert response.status_code == 503
     assert "could not reach" in text(response) and "no-such-table" in text(response)
@@ -274,7 +274,7 @@ def test_the_second_editor_is_told_and_shown_the_current_values(client, samples,
 
 
 def test_saving_a_mapping_someone_deleted_says_so(owner_client, samples):
-    wiring.mapping_store().delete_mapping(ACCEPTED, expected_version=1)
+    container.current().mapping_store.delete_mapping(ACCEPTED, expected_version=1)
 
     response = owner_client.post(
         PAGE, {"template_file": ACCEPTED_FILE, "subject": "Too late", "version": "1"}
@@ -286,7 +286,7 @@ def test_saving_a_mapping_someone_deleted_says_so(owner_client, samples):
 
 
 def test_confirming_a_delete_someone_else_made_says_so(owner_client, samples):
-    wiring.mapping_store().delete_mapping(ACCEPTED, expected_version=1)
+    container.current().mapping_store.delete_mapping(ACCEPTED, expected_version=1)
 
     response = owner_client.post(f"{PAGE}delete/", {"version": "1"})
 
@@ -400,7 +400,7 @@ def test_preview_shows_the_variable_report(owner_client, samples):
 
 
 def test_a_broken_template_shows_inline_with_its_line(owner_client, samples):
-    wiring.template_store().write_template(
+    container.current().template_store.write_template(
         f"custom/O367/{ACCEPTED_FILE}", "<p>ok</p>\n<p>{{if .date}}</p>\n"
     )
 
@@ -417,7 +417,9 @@ RECURSIVE_MACRO = "<p>ok</p>\n{% macro f(n) %}{{ f(n + 1) }}{% endmacro %}{{ f(0
 
 
 def test_a_recursive_macro_shows_inline_not_a_server_error(owner_client, samples):
-    wiring.template_store().write_template(f"custom/O367/{ACCEPTED_FILE}", RECURSIVE_MACRO)
+    container.current().template_store.write_template(
+        f"custom/O367/{ACCEPTED_FILE}", RECURSIVE_MACRO
+    )
 
     response = owner_client.get(f"{PAGE}preview/", preview_query())
 
@@ -477,7 +479,7 @@ def test_send_test_links_to_the_journal_row_once_it_exists(client, samples, make
     client.force_login(owner)
     client.post(f"{PAGE}send-test/", preview_query())
     action = EmailAction.objects.get()
-    wiring.journal().claim(
+    container.current().journal.claim(
         Claim(
             key=action.journal_key,
             message_id=ACCEPTED,
@@ -538,7 +540,7 @@ def test_default_admin_object_pages_are_404_not_500(client, make_user, model, su
 def test_a_message_id_with_a_slash_still_gets_working_pages(samples, owner_client):
     """Rows written by hand need not be slugs; the list must not break on them."""
     odd = "legacy/welcome"
-    wiring.mapping_store().save_mapping(
+    container.current().mapping_store.save_mapping(
         TemplateMapping(message_id=odd, template_file=ACCEPTED_FILE, subject="Hi"),
         expected_version=None,
     )

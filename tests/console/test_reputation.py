@@ -16,7 +16,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from emailops import wiring
+from emailops import container
 from emailops.core.reputation import GateDecision, hour_of
 from templates_admin.models import ReputationPauseChange
 from templates_admin.reputation import guard, selectors, services
@@ -44,24 +44,26 @@ def guard_env(aws, settings, monkeypatch, db):
         skip_or_fail(f"Redis is not reachable at {settings.REDIS_URL}: {exc}")
     key = f"emailops-test:{uuid.uuid4().hex}"
     settings.SES_RATE_REDIS_KEY = key
-    settings.REPUTATION_REFRESH_SECONDS = 0
-    wiring.reset()
+    monkeypatch.setattr(container, "REPUTATION_REFRESH_SECONDS", 0)
+    container.reset()
     ses = SesView()
-    monkeypatch.setattr(wiring, "ses_account_view", lambda: ses)
+    monkeypatch.setattr(container.Container, "ses_account_view", property(lambda _: ses))
     yield ses
     client.delete(f"{key}:reputation", f"{key}:slow", key)
-    wiring.reset()
+    container.reset()
 
 
 def count(message_id="welcome", organization=None, **counts):
-    wiring.stats().add(
+    container.current().stats.add(
         message_id=message_id, organization=organization, hour=hour_of(time.time()), counts=counts
     )
-    wiring.flush_stats()  # counters are written every STATS_FLUSH_SECONDS; now, here
+    container.current().flush_stats()  # counters are written every STATS_FLUSH_SECONDS; now, here
 
 
 def decide(priority, organization=None):
-    return wiring.reputation_gate().decide(priority=priority, organization=organization)[0]
+    return container.current().reputation_gate.decide(priority=priority, organization=organization)[
+        0
+    ]
 
 
 def test_a_support_lead_pauses_and_resumes_with_a_reason_audited(guard_env, make_user):
@@ -235,7 +237,7 @@ def test_the_consumers_metrics_carry_the_guards_rates_and_pauses(guard_env, sett
     settings.ALERT_WEBHOOK_URL = ""
     count(delivered=190, bounced_permanent=10)
     guard.reputation_evaluate()
-    state = wiring.reputation_state()
+    state = container.current().reputation_state
     families = {
         f.name: f for f in _reputation_metrics(lambda: (state.evaluation(), state.entries()))
     }

@@ -8,7 +8,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.urls import reverse
 
-from emailops import wiring
+from emailops import container
 from templates_admin.models import SuppressionRemoval
 from templates_admin.suppression.services import suppression_remove
 from tests.journal_factory import BASE_TIME
@@ -24,7 +24,7 @@ def entry_url(address: str, suffix: str = "") -> str:
 
 @pytest.fixture
 def suppressed(aws):
-    store = wiring.suppression_list()
+    store = container.current().suppression_list
     store.add(
         "bob@example.com",
         reason="BOUNCE",
@@ -69,7 +69,7 @@ def test_search_by_address_prefix_in_any_case(suppressed, client, make_user):
 
 
 def test_pages_follow_the_stores_cursor(aws, client, make_user):
-    store = wiring.suppression_list()
+    store = container.current().suppression_list
     for i in range(55):
         store.add(f"p{i:02}@example.com", reason="BOUNCE", detail="", source="", now=BASE_TIME)
     support = signed_in(client, make_user, "Support")

@@ -47,7 +47,7 @@ def test_core_loads_no_django(loaded_by_core):
 
 
 def test_core_loads_no_redis(loaded_by_core):
-    assert "redis" not in loaded_by_core  # the send-rate bucket's Redis half is emailops.redis_rate
+    assert "redis" not in loaded_by_core  # the send-rate bucket's Redis half is emailops.redis.rate
 
 
 def test_core_starts_no_threads():

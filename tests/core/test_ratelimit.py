@@ -12,15 +12,15 @@ import pytest
 
 from emailops.core.errors import DailyQuotaExceeded, TransientError
 from emailops.core.events import EventLog
+from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.ratelimit import (
     PACING,
     Aimd,
     BucketUnavailable,
-    LocalBucketStore,
     QuotaRate,
     SharedRateLimiter,
-    local_rate_limiter,
 )
+from emailops.local_rate import local_rate_limiter
 
 LOGGER = "tests.ratelimit"
 
@@ -80,15 +80,16 @@ def time_() -> Time:
 
 @pytest.fixture
 def shared(time_) -> Flaky:
-    return Flaky(LocalBucketStore(clock=time_.clock))
+    return Flaky(LocalBucketStore(lock=threading.Lock(), clock=time_.clock))
 
 
 def make(time_, store, *, rate: float = 20.0, **kwargs) -> SharedRateLimiter:
     return SharedRateLimiter(
         max_rate=lambda: rate,
         store=store,
-        fallback=LocalBucketStore(clock=time_.clock),
+        fallback=LocalBucketStore(lock=threading.Lock(), clock=time_.clock),
         log=EventLog(logging.getLogger(LOGGER)),
+        lock=threading.Lock(),
         sleep=time_.sleep,
         clock=time_.clock,
         **kwargs,
@@ -129,7 +130,9 @@ def test_two_consumers_on_one_bucket_get_slots_exactly_apart_and_fill_every_seco
     """Two processes sharing one Redis key: their sends interleave on one timeline, each exactly
     1/(rate x PACING) after the last whoever took it, so the rate is used (>= 95 %) and no second
     holds more than it."""
-    bucket = LocalBucketStore(clock=time_.clock)  # the one Redis key (its clock is Redis's TIME)
+    bucket = LocalBucketStore(
+        lock=threading.Lock(), clock=time_.clock
+    )  # the one Redis key (its clock is Redis's TIME)
     first, second = make(time_, bucket, rate=10), make(time_, bucket, rate=10)
     times = []
     for limiter in [first, second, second, first, first, first, second] * 15:
@@ -183,7 +186,7 @@ class SlowStore:
 def test_a_send_leaves_at_its_slot_not_a_reply_later(time_):
     """The store's ``wait`` counts from when it read its clock, between the call and the answer:
     the limiter sleeps to that moment plus ``wait``, not ``wait`` after the answer came."""
-    bucket = LocalBucketStore(clock=time_.clock)
+    bucket = LocalBucketStore(lock=threading.Lock(), clock=time_.clock)
     limiter = make(time_, SlowStore(bucket, time_), rate=10)
     leave = send_times(limiter, time_, 5)
     slots = [1000.010 + i / (10 * PACING) for i in range(5)]  # the store's clock: 10 ms in
@@ -269,7 +272,7 @@ def test_a_zero_rate_means_no_limit_and_no_store_call(time_):
 
 
 def test_reservations_stop_at_the_horizon(time_):
-    store = LocalBucketStore(clock=time_.clock)
+    store = LocalBucketStore(lock=threading.Lock(), clock=time_.clock)
     grants = [store.reserve(rate=2, aimd=Aimd(), horizon=1.2) for _ in range(5)]
     assert [g.granted for g in grants] == [True, True, True, False, False]
     assert [g.wait for g in grants[:3]] == [0, 0.5, 1.0]
@@ -287,7 +290,9 @@ def test_the_limiter_waits_out_the_horizon_then_sends(time_, shared):
 
 
 def test_threads_never_share_a_slot(time_):
-    store = LocalBucketStore(clock=time_.clock)  # the clock stands still: every slot is distinct
+    store = LocalBucketStore(
+        lock=threading.Lock(), clock=time_.clock
+    )  # the clock stands still: every slot is distinct
     waits: list[float] = []
     lock = threading.Lock()
 
@@ -395,7 +400,7 @@ def test_a_pause_set_by_another_consumer_holds_here(time_, shared):
 
 def test_the_pause_holds_without_a_rate_limit_too(time_):
     limiter = make(time_, Unusable(), rate=0, pause_seconds=60)
-    limiter.store = LocalBucketStore(clock=time_.clock)
+    limiter.store = LocalBucketStore(lock=threading.Lock(), clock=time_.clock)
     limiter.on_daily_quota_exceeded()
     with pytest.raises(DailyQuotaExceeded):
         limiter.acquire()
@@ -480,7 +485,9 @@ def test_quota_rate_is_read_then_refreshed_every_five_minutes(time_, caplog):
         fetched.append(time_.now)
         return next(answers)
 
-    rate = QuotaRate(fetch, log=EventLog(logging.getLogger(LOGGER)), clock=time_.clock)
+    rate = QuotaRate(
+        fetch, log=EventLog(logging.getLogger(LOGGER)), lock=threading.Lock(), clock=time_.clock
+    )
     assert rate() == 14
     time_.now += 299
     assert rate() == 14 and len(fetched) == 1
@@ -499,7 +506,9 @@ def test_quota_rate_keeps_the_last_rate_when_ses_fails(time_, caplog):
             raise answer
         return answer
 
-    rate = QuotaRate(fetch, log=EventLog(logging.getLogger(LOGGER)), clock=time_.clock)
+    rate = QuotaRate(
+        fetch, log=EventLog(logging.getLogger(LOGGER)), lock=threading.Lock(), clock=time_.clock
+    )
     assert rate() == 1.0  # nothing known yet: SES's sandbox rate, the safe guess
     assert rate() == 1.0 and len(answers) == 3  # retried after 30 s, not on every call
     time_.now += 30

@@ -44,7 +44,7 @@ def clock() -> Clock:
 
 @pytest.fixture
 def cached(store, clock) -> CachedTemplateStore:
-    return CachedTemplateStore(store, seconds=60, clock=clock)
+    return CachedTemplateStore(store, seconds=60, lock=threading.Lock(), clock=clock)
 
 
 def test_a_hit_is_cached_until_it_expires(cached, store, clock):
@@ -85,7 +85,7 @@ def test_errors_are_not_cached(cached, store):
 
 
 def test_zero_seconds_never_caches(store, clock):
-    cached = CachedTemplateStore(store, seconds=0, clock=clock)
+    cached = CachedTemplateStore(store, seconds=0, lock=threading.Lock(), clock=clock)
     cached.read_template("default/a.html")
     cached.read_template("default/a.html")
     assert len(store.reads) == 2
@@ -120,7 +120,7 @@ def s3_like() -> EtagTemplates:
 
 @pytest.fixture
 def revalidating(s3_like, clock) -> CachedTemplateStore:
-    return CachedTemplateStore(s3_like, seconds=60, clock=clock)
+    return CachedTemplateStore(s3_like, seconds=60, lock=threading.Lock(), clock=clock)
 
 
 def test_an_unchanged_template_is_revalidated_not_downloaded(revalidating, s3_like, clock):
@@ -187,7 +187,7 @@ def mappings() -> CountingMappings:
 
 @pytest.fixture
 def cached_mappings(mappings, clock) -> CachedMappingStore:
-    return CachedMappingStore(mappings, seconds=60, clock=clock)
+    return CachedMappingStore(mappings, seconds=60, lock=threading.Lock(), clock=clock)
 
 
 def test_a_mapping_is_cached_until_it_expires(cached_mappings, mappings, clock):
@@ -236,7 +236,9 @@ def test_the_version_travels_with_the_cached_template(revalidating, s3_like, clo
 
 def test_unknown_message_ids_from_producers_cannot_grow_the_mapping_cache_without_bound():
     mappings = CountingMappings(TemplateMapping("welcome", "w.html", "Hi"))
-    cached = CachedMappingStore(mappings, seconds=60, clock=Clock(), max_entries=100)
+    cached = CachedMappingStore(
+        mappings, seconds=60, lock=threading.Lock(), clock=Clock(), max_entries=100
+    )
     cached.get_mapping("welcome")
     for i in range(5000):
         assert cached.get_mapping(f"unknown-{i}") is None  # negative entries, one per key
@@ -249,7 +251,9 @@ def test_unknown_message_ids_from_producers_cannot_grow_the_mapping_cache_withou
 
 
 def test_custom_template_keys_cannot_grow_the_template_cache_without_bound(store):
-    cached = CachedTemplateStore(store, seconds=60, clock=Clock(), max_entries=10)
+    cached = CachedTemplateStore(
+        store, seconds=60, lock=threading.Lock(), clock=Clock(), max_entries=10
+    )
     for org in range(1000):
         assert cached.read_template(f"custom/O{org}/a.html") is None
     assert len(cached) <= 10

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from templates_admin.csp import POLICY
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -46,9 +46,9 @@ def test_support_sees_the_dashboard_charts_drawn_with_data(
     login, make_user, aws, settings, live_server
 ):
     settings.SES_RATE_REDIS_KEY = f"emailops-test-dashboard:{uuid.uuid4().hex}"
-    wiring.reset()
+    container.reset()
     now = datetime.now(UTC)
-    stats = wiring.stats()
+    stats = container.current().stats
     for back in range(0, 48, 3):
         stats.add(
             message_id="newsletter",

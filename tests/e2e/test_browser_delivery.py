@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
@@ -28,7 +28,7 @@ BOUNCED = journal_row(
 
 def test_support_searches_an_address_and_reads_why_it_bounced(login, make_user, live_server, aws):
     put_rows(aws.dynamodb, "email-journal", [BOUNCED])
-    wiring.suppression_list().add(
+    container.current().suppression_list.add(
         "ned@example.com",
         reason="BOUNCE",
         detail="Permanent/General: 550 5.1.1 user unknown",

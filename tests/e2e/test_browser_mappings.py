@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from emailops import wiring
+from emailops import container
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -52,7 +52,10 @@ def test_owner_creates_then_edits_a_mapping(login, make_user, live_server, aws):
     assert "Saved team-hello (version 2)" in page.inner_text(".messagelist")
     history = page.inner_text("#history")
     assert "Hi {{.teamName}}" in history and "Hello {{ teamName }}" in history
-    assert wiring.mapping_store().get_mapping("team-hello").subject == "Hello {{ teamName }}"
+    assert (
+        container.current().mapping_store.get_mapping("team-hello").subject
+        == "Hello {{ teamName }}"
+    )
     page.goto(f"{live_server.url}{BASE}")
     assert page.locator("#result_list a", has_text="team-hello").count() == 1
     assert page.locator("#nav-sidebar").count() == 1  # the admin's own script still works
@@ -62,7 +65,7 @@ def test_owner_creates_then_edits_a_mapping(login, make_user, live_server, aws):
 def test_side_by_side_preview_never_runs_a_payload(login, make_user, live_server, aws):
     aws.load_samples()
     # A hostile branded template: its markup is the author's own, so only the sandbox stops it.
-    wiring.template_store().write_template(
+    container.current().template_store.write_template(
         f"custom/O367/{ACCEPTED}.html",
         "<h1>SPARC Portal</h1><p>{{.datasetName}}</p>"
         "<script>parent.postMessage('template script', '*'); document.title = 'pwned'</script>"

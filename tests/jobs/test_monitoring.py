@@ -62,9 +62,9 @@ def test_daily_template_check_records_a_system_job(aws, caplog):
     aws.load_samples()
     job = monitoring.template_check_daily()
     assert job.state == Job.State.SUCCEEDED and job.origin == "beat" and job.created_by is None
-    from emailops import wiring
+    from emailops import container
 
-    wiring.template_store().write_template("default/added-to-team.html", "{% if %}")
+    container.current().template_store.write_template("default/added-to-team.html", "{% if %}")
     job = monitoring.template_check_daily()
     assert job.result["errors"] == 1
     assert any("event=templates.check_failed" in r.getMessage() for r in caplog.records)

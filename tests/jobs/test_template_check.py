@@ -9,7 +9,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
-from emailops import wiring
+from emailops import container
 from templates_admin.jobs.services import job_create, job_run
 from templates_admin.models import Job
 
@@ -37,7 +37,7 @@ def test_the_samples_render_cleanly_with_their_branded_copy(aws, make_user):
 
 def test_errors_and_mismatches_are_reported_and_fail_the_command(aws, settings, tmp_path):
     aws.load_samples()
-    store = wiring.template_store()
+    store = container.current().template_store
     store.write_template("custom/O9/added-to-team.html", "<p>{{ teamName }} {% if %}</p>")
     store.write_template("default/added-to-organization.html", "<p>{{ surprise }}</p>")
     out = io.StringIO()
@@ -62,7 +62,7 @@ def test_the_daily_check_uses_the_draft_checks_engine(aws):
     """Gmail's size limit and javascript: links are errors here too, with file and line."""
     aws.load_samples()
     words = "lorem ipsum dolor sit amet " * 4600  # ~120 KB of text
-    store = wiring.template_store()
+    store = container.current().template_store
     store.write_template("default/added-to-team.html", f"<p>{words}</p>")
     store.write_template(
         "custom/O367/dataset-publication-accepted.html", '<p>hi</p>\n<a href="javascript:x()">x</a>'
@@ -84,7 +84,9 @@ def test_the_daily_check_uses_the_draft_checks_engine(aws):
 
 def test_strict_fails_on_warnings_alone(aws):
     aws.load_samples()
-    wiring.template_store().write_template("default/added-to-organization.html", "<p>{{ x }}</p>")
+    container.current().template_store.write_template(
+        "default/added-to-organization.html", "<p>{{ x }}</p>"
+    )
     call_command("check_templates", stdout=io.StringIO())  # warnings only: passes
     with pytest.raises(CommandError, match="0 render error"):
         call_command("check_templates", "--strict", stdout=io.StringIO())

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import TransientError
 from emailops.core.pipeline import Action
 from emailops.core.retry import STATE_ATTRIBUTE, RetryState
@@ -178,7 +178,7 @@ def test_build_consumer_reads_the_lease_and_dead_letter_queue_from_the_queue(aws
 
 def test_a_queue_without_a_dead_letter_queue_is_refused_unless_allowed(aws, settings):
     settings.EMAIL_SERVICE_QUEUE_URL = aws.sqs.create_queue(QueueName="bare")["QueueUrl"]
-    wiring.reset()
+    container.reset()
     with pytest.raises(ImproperlyConfigured, match="--allow-no-dead-letter-queue"):
         build_consumer(concurrency=1)
     assert (
@@ -190,7 +190,7 @@ def test_a_queue_without_a_dead_letter_queue_is_refused_unless_allowed(aws, sett
 @pytest.mark.parametrize("name", ["EMAIL_SERVICE_QUEUE_URL", "JOURNAL_TABLE", "S3_BUCKET"])
 def test_missing_settings_fail_at_start_up_naming_the_variable(aws, settings, name):
     setattr(settings, name, "")
-    wiring.reset()
+    container.reset()
     with pytest.raises(ImproperlyConfigured, match=name):
         call_command("consume_emails", "--until-empty", "--wait-time", "0")
 
@@ -201,20 +201,23 @@ def test_sender_falls_back_to_the_pennsieve_domain(settings):
         "",
         "pennsieve.io",
     )
-    assert wiring.sender_addresses() == (
+    assert container.current().sender_addresses == (
         "Pennsieve <support@pennsieve.io>",
         ("support@pennsieve.io",),
     )
     settings.PENNSIEVE_DOMAIN = ""
     with pytest.raises(ImproperlyConfigured, match="EMAIL_SENDER"):
-        wiring.sender_addresses()
+        _ = container.current().sender_addresses
 
 
 def test_a_non_ascii_sender_name_is_mime_encoded_for_ses(settings):
     settings.EMAIL_SENDER = "Pennsieve Über <support@pennsieve.io>"
-    assert wiring.sender_addresses()[0] == "=?utf-8?q?Pennsieve_=C3=9Cber?= <support@pennsieve.io>"
+    assert (
+        container.current().sender_addresses[0]
+        == "=?utf-8?q?Pennsieve_=C3=9Cber?= <support@pennsieve.io>"
+    )
     settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.io>"
-    assert wiring.sender_addresses()[0] == "Pennsieve <support@pennsieve.io>"
+    assert container.current().sender_addresses[0] == "Pennsieve <support@pennsieve.io>"
 
 
 # --- a retry whose copy cannot be made --------------------------------------------------------

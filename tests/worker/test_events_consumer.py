@@ -11,7 +11,7 @@ import threading
 import pytest
 from django.core.management import call_command
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.clients import aws_client
 from emailops.aws.sqs import SqsQueue
 from tests.aws.test_journal import NOW, claim
@@ -33,7 +33,7 @@ def publish(aws, event: dict) -> None:
 
 
 def sent_row() -> None:
-    journal = wiring.journal()
+    journal = container.current().journal
     journal.claim(claim(KEY, recipient="recipient@example.com"))
     journal.mark_sent(KEY, attempt=1, provider_id=SES_ID, sent_at=NOW)
 
@@ -45,16 +45,16 @@ def test_events_from_the_topic_update_the_row(aws_events):
     publish(aws_events, ses_event("bounce.json"))  # SES said it twice
     out = consume()
     assert "received=4 applied=3 duplicates=1 stored=0 retried=0 dead_lettered=0" in out
-    row = wiring.journal().get(KEY)
+    row = container.current().journal.get(KEY)
     assert row["DeliveryStatus"] == "BOUNCED"
     assert [e["Type"] for e in row["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
-    assert wiring.suppression_list().get("recipient@example.com").reason == "BOUNCE"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "BOUNCE"
     assert aws_events.queue_messages(aws_events.events_queue_url) == []
 
 
 def test_bad_and_foreign_messages_go_to_the_dead_letter_queue(aws_events, settings):
     settings.SES_EVENTS_TOPIC_ARNS = ["arn:aws:sns:us-east-1:123456789012:someone-elses"]
-    wiring.reset()
+    container.reset()
     aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody="not json")
     publish(aws_events, ses_event("delivery.json"))  # from our topic, which is not allowed now
     out = consume()
@@ -70,7 +70,7 @@ def test_bad_and_foreign_messages_go_to_the_dead_letter_queue(aws_events, settin
 def test_signatures_on_refuse_unsigned_envelopes(aws_events, settings):
     settings.SES_EVENTS_VERIFY_SIGNATURES = True
     settings.SES_EVENTS_TOPIC_ARNS = [aws_events.topic_arn]
-    wiring.reset()
+    container.reset()
     body = {"Type": "Notification", "TopicArn": aws_events.topic_arn, "Message": "{}"}
     aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(body))
     assert "dead_lettered=1" in consume()
@@ -81,13 +81,13 @@ def test_a_bare_bounce_with_signatures_on_is_dead_lettered_not_applied(aws_event
     suppressed its recipient, with verification on and an allow-list set."""
     settings.SES_EVENTS_VERIFY_SIGNATURES = True
     settings.SES_EVENTS_TOPIC_ARNS = [aws_events.topic_arn]
-    wiring.reset()
+    container.reset()
     bounce = ses_event("bounce.json")
     aws_events.sqs.send_message(
         QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(bounce)
     )
     assert "applied=0" in (out := consume()) and "dead_lettered=1" in out
-    assert wiring.suppression_list().get("recipient@example.com") is None
+    assert container.current().suppression_list.get("recipient@example.com") is None
     [dead] = aws_events.queue_messages(aws_events.events_queue_url + "-dlq")
     assert "no SNS envelope" in dead["MessageAttributes"]["FailureReason"]["StringValue"]
 
@@ -96,13 +96,13 @@ def test_raw_delivery_lets_a_bare_event_through(aws_events, settings):
     settings.SES_EVENTS_VERIFY_SIGNATURES = True
     settings.SES_EVENTS_TOPIC_ARNS = [aws_events.topic_arn]
     settings.SES_EVENTS_RAW_DELIVERY = True
-    wiring.reset()
+    container.reset()
     sent_row()
     aws_events.sqs.send_message(
         QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(ses_event("bounce.json"))
     )
     assert "applied=1" in consume()
-    assert wiring.suppression_list().get("recipient@example.com").reason == "BOUNCE"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "BOUNCE"
 
 
 def test_signatures_on_without_a_topic_allow_list_refuse_to_start(aws_events, settings):
@@ -110,7 +110,7 @@ def test_signatures_on_without_a_topic_allow_list_refuse_to_start(aws_events, se
 
     settings.SES_EVENTS_VERIFY_SIGNATURES = True
     settings.SES_EVENTS_TOPIC_ARNS = []
-    wiring.reset()
+    container.reset()
     publish(aws_events, ses_event("delivery.json"))
     with pytest.raises(ImproperlyConfigured, match="SES_EVENTS_TOPIC_ARNS"):
         consume()
@@ -128,7 +128,7 @@ def test_a_missing_setting_is_named(aws_events, settings):
     from django.core.exceptions import ImproperlyConfigured
 
     settings.SES_EVENTS_QUEUE_URL = ""
-    wiring.reset()
+    container.reset()
     with pytest.raises(ImproperlyConfigured, match="SES_EVENTS_QUEUE_URL"):
         consume()
 
@@ -232,13 +232,13 @@ def test_bootstrap_says_in_one_line_per_resource_what_replaced_sesv2(
     settings.SES_EVENTS_QUEUE_URL = f"{endpoint}/123456789012/ses-events"
     settings.SES_CONFIGURATION_SET = "emailops"
     reset_clients()
-    wiring.reset()
+    container.reset()
     try:
         out = io.StringIO()
         call_command("bootstrap_aws", stdout=out)
     finally:
         reset_clients()
-        wiring.reset()
+        container.reset()
     lines = out.getvalue().splitlines()
     assert not [line for line in lines if "<" in line or "html" in line.lower()], lines
     assert not [line for line in lines if not line.split(":", 1)[0].strip()], lines
@@ -268,7 +268,10 @@ def test_events_of_a_batch_are_handled_at_once(aws_events):
     for i in range(3):
         aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody=f"e{i}")
     consumer = EventsConsumer(
-        queue=wiring.events_queue(), handler=Rendezvous(3), dead_letter_url=None, concurrency=4
+        queue=container.current().events_queue,
+        handler=Rendezvous(3),
+        dead_letter_url=None,
+        concurrency=4,
     )
     stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
     assert (stats.received, stats.applied, stats.retried) == (3, 3, 0)
@@ -282,7 +285,7 @@ def test_many_events_of_one_row_at_once_keep_order_and_dedupe(aws_events):
         publish(aws_events, ses_event(name))
     out = consume("--concurrency", "8")
     assert "received=5 applied=3 duplicates=2" in out
-    row = wiring.journal().get(KEY)
+    row = container.current().journal.get(KEY)
     assert row["DeliveryStatus"] == "BOUNCED"
     assert [e["Type"] for e in row["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
 
@@ -398,7 +401,7 @@ def test_an_idle_events_consumer_writes_its_counters_within_a_second(aws_events,
     handler = BatchRecorder()
     handler.stats = FlushRecorder(crashes=crashes)
     consumer = EventsConsumer(
-        queue=wiring.events_queue(), handler=handler, dead_letter_url=None, concurrency=1
+        queue=container.current().events_queue, handler=handler, dead_letter_url=None, concurrency=1
     )
     stop = threading.Event()
     loop = threading.Thread(

@@ -9,7 +9,7 @@ import threading
 import pytest
 from django.core.management import call_command
 
-from emailops import wiring
+from emailops import container
 from emailops.aws.sqs import SqsQueue
 from emailops.core.delivery_handler import EventAction, EventOutcome
 from emailops.core.retry import RetryPolicy
@@ -101,7 +101,9 @@ def test_max_messages_is_a_budget_not_a_count_of_what_was_received(aws_events):
     for i in range(5):
         aws_events.sqs.send_message(QueueUrl=url, MessageBody=f"e{i}")
     handler = BatchRecorder()
-    consumer = EventsConsumer(queue=wiring.events_queue(), handler=handler, dead_letter_url=None)
+    consumer = EventsConsumer(
+        queue=container.current().events_queue, handler=handler, dead_letter_url=None
+    )
     stats = consumer.run(stop=threading.Event(), max_messages=3, wait_time=0)
     assert stats.received == stats.applied == 3
     assert sum(len(batch) for batch in handler.batches) == 3

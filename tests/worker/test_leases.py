@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import TransientError
 from tests.fakes import InMemoryJournal
 from tests.worker.conftest import make_consumer, request
@@ -107,7 +107,7 @@ def test_the_keeper_and_visibility_changes_use_clients_with_short_timeouts(aws):
     for client in (consumer.lease_queue.client, consumer.keeper.journal.client):
         assert client.meta.config.read_timeout <= 2
         assert client.meta.config.retries["total_max_attempts"] <= 2
-    assert consumer.lease_queue.client is not wiring.queue().client
+    assert consumer.lease_queue.client is not container.current().queue.client
     assert consumer.keeper.third == 10 and consumer.keeper.tick <= 2.5
 
 

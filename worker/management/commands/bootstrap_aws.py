@@ -7,7 +7,7 @@ from email.utils import parseaddr
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from emailops import wiring
+from emailops import container
 from emailops.aws import provision
 from emailops.aws.clients import aws_client
 from emailops.core.errors import EmailOpsError
@@ -47,10 +47,14 @@ class Command(BaseCommand):
             raise CommandError("set EMAIL_SERVICE_QUEUE_URL or pass --queue-name")
         try:
             dynamodb = aws_client("dynamodb", region=settings.AWS_REGION)
-            provision.ensure_templates_table(dynamodb, wiring.require("TEMPLATES_TABLE"), report)
-            provision.ensure_journal_table(dynamodb, wiring.require("JOURNAL_TABLE"), report)
+            provision.ensure_templates_table(
+                dynamodb, container.current().require("TEMPLATES_TABLE"), report
+            )
+            provision.ensure_journal_table(
+                dynamodb, container.current().require("JOURNAL_TABLE"), report
+            )
             provision.ensure_suppression_table(
-                dynamodb, wiring.require("SUPPRESSION_TABLE"), report
+                dynamodb, container.current().require("SUPPRESSION_TABLE"), report
             )
             if settings.STATS_TABLE:
                 provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, report)
@@ -61,10 +65,10 @@ class Command(BaseCommand):
                 visibility_timeout=visibility_timeout,
                 max_receive_count=max_receive_count,
             )
-            wiring.template_store().create_bucket()
+            container.current().template_store.create_bucket()
             report(f"bucket {settings.S3_BUCKET}: ready")
-            sender = parseaddr(wiring.sender_addresses()[0])[1]
-            wiring.sender().verify_sender(sender)
+            sender = parseaddr(container.current().sender_addresses[0])[1]
+            container.current().sender.verify_sender(sender)
             report(f"sender {sender}: verification requested")
             self._delivery_events(dynamodb, visibility_timeout, report)
         except EmailOpsError as exc:
@@ -84,12 +88,12 @@ class Command(BaseCommand):
             sqs, queue_name, report, visibility_timeout=visibility_timeout, max_receive_count=10
         )
         provision.ensure_unmatched_events_table(
-            dynamodb, wiring.require("SES_EVENTS_UNMATCHED_TABLE"), report
+            dynamodb, container.current().require("SES_EVENTS_UNMATCHED_TABLE"), report
         )
         topic_arn = provision.ensure_events_topic(
             aws_client("sns", region=region),
             sqs,
-            wiring.require("SES_EVENTS_TOPIC_NAME"),
+            container.current().require("SES_EVENTS_TOPIC_NAME"),
             queue_url,
             report,
         )

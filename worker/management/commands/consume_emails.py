@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from emailops import wiring
+from emailops import container
 from worker.cli import QueueCommand, add_range_argument, stop_signals
 from worker.stats import serve_metrics
 from worker.wiring import build_consumer
@@ -57,7 +57,7 @@ class Command(QueueCommand):
             port = options["metrics_port"]
             port = settings.CONSUMER_METRICS_PORT if port is None else port
             if port:
-                state = wiring.reputation_state()
+                state = container.current().reputation_state
                 serve_metrics(
                     port,
                     consumer.stats,

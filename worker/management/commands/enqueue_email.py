@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from emailops import wiring
+from emailops import container
 from emailops.core.contract import parse_complete_request
 from emailops.core.errors import EmailOpsError
 
@@ -55,7 +55,7 @@ class Command(BaseCommand):
             except EmailOpsError as exc:
                 raise CommandError(f"{exc.describe()} (use --raw to enqueue it anyway)") from exc
         try:
-            sqs_id = wiring.queue().send(body)
+            sqs_id = container.current().queue.send(body)
         except EmailOpsError as exc:
             raise CommandError(exc.describe()) from exc
         self.stdout.write(f"enqueued sqsMessageId={sqs_id}")

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping
 
@@ -26,7 +26,7 @@ class Command(BaseCommand):
             raise CommandError(f"cannot read {file}: {exc}") from exc
         if not isinstance(rows, list):
             raise CommandError(f"{file}: expected a JSON list of mappings")
-        store = wiring.mapping_store()
+        store = container.current().mapping_store
         now = datetime.now(UTC).isoformat(timespec="seconds")
         for index, row in enumerate(rows):
             try:

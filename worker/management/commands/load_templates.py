@@ -7,7 +7,7 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from emailops import wiring
+from emailops import container
 from emailops.core.errors import EmailOpsError
 
 _LAYOUT = re.compile(r"^(default/[^/]+|custom/O\d+/[^/]+)$")
@@ -27,7 +27,7 @@ class Command(BaseCommand):
         stray = [k for k in keys if not _LAYOUT.match(k)]
         if stray:
             raise CommandError(f"not in the default/ or custom/O{{id}}/ layout: {', '.join(stray)}")
-        store = wiring.template_store()
+        store = container.current().template_store
         try:
             for path, key in zip(files, keys, strict=True):
                 store.write_template(key, path.read_text(encoding="utf-8"))

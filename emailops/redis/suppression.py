@@ -15,10 +15,9 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from emailops.core.suppression_index import IndexIncomplete, IndexUnavailable
+from emailops.redis.client import connect, location, translated
 
 __all__ = ["RedisSuppressionIndex"]
 
@@ -49,21 +48,14 @@ class RedisSuppressionIndex:
         self.key = key
         self.max_age = max_age
         self._commit = client.register_script(_COMMIT)
-        kwargs = client.connection_pool.connection_kwargs
-        self._where = f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"  # never the password
+        self._where = location(client)
 
     @classmethod
     def from_url(
         cls, url: str, *, key: str, max_age: int = 3600, timeout: float = 0.5
     ) -> RedisSuppressionIndex:
         """Short timeouts, as for the send rate: a slow Redis costs a probe, then the table."""
-        client = redis.Redis.from_url(
-            url,
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 1),
-        )
-        return cls(client, key=key, max_age=max_age)
+        return cls(connect(url, timeout=timeout), key=key, max_age=max_age)
 
     def contains(self, address: str) -> bool:
         complete, member = self._do(lambda: self.client.smismember(self.key, [_COMPLETE, address]))
@@ -107,7 +99,5 @@ class RedisSuppressionIndex:
         self._do(run)
 
     def _do(self, call: Callable[[], T]) -> T:
-        try:
+        with translated(self._where, IndexUnavailable):
             return call()
-        except redis.RedisError as exc:
-            raise IndexUnavailable(f"Redis at {self._where}: {type(exc).__name__}: {exc}") from exc

@@ -1,4 +1,4 @@
-"""The shared send-rate state in Redis: the only module that imports ``redis``.
+"""The shared send-rate state in Redis.
 
 One hash per SES account (``SES_RATE_REDIS_KEY``) holds the next free send slot, the AIMD factor
 (and when it was cut) and the daily-quota pause. One Lua script reads and updates it atomically,
@@ -10,10 +10,9 @@ the bucket hands out slots (GCRA) rather than keeping a log of sends.
 from __future__ import annotations
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
 from emailops.core.ratelimit import Aimd, BucketUnavailable, Grant
+from emailops.redis.client import connect, location, translated
 
 __all__ = ["RedisBucketStore"]
 
@@ -72,20 +71,13 @@ class RedisBucketStore:
         self.client = client
         self.key = key
         self._script = client.register_script(_SCRIPT)  # EVALSHA, EVAL when not cached
-        kwargs = client.connection_pool.connection_kwargs
-        self._where = f"{kwargs.get('host', '?')}:{kwargs.get('port', '?')}"  # never the password
+        self._where = location(client)
 
     @classmethod
     def from_url(cls, url: str, *, key: str, timeout: float = 0.5) -> RedisBucketStore:
         """Short timeouts: a slow Redis must cost a probe, not a stalled consumer. One immediate
         retry reconnects a pooled connection that died with a Redis restart."""
-        client = redis.Redis.from_url(
-            url,
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 1),
-        )
-        return cls(client, key=key)
+        return cls(connect(url, timeout=timeout), key=key)
 
     def reserve(self, *, rate: float, aimd: Aimd, horizon: float) -> Grant:
         granted, wait, factor, paused = self._run("reserve", aimd, rate, horizon)
@@ -99,7 +91,5 @@ class RedisBucketStore:
 
     def _run(self, op: str, aimd: Aimd, *args: float) -> list[int]:
         argv = [op, repr(aimd.step), repr(aimd.every), _IDLE_TTL, *(repr(float(a)) for a in args)]
-        try:
+        with translated(self._where, BucketUnavailable):
             return self._script(keys=[self.key], args=argv)
-        except redis.RedisError as exc:
-            raise BucketUnavailable(f"Redis at {self._where}: {type(exc).__name__}: {exc}") from exc

@@ -9,25 +9,22 @@ through would turn a Redis outage into an unlimited send path.
 
 from __future__ import annotations
 
-import functools
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 import redis
-from django.conf import settings
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from emailops.core.errors import SharedStateUnavailable
 from emailops.core.events import EventLog
+from emailops.redis.client import connect, location, translated
 
 __all__ = [
     "Decision",
     "RateLimitUnavailable",
     "TokenRateLimiter",
-    "connect",
-    "token_rate_limiter",
+    "connect_fail_fast",
 ]
 
 logger = logging.getLogger("emailops.api")
@@ -45,7 +42,7 @@ return count
 RETRY_AFTER_UNAVAILABLE = 5
 
 
-class RateLimitUnavailable(Exception):
+class RateLimitUnavailable(SharedStateUnavailable):
     """The shared counter cannot be reached: refuse rather than let everything through."""
 
     retry_after = RETRY_AFTER_UNAVAILABLE
@@ -65,6 +62,7 @@ class TokenRateLimiter:
         self.prefix = prefix
         self.clock = clock
         self._increment = client.register_script(_INCREMENT)
+        self._where = location(client)
 
     def hit(self, token_key: str, *, per_minute: int, cost: int = 1) -> Decision:
         """Count ``cost`` emails for ``token_key``; refuse (counting nothing) if they would take
@@ -75,8 +73,11 @@ class TokenRateLimiter:
         window = int(now // WINDOW_SECONDS)
         key = f"{self.prefix}{token_key}:{window}"
         try:
-            count = int(self._increment(keys=[key], args=[WINDOW_SECONDS + 1, cost, per_minute]))
-        except redis.RedisError as exc:
+            with translated(self._where):
+                count = int(
+                    self._increment(keys=[key], args=[WINDOW_SECONDS + 1, cost, per_minute])
+                )
+        except SharedStateUnavailable as exc:
             EventLog(logger).error("api.rate_limit_unavailable", error=str(exc))
             raise RateLimitUnavailable("the rate limiter is unavailable") from exc
         if count >= 0:
@@ -84,14 +85,7 @@ class TokenRateLimiter:
         return Decision(False, retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(now)))
 
 
-def connect(url: str) -> redis.Redis:
+def connect_fail_fast(url: str) -> redis.Redis:
     """A client that gives up at once: with Redis down, every API request would otherwise wait
     out redis-py's retries before being refused."""
-    return redis.Redis.from_url(
-        url, socket_connect_timeout=0.5, socket_timeout=0.5, retry=Retry(NoBackoff(), 0)
-    )
-
-
-@functools.cache
-def token_rate_limiter() -> TokenRateLimiter:
-    return TokenRateLimiter(connect(settings.REDIS_URL), prefix=KEY_PREFIX)
+    return connect(url, retries=0)

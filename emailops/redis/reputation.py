@@ -1,4 +1,4 @@
-"""The guard's shared state in Redis, next to the send-rate bucket (``emailops.redis_rate``).
+"""The guard's shared state in Redis, next to the send-rate bucket (``emailops.redis.rate``).
 
 One hash (``<SES_RATE_REDIS_KEY>:reputation``) holds the pauses and slowdowns in force, field
 ``<priority>|<organization or *>`` → JSON ``{priority, organization, reason, since, mode, source,
@@ -16,11 +16,11 @@ from collections.abc import Callable
 from typing import Any
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from emailops.core.errors import SharedStateUnavailable
 from emailops.core.events import EventLog
 from emailops.core.reputation import GateDecision, Priority, parse_priority
+from emailops.redis.client import connect, location, translating
 
 __all__ = ["ReputationGate", "ReputationState"]
 
@@ -36,27 +36,24 @@ class ReputationState:
     def __init__(self, client: redis.Redis, *, key: str, clock: Callable[[], float] = time.time):
         self.client = client
         self.key = key
+        self._where = location(client)
         self.clock = clock
 
     @classmethod
     def from_url(cls, url: str, *, key: str, timeout: float = 0.5) -> ReputationState:
-        client = redis.Redis.from_url(
-            url,
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 1),
-            decode_responses=True,
-        )
-        return cls(client, key=key)
+        return cls(connect(url, timeout=timeout, decode_responses=True), key=key)
 
+    @translating
     def store_evaluation(self, figures: dict[str, Any]) -> None:
         """The guard's last rates per scope, for the consumers' Prometheus metrics."""
         self.client.hset(self.key, "evaluation", json.dumps(figures))
 
+    @translating
     def evaluation(self) -> dict[str, Any]:
         raw = self.client.hget(self.key, "evaluation")
         return json.loads(raw) if raw else {}
 
+    @translating
     def entries(self) -> list[dict[str, Any]]:
         """Pauses and slowdowns in force, oldest first."""
         found = []
@@ -69,6 +66,7 @@ class ReputationState:
                 continue
         return sorted(found, key=lambda e: (e.get("since", ""), e.get("priority", "")))
 
+    @translating
     def set(
         self,
         *,
@@ -106,6 +104,7 @@ class ReputationState:
         self.client.hset(self.key, name, json.dumps(entry))
         return True
 
+    @translating
     def lift(
         self, *, priority: str, organization: str | None, hold_seconds: float = 0
     ) -> dict[str, Any] | None:
@@ -119,6 +118,7 @@ class ReputationState:
         pipe.execute()
         return json.loads(current) if current else None
 
+    @translating
     def lift_auto(self, *, priority: str, organization: str | None) -> bool:
         """Lift an automatic entry (the rates recovered); a person's stays."""
         name = _field(priority, organization)
@@ -154,7 +154,7 @@ class ReputationGate:
             return cached[1]
         try:
             entries = self.state.entries()
-        except redis.RedisError as exc:
+        except SharedStateUnavailable as exc:
             self._log.warning("reputation.state_unavailable", error=f"{type(exc).__name__}: {exc}")
             entries = cached[1] if cached else []
         self._entries = (now, entries)

@@ -1,0 +1,402 @@
+"""The composition root: one ``Container`` built from the typed ``Config`` holds every adapter and
+builds the pipeline, for every process (the consumers, the send API, the console's pages and jobs).
+
+An adapter is built on first use and kept for the container's life; building one makes no network
+call (the simulator's SNS topic is created on its first publish, SES's send quota is read on the
+limiter's first use). "Reset" is a new container: ``reset()`` drops the process's current one, and
+``current()`` builds the next from the settings as they are then.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+from django.core.signals import setting_changed
+
+from emailops.aws.clients import aws_client, lease_client, reset_clients
+from emailops.aws.journal import DynamoJournal
+from emailops.aws.mappings import DynamoMappingStore
+from emailops.aws.s3 import S3TemplateStore
+from emailops.aws.ses import SesSender
+from emailops.aws.sqs import SqsQueue
+from emailops.aws.stats import BufferedStats, DynamoStats
+from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
+from emailops.config import Config, require
+from emailops.core.compose import Composer
+from emailops.core.events import EventLog
+from emailops.core.local_bucket import LocalBucketStore
+from emailops.core.pipeline import EmailPipeline, PipelineSettings
+from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
+from emailops.core.rendering import Renderer
+from emailops.core.suppression_index import IndexedSuppressionList
+from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
+from emailops.redis.rate import RedisBucketStore
+from emailops.redis.reputation import ReputationGate, ReputationState
+from emailops.redis.suppression import RedisSuppressionIndex
+
+# Imported where used: the consumer never needs them, and its start-up is measured (bench/startup.py).
+if TYPE_CHECKING:
+    from emailops.aws.erasure import RecipientEraser
+    from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
+    from emailops.aws.journal_scan import JournalScan
+    from emailops.aws.journal_search import JournalSearch
+    from emailops.aws.ses_account import SesAccountView
+    from emailops.aws.ses_simulator import SimulatingSender
+    from emailops.aws.sns_verify import SnsVerifier
+    from emailops.core.delivery_handler import DeliveryEventHandler
+    from emailops.redis.token_rate import TokenRateLimiter
+
+__all__ = ["Container", "current", "reset"]
+
+# The guard's pauses are re-read by each consumer this often (was REPUTATION_REFRESH_SECONDS).
+REPUTATION_REFRESH_SECONDS = 5.0
+
+
+class Container:
+    """Adapters built from one ``Config``. Attribute names are those of the old
+    ``emailops.wiring`` factories: ``container.current().journal`` is ``current().journal``."""
+
+    def __init__(self, config: Config) -> None:
+        self.config = config
+
+    def require(self, name: str) -> str:
+        return self.config.require(name)
+
+    @property
+    def sender_addresses(self) -> tuple[str, tuple[str, ...]]:
+        """(From, Reply-To): EMAIL_SENDER/EMAIL_REPLY_TO, else Pennsieve's support address."""
+        return self.config.sending.addresses()
+
+    # --- AWS adapters ----------------------------------------------------------------------------
+
+    def client(self, service: str, *, sdk_retries: bool = True) -> Any:
+        return aws_client(service, region=self.config.aws.region, sdk_retries=sdk_retries)
+
+    @property
+    def _journal_table(self) -> str:
+        return require("JOURNAL_TABLE", self.config.aws.journal_table)
+
+    @cached_property
+    def renderer(self) -> Renderer:
+        return Renderer()
+
+    @cached_property
+    def mapping_store(self) -> DynamoMappingStore:
+        table = require("TEMPLATES_TABLE", self.config.aws.templates_table)
+        return DynamoMappingStore(self.client("dynamodb"), table)
+
+    @cached_property
+    def journal(self) -> DynamoJournal:
+        return DynamoJournal(self.client("dynamodb"), self._journal_table)
+
+    @cached_property
+    def lease_journal(self) -> DynamoJournal:
+        """The journal for the consumer's lease keeper: its own clients, short timeouts."""
+        client = lease_client("dynamodb", region=self.config.aws.region)
+        return DynamoJournal(client, self._journal_table)
+
+    @cached_property
+    def lease_queue(self) -> SqsQueue:
+        """The request queue for visibility changes (the keeper's, and hand-backs): short timeouts."""
+        url = require("EMAIL_SERVICE_QUEUE_URL", self.config.aws.queue_url)
+        return SqsQueue(lease_client("sqs", region=self.config.aws.region), url)
+
+    @cached_property
+    def journal_search(self) -> JournalSearch:
+        from emailops.aws.journal_search import JournalSearch
+
+        cutover = self.config.console.go_cutover
+        return JournalSearch(self.client("dynamodb"), self._journal_table, go_rows_until=cutover)
+
+    @cached_property
+    def journal_scan(self) -> JournalScan:
+        from emailops.aws.journal_scan import JournalScan
+
+        return JournalScan(self.client("dynamodb"), self._journal_table)
+
+    @cached_property
+    def recipient_eraser(self) -> RecipientEraser:
+        from emailops.aws.erasure import RecipientEraser
+
+        return RecipientEraser(
+            self.client("dynamodb"),
+            journal_table=self._journal_table,
+            unmatched_table=self.config.events.unmatched_table,
+        )
+
+    @cached_property
+    def template_store(self) -> S3TemplateStore:
+        aws = self.config.aws
+        client = aws_client("s3", region=aws.region, s3_addressing_style=aws.s3_addressing_style)
+        return S3TemplateStore(require("S3_BUCKET", aws.s3_bucket), client=client)
+
+    @cached_property
+    def queue(self) -> SqsQueue:
+        url = require("EMAIL_SERVICE_QUEUE_URL", self.config.aws.queue_url)
+        return SqsQueue(self.client("sqs"), url)
+
+    @cached_property
+    def sender(self) -> SesSender | SimulatingSender:
+        sending = self.config.sending
+        # Sends are never repeated by botocore (see emailops.aws.clients._NO_RETRIES).
+        ses = SesSender(
+            self.client("ses", sdk_retries=False), configuration_set=sending.configuration_set
+        )
+        if not sending.simulate_events:
+            return ses
+        from emailops.aws.ses_simulator import SimulatingSender
+
+        return SimulatingSender(
+            ses,
+            self.client("sns"),
+            topic_name=self.config.events.topic_name,
+            configuration_set=sending.configuration_set,
+        )
+
+    @cached_property
+    def event_journal(self) -> DynamoEventJournal:
+        from emailops.aws.journal_events import DynamoEventJournal
+
+        return DynamoEventJournal(self.client("dynamodb"), self._journal_table)
+
+    @cached_property
+    def unmatched_events(self) -> DynamoUnmatchedEvents:
+        from emailops.aws.journal_events import DynamoUnmatchedEvents
+
+        return DynamoUnmatchedEvents(
+            self.client("dynamodb"),
+            require("SES_EVENTS_UNMATCHED_TABLE", self.config.events.unmatched_table),
+            ttl_seconds=self.config.sending.journal_ttl_days * 86400,
+        )
+
+    @cached_property
+    def events_queue(self) -> SqsQueue:
+        url = require("SES_EVENTS_QUEUE_URL", self.config.events.queue_url)
+        return SqsQueue(self.client("sqs"), url)
+
+    @cached_property
+    def sns_verifier(self) -> SnsVerifier:
+        from emailops.aws.sns_verify import SnsVerifier
+
+        events = self.config.events
+        return SnsVerifier(
+            verify_signatures=events.verify_signatures,
+            allowed_topics=list(events.topic_arns),
+            raw_delivery=events.raw_delivery,
+        )
+
+    @cached_property
+    def delivery_event_handler(self) -> DeliveryEventHandler:
+        from emailops.core.delivery_handler import DeliveryEventHandler
+
+        return DeliveryEventHandler(
+            journal=self.event_journal,
+            suppressions=self.suppression_list,
+            unmatched=self.unmatched_events,
+            verify=self.sns_verifier,
+            clock=time.time,
+            stats=self.stats,
+        )
+
+    @cached_property
+    def suppression_list(self) -> DynamoSuppressionList | IndexedSuppressionList:
+        """The table, behind the Redis set of suppressed addresses (SUPPRESSION_INDEX_REDIS_KEY) for
+        every reader and writer: the consumer's check, the events consumer's and the console's."""
+        sending = self.config.sending
+        sync = (
+            SesAccountSuppression(self.client("sesv2"))
+            if sending.account_suppression_sync
+            else None
+        )
+        table = DynamoSuppressionList(
+            self.client("dynamodb"),
+            require("SUPPRESSION_TABLE", self.config.aws.suppression_table),
+            account_sync=sync,
+        )
+        if not sending.suppression_index_key:
+            return table
+        # Rebuilt from the table an hour after its build (was SUPPRESSION_INDEX_MAX_AGE_SECONDS).
+        index = RedisSuppressionIndex.from_url(sending.redis_url, key=sending.suppression_index_key)
+        return IndexedSuppressionList(table, index, clock=time.monotonic)
+
+    @cached_property
+    def ses_account_view(self) -> SesAccountView:
+        from emailops.aws.ses_account import SesAccountView
+
+        return SesAccountView(self.client("sesv2"), self.client("cloudwatch"), self.client("ses"))
+
+    # --- the shared send rate and the reputation guard -------------------------------------------
+
+    @cached_property
+    def send_rate_limiter(self) -> SharedRateLimiter:
+        """The SES send rate shared by every consumer: a bucket in Redis, a per-process one while
+        Redis is unreachable. SES_MAX_SEND_RATE, else GetSendQuota's MaxSendRate, read on first
+        use (the consumer does at start-up, to log it) and every 5 minutes after."""
+        sending = self.config.sending
+        log = EventLog(logging.getLogger("emailops.ratelimit"))
+        if sending.max_send_rate is not None:
+            fixed = sending.max_send_rate
+            log.info("ses.send_rate", max_rate=fixed, source="SES_MAX_SEND_RATE")
+            max_rate: Callable[[], float] = lambda: fixed  # noqa: E731
+        else:
+            max_rate = QuotaRate(
+                lambda: self.sender.send_quota().max_send_rate, log=log, lock=threading.Lock()
+            )
+        return SharedRateLimiter(
+            max_rate=max_rate,
+            store=RedisBucketStore.from_url(sending.redis_url, key=sending.rate_redis_key),
+            fallback=LocalBucketStore(lock=threading.Lock()),
+            log=log,
+            lock=threading.Lock(),
+            pause_seconds=sending.quota_pause_seconds,
+            fallback_consumers=sending.rate_fallback_consumers,
+        )
+
+    @cached_property
+    def slow_rate_limiter(self) -> SharedRateLimiter:
+        """The reduced rate normal-priority mail takes a slot of while the guard acts: a second
+        bucket beside the main one, at REPUTATION_SLOW_SHARE of the send rate."""
+        main, sending = self.send_rate_limiter, self.config.sending
+        share = self.config.reputation.slow_share
+        return SharedRateLimiter(
+            max_rate=lambda: main.max_rate() * share,
+            store=RedisBucketStore.from_url(
+                sending.redis_url, key=f"{sending.rate_redis_key}:slow"
+            ),
+            fallback=LocalBucketStore(lock=threading.Lock()),
+            log=EventLog(logging.getLogger("emailops.ratelimit")),
+            lock=threading.Lock(),
+            fallback_consumers=sending.rate_fallback_consumers,
+        )
+
+    @cached_property
+    def reputation_state(self) -> ReputationState:
+        sending = self.config.sending
+        return ReputationState.from_url(
+            sending.redis_url, key=f"{sending.rate_redis_key}:reputation"
+        )
+
+    @cached_property
+    def reputation_gate(self) -> ReputationGate:
+        return ReputationGate(self.reputation_state, refresh=REPUTATION_REFRESH_SECONDS)
+
+    @cached_property
+    def stats(self) -> BufferedStats | None:
+        """The reputation counters, summed in memory and written every STATS_FLUSH_SECONDS (the
+        consumers flush on exit); None when STATS_TABLE is empty (nothing is counted)."""
+        reputation = self.config.reputation
+        if not reputation.stats_table:
+            return None
+        log = EventLog(logging.getLogger("emailops.stats"))
+        table = DynamoStats(self.client("dynamodb"), reputation.stats_table)  # kept 400 days
+        return BufferedStats(
+            table,
+            flush_seconds=reputation.stats_flush_seconds,
+            on_error=lambda exc: log.warning("stats.flush_failed", error=exc.describe()),
+        )
+
+    def flush_stats(self) -> None:
+        """Write the counts this process still holds (a consumer's exit, after an API send)."""
+        if self.stats is not None:
+            self.stats.flush()
+
+    @cached_property
+    def token_rate_limiter(self) -> TokenRateLimiter:
+        from emailops.redis.token_rate import KEY_PREFIX, TokenRateLimiter, connect_fail_fast
+
+        return TokenRateLimiter(connect_fail_fast(self.config.api.redis_url), prefix=KEY_PREFIX)
+
+    # --- the pipeline ----------------------------------------------------------------------------
+
+    def composer(self, *, cache_seconds: float = 0) -> Composer:
+        """Mapping + template + renderer; the consumer caches mappings and templates, the console
+        never does (an edit there must show at once)."""
+        mappings, templates = self.mapping_store, self.template_store
+        if cache_seconds > 0:
+            mappings = CachedMappingStore(mappings, seconds=cache_seconds, lock=threading.Lock())
+            templates = CachedTemplateStore(templates, seconds=cache_seconds, lock=threading.Lock())
+        return Composer(mappings=mappings, templates=templates, renderer=self.renderer)
+
+    def build_pipeline(self, *, lease_seconds: int, recipient_threads: int = 0) -> EmailPipeline:
+        """claim → send → mark: the one pipeline of the consumer and the API."""
+        sending = self.config.sending
+        from_address, reply_to = sending.addresses()
+        extra = {}
+        if recipient_threads > 1:
+            pool = ThreadPoolExecutor(recipient_threads, thread_name_prefix="recipient")
+            extra["fan_out"] = _parallel(pool)
+        return EmailPipeline(
+            composer=self.composer(cache_seconds=sending.template_cache_seconds),
+            journal=self.journal,
+            sender=self.sender,
+            suppressions=self.suppression_list,
+            rate_limiter=self.send_rate_limiter,
+            stats=self.stats,
+            gate=self.reputation_gate,
+            slow_limiter=self.slow_rate_limiter,
+            settings=PipelineSettings(
+                from_address=from_address,
+                reply_to=reply_to,
+                lease_seconds=lease_seconds,
+                ttl_days=sending.journal_ttl_days,
+                retry_max_seconds=sending.retry_max_seconds,
+                claim_send_margin_seconds=sending.claim_send_margin_seconds,
+                pause_wait_seconds=self.config.reputation.pause_wait_seconds,
+            ),
+            **extra,
+        )
+
+
+def _parallel(pool: ThreadPoolExecutor) -> Callable[[Callable, Sequence], list]:
+    """Recipients of one request on their own pool (a record's worker waits for them, so they
+    cannot share its pool); a single recipient stays on the record's thread."""
+
+    def fan_out(fn: Callable, items: Sequence) -> list:
+        return list(pool.map(fn, items)) if len(items) > 1 else [fn(item) for item in items]
+
+    return fan_out
+
+
+# --- the process's container ----------------------------------------------------------------------
+
+_current: Container | None = None
+_current_lock = threading.Lock()
+
+
+def current() -> Container:
+    """The process's container, built from the settings on first use after start or ``reset()``."""
+    global _current
+    built = _current
+    if built is None:
+        with _current_lock:
+            if _current is None:
+                _current = Container(Config.from_settings())
+            built = _current
+    return built
+
+
+def install(container: Container | None) -> None:
+    """Make ``container`` the process's (tests install one of their own; None: build anew)."""
+    global _current
+    _current = container
+
+
+def reset() -> None:
+    """A new container on next use, and new AWS clients (a process that resized its connection
+    pools; tests between AWS stacks)."""
+    install(None)
+    reset_clients()
+
+
+def _forget_on_setting_change(**_: Any) -> None:
+    # Django sends this only when settings are overridden (tests): the next use sees the change.
+    install(None)
+
+
+setting_changed.connect(_forget_on_setting_change)
