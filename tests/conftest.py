@@ -28,6 +28,20 @@ def pytest_configure(config) -> None:
     os.environ.setdefault("FAULTS_SEED", str(random.randrange(1_000_000)))
 
 
+def pytest_collection_finish(session) -> None:
+    _freeze_heap()
+
+
+def _freeze_heap() -> None:
+    """Move every object alive now (modules, Django, botocore's models, moto's backends) out of
+    the garbage collector's reach: a full collection walks them all, and with this process's
+    heap that was a third of the CPU time of a moto test. Garbage is collected first."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
 def pytest_report_header(config) -> str:
     return f"fault suite seed: FAULTS_SEED={os.environ['FAULTS_SEED']} (set it to replay a run)"
 
@@ -206,6 +220,7 @@ def aws(aws_env, settings, request):
     with mock_aws(), atomic_dynamodb_writes():
         if kind not in _MOTO_SNAPSHOTS:
             _MOTO_SNAPSHOTS[kind] = _provision(events=kind == "events")
+            _freeze_heap()  # botocore's models and the snapshot live as long as the process
         snapshot = _MOTO_SNAPSHOTS[kind]
         snapshot.restore()
         wiring.reset()
