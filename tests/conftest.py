@@ -165,7 +165,14 @@ def _provision(*, events: bool):
     from tests.support.moto_snapshot import MotoSnapshot
 
     quiet = lambda _line: None  # noqa: E731
-    with override_settings(**AWS_SETTINGS, **(AWS_EVENTS_SETTINGS if events else {})):
+    # Whatever the first test set before asking for the stack must not reach the snapshot: a
+    # simulating sender would create its SNS topic in every later test's account.
+    pinned = {
+        **AWS_SETTINGS,
+        **(AWS_EVENTS_SETTINGS if events else {}),
+        "SES_SIMULATE_EVENTS": False,
+    }
+    with override_settings(**pinned):
         from django.conf import settings
 
         wiring.reset()
