@@ -7,6 +7,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,6 +20,45 @@ SAMPLES = Path(__file__).parent.parent / "emailops" / "data" / "samples"
 
 # Strictness in CI: a test that needs a service must fail, not skip, when CI promised it.
 REQUIRE_SERVICES = os.environ.get("EMAILOPS_REQUIRE_SERVICES") == "1"
+
+
+def pytest_configure(config) -> None:
+    # One seed for the fault suite's whole run: chosen here, before pytest-xdist starts its
+    # workers, which inherit this environment (tests/faults/conftest.py reads it).
+    os.environ.setdefault("FAULTS_SEED", str(random.randrange(1_000_000)))
+
+
+def pytest_collection_finish(session) -> None:
+    _freeze_heap()
+
+
+def _freeze_heap() -> None:
+    """Move every object alive now (modules, Django, botocore's models, moto's backends) out of
+    the garbage collector's reach: a full collection walks them all, and with this process's
+    heap that was a third of the CPU time of a moto test. Garbage is collected first."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
+
+
+def pytest_report_header(config) -> str:
+    return f"fault suite seed: FAULTS_SEED={os.environ['FAULTS_SEED']} (set it to replay a run)"
+
+
+def _share_botocore_models() -> None:
+    """Every boto3 session reads and parses the services' JSON models anew (~45 ms per client
+    here), and the tests make a new session after every ``container.reset()``. The models are the
+    same files for every session of the process: one loader, and its cache, for all of them."""
+    import functools
+
+    import botocore.loaders
+    import botocore.session
+
+    botocore.session.create_loader = functools.cache(botocore.loaders.create_loader)
+
+
+_share_botocore_models()
 
 
 def skip_or_fail(reason: str) -> None:
@@ -91,48 +131,114 @@ def aws_env(monkeypatch):
         monkeypatch.setenv(name, value)
 
 
-@pytest.fixture
-def aws(aws_env, settings):
-    """moto in-process with the templates, journal and suppression tables, queue + DLQ, bucket and a verified sender; settings point
-    at them. Yields a small namespace of clients and names."""
-    from moto import mock_aws
+# What the ``aws`` fixture points settings at; ``aws_events`` adds the second group.
+AWS_SETTINGS = {
+    "TEMPLATES_TABLE": "email-message-templates",
+    "JOURNAL_TABLE": "email-journal",
+    "SUPPRESSION_TABLE": "email-suppression",
+    "STATS_TABLE": "email-stats",
+    "S3_BUCKET": "emailops-templates",
+    "AWS_REGION": "us-east-1",
+    "EMAIL_SENDER": "Pennsieve <support@pennsieve.test>",
+    "EMAIL_REPLY_TO": "support@pennsieve.test",
+    "TEMPLATE_CACHE_SECONDS": 0,
+    "SES_MAX_SEND_RATE": "0",  # moto's GetSendQuota says 1/s; tests set a rate where they need one
+}
+AWS_EVENTS_SETTINGS = {
+    "SES_EVENTS_UNMATCHED_TABLE": "email-delivery-events-unmatched",
+    "SES_EVENTS_VERIFY_SIGNATURES": False,
+    "SES_EVENTS_TOPIC_ARNS": [],
+}
+# Per test process: the moto state right after provisioning, "base" and "events" (see
+# tests/support/moto_snapshot.py). Built by the first test that asks for it.
+_MOTO_SNAPSHOTS: dict[str, object] = {}
+
+
+def _provision(*, events: bool):
+    """Create the service's resources in the running in-process moto through the product's own
+    provisioning, and capture moto's state. Runs once per test process and kind."""
+    from django.test import override_settings
 
     from emailops import container
     from emailops.aws import provision
     from emailops.aws.clients import aws_client
-    from tests.support.moto_atomic import atomic_dynamodb_writes
+    from tests.support.moto_snapshot import MotoSnapshot
 
-    with mock_aws(), atomic_dynamodb_writes():
+    quiet = lambda _line: None  # noqa: E731
+    # Whatever the first test set before asking for the stack must not reach the snapshot: a
+    # simulating sender would create its SNS topic in every later test's account.
+    pinned = {
+        **AWS_SETTINGS,
+        **(AWS_EVENTS_SETTINGS if events else {}),
+        "SES_SIMULATE_EVENTS": False,
+    }
+    with override_settings(**pinned):
+        from django.conf import settings
+
         container.reset()
-        settings.TEMPLATES_TABLE = "email-message-templates"
-        settings.JOURNAL_TABLE = "email-journal"
-        settings.S3_BUCKET = "emailops-templates"
-        settings.AWS_REGION = "us-east-1"
-        settings.EMAIL_SENDER = "Pennsieve <support@pennsieve.test>"
-        settings.EMAIL_REPLY_TO = "support@pennsieve.test"
-        settings.TEMPLATE_CACHE_SECONDS = 0
-        settings.SES_MAX_SEND_RATE = (
-            "0"  # moto's GetSendQuota says 1/s; tests set a rate where they need one
-        )
-        quiet = lambda _line: None  # noqa: E731
         dynamodb = aws_client("dynamodb", region="us-east-1")
         sqs = aws_client("sqs", region="us-east-1")
         provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
-        settings.SUPPRESSION_TABLE = "email-suppression"
         provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
-        settings.STATS_TABLE = "email-stats"
         provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, quiet)
-        settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(
-            sqs, "email-service-queue", quiet, visibility_timeout=30
-        )
+        facts = {
+            "EMAIL_SERVICE_QUEUE_URL": provision.ensure_queue(
+                sqs, "email-service-queue", quiet, visibility_timeout=30
+            )
+        }
         container.current().template_store.create_bucket()
         container.current().sender.verify_sender("support@pennsieve.test")
+        if events:
+            facts["SES_EVENTS_QUEUE_URL"] = provision.ensure_queue(
+                sqs, "email-ses-events", quiet, visibility_timeout=30
+            )
+            provision.ensure_unmatched_events_table(
+                dynamodb, settings.SES_EVENTS_UNMATCHED_TABLE, quiet
+            )
+            facts["topic_arn"] = provision.ensure_events_topic(
+                aws_client("sns", region="us-east-1"),
+                sqs,
+                "email-ses-events",
+                facts["SES_EVENTS_QUEUE_URL"],
+                quiet,
+            )
+        container.reset()
+    return MotoSnapshot.capture(**facts)
+
+
+@pytest.fixture
+def aws(aws_env, settings, request):
+    """moto in-process with the templates, journal, suppression and stats tables, queue + DLQ,
+    bucket and a verified sender; settings point at them. Yields a small namespace of clients
+    and names (``AwsStack``).
+
+    Each test starts from the just-provisioned account: the first test of a process provisions
+    through boto3 and moto's state is copied; every later test gets a fresh copy of that state
+    (tests/support/moto_snapshot.py), with nothing left from the tests before it. A test that
+    asks for ``aws_events`` gets the copy that includes the delivery-event resources."""
+    from moto import mock_aws
+
+    from emailops import container
+    from emailops.aws.clients import aws_client
+    from tests.support.moto_atomic import atomic_dynamodb_writes
+
+    kind = "events" if "aws_events" in request.fixturenames else "base"
+    with mock_aws(), atomic_dynamodb_writes():
+        if kind not in _MOTO_SNAPSHOTS:
+            _MOTO_SNAPSHOTS[kind] = _provision(events=kind == "events")
+            _freeze_heap()  # botocore's models and the snapshot live as long as the process
+        snapshot = _MOTO_SNAPSHOTS[kind]
+        snapshot.restore()
+        container.reset()
+        for name, value in AWS_SETTINGS.items():
+            setattr(settings, name, value)
+        settings.EMAIL_SERVICE_QUEUE_URL = snapshot.facts["EMAIL_SERVICE_QUEUE_URL"]
         yield AwsStack(
-            dynamodb=dynamodb,
-            sqs=sqs,
-            ses=aws_client("ses", region="us-east-1"),
+            dynamodb=aws_client("dynamodb", region="us-east-1"),
+            sqs=aws_client("sqs", region="us-east-1"),
             queue_url=settings.EMAIL_SERVICE_QUEUE_URL,
+            facts=snapshot.facts,
         )
         container.reset()
 
@@ -142,31 +248,32 @@ def aws_events(aws, settings):
     """The ``aws`` stack plus delivery events: events queue + DLQ, unmatched-events table, SNS
     topic subscribed by the queue (SNS envelope). Signatures off, as on the local stack."""
     from emailops import container
-    from emailops.aws import provision
-    from emailops.aws.clients import aws_client
 
-    quiet = lambda _line: None  # noqa: E731
-    settings.SES_EVENTS_QUEUE_URL = provision.ensure_queue(
-        aws.sqs, "email-ses-events", quiet, visibility_timeout=30
-    )
-    settings.SES_EVENTS_UNMATCHED_TABLE = "email-delivery-events-unmatched"
-    provision.ensure_unmatched_events_table(
-        aws.dynamodb, settings.SES_EVENTS_UNMATCHED_TABLE, quiet
-    )
-    aws.sns = aws_client("sns", region="us-east-1")
-    aws.topic_arn = provision.ensure_events_topic(
-        aws.sns, aws.sqs, "email-ses-events", settings.SES_EVENTS_QUEUE_URL, quiet
-    )
+    for name, value in AWS_EVENTS_SETTINGS.items():
+        setattr(settings, name, value)
+    settings.SES_EVENTS_QUEUE_URL = aws.facts["SES_EVENTS_QUEUE_URL"]
+    aws.topic_arn = aws.facts["topic_arn"]
     aws.events_queue_url = settings.SES_EVENTS_QUEUE_URL
-    settings.SES_EVENTS_VERIFY_SIGNATURES = False
-    settings.SES_EVENTS_TOPIC_ARNS = []
     container.reset()
     return aws
 
 
 class AwsStack:
+    """Clients and names of the ``aws`` fixture's stack. ``ses`` and ``sns`` clients are made on
+    first use (most tests never touch them)."""
+
+    _LAZY_CLIENTS = ("ses", "sns")
+
     def __init__(self, **kwargs):
         self.__dict__.update(kwargs)
+
+    def __getattr__(self, name: str):
+        if name not in self._LAZY_CLIENTS:
+            raise AttributeError(name)
+        from emailops.aws.clients import aws_client
+
+        client = self.__dict__[name] = aws_client(name, region="us-east-1")
+        return client
 
     @property
     def dlq_url(self) -> str:

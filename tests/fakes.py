@@ -107,6 +107,12 @@ class InMemoryJournal:
         } | ({"Producer": claim.producer} if claim.producer else {})
 
     @staticmethod
+    def _kept(row: dict[str, Any] | None) -> dict[str, Any]:
+        """What a rewrite of the row keeps, as DynamoDB's UpdateItem does: the claim count and
+        the sends noted after lost claims."""
+        return {k: row[k] for k in ("Attempts", "ExtraSends") if row and k in row}
+
+    @staticmethod
     def _foreign(row: dict[str, Any] | None, claim: Claim) -> bool:
         """The row exists and another producer wrote it (the adapter's ownership condition)."""
         return row is not None and row.get("Producer", "") != claim.producer
@@ -123,10 +129,14 @@ class InMemoryJournal:
                 lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
                 return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease)
             attempts = (row or {}).get("Attempts", 0) + 1
-            self.rows[claim.key] = self._values(claim, Status.QUEUED) | {
-                "ClaimExpiresAt": claim.lease_ends_at,
-                "Attempts": attempts,
-            }
+            self.rows[claim.key] = (
+                self._values(claim, Status.QUEUED)
+                | self._kept(row)
+                | {
+                    "ClaimExpiresAt": claim.lease_ends_at,
+                    "Attempts": attempts,
+                }
+            )
             return ClaimResult(ClaimState.CLAIMED, attempt=attempts)
 
     def _mark(self, key: str, attempt: int, **changes: Any) -> bool:
@@ -139,6 +149,14 @@ class InMemoryJournal:
 
     def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
         self._maybe_fail("mark_sent")
+        with self.lock:
+            row = self.rows.get(key)
+            if row and (row["Status"], row.get("Attempts"), row.get("SesMessageId")) == (
+                Status.SENT,
+                attempt,
+                provider_id,
+            ):
+                return True  # a retry of a mark that landed, as the adapter's condition allows
         return self._mark(key, attempt, Status=Status.SENT, SesMessageId=provider_id)
 
     def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
@@ -151,6 +169,7 @@ class InMemoryJournal:
             row = self.rows.get(key)
             if row and row["Status"] != Status.SENT:
                 row.update(Status=Status.SENT, SesMessageId=provider_id)
+                row.pop("Error", None)
                 return True
             return False
 
@@ -176,7 +195,9 @@ class InMemoryJournal:
             row = self.rows.get(claim.key)
             if self._foreign(row, claim) or not self._claimable(row, claim):
                 return False
-            self.rows[claim.key] = self._values(claim, Status.FAILED) | {"Error": error}
+            self.rows[claim.key] = (
+                self._values(claim, Status.FAILED) | self._kept(row) | {"Error": error}
+            )
             return True
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
@@ -184,7 +205,9 @@ class InMemoryJournal:
             row = self.rows.get(claim.key)
             if self._foreign(row, claim) or not self._claimable(row, claim):
                 return False
-            self.rows[claim.key] = self._values(claim, Status.SUPPRESSED) | {"Error": reason}
+            self.rows[claim.key] = (
+                self._values(claim, Status.SUPPRESSED) | self._kept(row) | {"Error": reason}
+            )
             return True
 
 
