@@ -59,7 +59,10 @@ _CLAIMABLE = (
     "attribute_not_exists(#id) OR #status = :failed OR (#status = :queued AND "
     "(#lease < :now OR (attribute_not_exists(#lease) AND #ts < :stale)))"
 )
-_OURS = "#status = :queued AND #attempts = :attempt"
+# Every update that must not create a row says attribute_exists(Id): an UpdateItem on a missing key
+# would otherwise write a row holding only what it sets (and its Id).
+_EXISTS = "attribute_exists(#id)"
+_OURS = f"{_EXISTS} AND #status = :queued AND #attempts = :attempt"
 _NAMES = {
     "#id": "Id",
     "#status": "Status",
@@ -291,7 +294,10 @@ class DynamoJournal:
             },
             # Or already ours and SENT with this very send: a retried call whose first reply was
             # lost (the write landed) is the same mark, not a lost lease.
-            condition=f"({_OURS}) OR (#status = :sent AND #attempts = :attempt AND #ses = :ses)",
+            condition=(
+                f"{_EXISTS} AND ((#status = :queued AND #attempts = :attempt) OR "
+                "(#status = :sent AND #attempts = :attempt AND #ses = :ses))"
+            ),
             values={
                 "queued": Status.QUEUED.value,
                 "sent": Status.SENT.value,
@@ -321,7 +327,7 @@ class DynamoJournal:
                 "SesMessageId": provider_id,
                 "MessageSent": rfc3339(sent_at),
             },
-            condition="attribute_exists(#id) AND #status <> :sent",
+            condition=f"{_EXISTS} AND #status <> :sent",
             values={"sent": Status.SENT.value},
             extra="REMOVE #err",
             what="mark journal row SENT (earlier send)",
@@ -335,7 +341,7 @@ class DynamoJournal:
         self._conditional_update(
             key,
             sets={},
-            condition="attribute_exists(#id)",
+            condition=_EXISTS,
             values={"entry": [entry], "none": []},
             extra="SET ExtraSends = list_append(if_not_exists(ExtraSends, :none), :entry)",
             what="note a send after the claim was lost",

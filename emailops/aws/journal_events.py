@@ -268,8 +268,10 @@ def merged_update(
     removes: list[str] = []
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
+    # attribute_exists(Id) always: an event must never create a row (it would hold only the
+    # delivery attributes), even when the row vanished (TTL, erasure) since it was read.
     if count:
-        conditions = ["DeliveryEventCount = :seen"]
+        conditions = ["attribute_exists(Id)", "DeliveryEventCount = :seen"]
         values[":seen"] = count
     else:
         conditions = ["attribute_exists(Id)", "attribute_not_exists(DeliveryEventCount)"]
