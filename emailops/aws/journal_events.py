@@ -34,7 +34,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.aws.journal import _av, item_from_dynamo, rfc3339
+from emailops.aws.journal import rfc3339
+from emailops.aws.journal_codec import attribute_value as _av
+from emailops.aws.journal_codec import item_from_dynamo
 from emailops.aws.journal_search import SES_ID_INDEX
 from emailops.core.contract import organization_id_of
 from emailops.core.delivery_events import RANK, DeliveryEvent, timestamp_ms
@@ -310,7 +312,7 @@ def merged_update(
             "SesMessageId": proof.ses_message_id,
             "MessageSent": rfc3339(timestamp_ms(proof.sent_at or proof.at) // 1000),
         }
-        removes.append("#err")
+        removes += ["#err", "ErrorKind", "Permanent"]
         names["#err"] = "Error"
         names["#status"] = "Status"
         conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]

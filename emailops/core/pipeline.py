@@ -252,7 +252,9 @@ class EmailPipeline:
             log.warning("request.invalid", error=exc.describe())
             if exc.request is not None:
                 failed = replace(exc.request, namespace=namespace)
-                self._record_failures(failed, exc.describe(), log.bind(messageId=exc.key))
+                self._record_failures(
+                    failed, exc.describe(), log.bind(messageId=exc.key), failure=exc
+                )
             return RecordOutcome(
                 Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or "", state=state
             )
@@ -284,7 +286,9 @@ class EmailPipeline:
             )
             if exc.permanent:
                 addresses = [r.email for r in request.recipients]
-                self._record_failures(request, exc.describe(), log, addresses=addresses)
+                self._record_failures(
+                    request, exc.describe(), log, addresses=addresses, failure=exc
+                )
             now = int(self.clock())
             return refused + [
                 _error_result(exc, dedupe_key(request, r.email), now, self.settings)
@@ -377,7 +381,7 @@ class EmailPipeline:
             log.warning("send.failed", attempt=attempt, error=exc.describe(), outcome=result.kind)
             if result.kind in (_Kind.FAULT, _Kind.QUOTA):
                 self._release(key, attempt, log)  # not the email's fault: never FAILED
-            elif self._mark_failed(key, attempt, exc.describe(), log):
+            elif self._mark_failed(key, attempt, exc, log):
                 self._count(request, log, failed=1)
             return result
         result = self._mark_sent(key, attempt, provider_id, log, rate_wait=waited)
@@ -651,10 +655,16 @@ class EmailPipeline:
         except EmailOpsError as exc:  # the lease ends by itself
             log.warning("release_claim.failed", error=exc.describe())
 
-    def _mark_failed(self, key: str, attempt: int, error: str, log: EventLog) -> bool:
+    def _mark_failed(self, key: str, attempt: int, exc: EmailOpsError, log: EventLog) -> bool:
         """Whether the FAILED mark was stored (the change is ours to count)."""
         try:
-            if self.journal.mark_failed(key, attempt=attempt, error=error):
+            if self.journal.mark_failed(
+                key,
+                attempt=attempt,
+                error=exc.describe(),
+                kind=type(exc).__name__,
+                permanent=exc.permanent,
+            ):
                 return True
             log.warning("mark_failed.lease_lost", attempt=attempt)
         except EmailOpsError as exc:
@@ -696,7 +706,8 @@ class EmailPipeline:
     def _refuse(self, request: EmailRequest, address: str, reason: str, log: EventLog) -> _Result:
         """One recipient's bad input: a FAILED row for it; the others are still sent."""
         key = dedupe_key(request, address)
-        if self._record_failures(request, reason, log, addresses=[address]):
+        refusal = InvalidRequest("parse request", key=address, reason=reason)
+        if self._record_failures(request, reason, log, addresses=[address], failure=refusal):
             # No FAILED row yet: deleting the record now would leave no trace of this recipient.
             return _Result(_Kind.TRANSIENT, key, f"{reason} (its FAILED row is not stored yet)")
         return _Result(_Kind.REFUSED, key, reason)
@@ -709,6 +720,7 @@ class EmailPipeline:
         *,
         only: set[str] | None = None,
         addresses: Iterable[str] | None = None,
+        failure: EmailOpsError | None = None,
     ) -> set[str]:
         """A request (or recipient) that can never be sent still leaves a FAILED row. Returns
         the keys whose row could not be written."""
@@ -723,7 +735,11 @@ class EmailPipeline:
             rlog = log.bind(recipient=address, key=key)
             try:
                 written = self.journal.record_failure(
-                    self._claim(request, address, key, None), error=error
+                    self._claim(request, address, key, None),
+                    error=error,
+                    # No exception: a refused recipient (permanent) or a spent retry budget.
+                    kind=type(failure).__name__ if failure else "",
+                    permanent=failure.permanent if failure else None,
                 )
             except EmailOpsError as exc:
                 rlog.error("record_failure.failed", error=exc.describe())

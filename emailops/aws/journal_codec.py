@@ -1,0 +1,189 @@
+"""The one codec between the journal table's DynamoDB items and ``JournalRow``.
+
+Every journal adapter (writes, search, scan, events) reads rows through ``row_from_item`` and
+serialises values through ``to_dynamo``/``attribute_value``; attribute names live here and in the
+write expressions of ``emailops.aws.journal``, nowhere above the adapters.
+
+Attributes we add to the Go service's rows (the Go consumer ignores them): ``ErrorKind`` (S, the
+failure's kind, e.g. ``SendRejected``) and ``Permanent`` (BOOL, whether retrying cannot help),
+written with ``Error``; ``BounceStatusCode`` (S, the bounce's enhanced status code, "5.1.1") beside
+``BounceType``/``BounceSubType``/``DiagnosticCode``; ``ComplaintType`` (S) for complaints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from emailops.core.journal_row import DeliveryState, ExtraSend, JournalRow, TimelineEntry
+
+__all__ = [
+    "LEASE_ENDED",
+    "LEASE_NAMES",
+    "attribute_value",
+    "failure_attributes",
+    "from_dynamo",
+    "item_from_dynamo",
+    "row_from_dynamo",
+    "row_from_item",
+    "to_dynamo",
+]
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+# JournalRow.lease_ends_at as a DynamoDB condition (the claim's and the stuck-claims Scan's):
+# the lease ended when ClaimExpiresAt < :now, or, on a Go row (no ClaimExpiresAt), when
+# Timestamp < :stale (= now - the Go rows' lease).
+LEASE_ENDED = "(#lease < :now OR (attribute_not_exists(#lease) AND #ts < :stale))"
+LEASE_NAMES = {"#lease": "ClaimExpiresAt", "#ts": "Timestamp"}
+
+
+def _number(value: int | float) -> Decimal | str:
+    """DynamoDB numbers hold 38 digits within ±1e126; anything else is kept as its text."""
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if number != 0 and not (Decimal("1e-130") <= abs(number) < Decimal("1e126")):
+        return repr(value)
+    if len(number.as_tuple().digits) > 38:
+        return _number(float(value))
+    return number
+
+
+def to_dynamo(value: Any) -> Any:
+    """JSON-decoded data → what boto3's TypeSerializer accepts (floats become Decimals)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return _number(value) if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [to_dynamo(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_dynamo(v) for k, v in value.items()}
+    return str(value)
+
+
+def from_dynamo(value: Any) -> Any:
+    """Deserialized DynamoDB data → plain JSON-like Python (Decimals become int or float)."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [from_dynamo(v) for v in value]
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, set):
+        return sorted(from_dynamo(v) for v in value)
+    return value
+
+
+def attribute_value(value: Any) -> dict[str, Any]:
+    return _serializer.serialize(to_dynamo(value))
+
+
+def item_from_dynamo(raw: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB item as plain Python keyed by attribute name."""
+    item = {k: from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+    if isinstance(item.get("Context"), str):
+        # We write Context as a map; a writer that stored it as JSON text reads back the same.
+        try:
+            context = json.loads(item["Context"])
+        except ValueError:
+            context = None
+        if isinstance(context, dict):
+            item["Context"] = context
+    return item
+
+
+def failure_attributes(error: str, *, kind: str, permanent: bool | None) -> dict[str, Any]:
+    """What a FAILED (or SUPPRESSED) mark writes: the text and, when known, the facts."""
+    return (
+        {"Error": error}
+        | ({"ErrorKind": kind} if kind else {})
+        | ({"Permanent": permanent} if permanent is not None else {})
+    )
+
+
+def _text(item: dict[str, Any], name: str) -> str:
+    value = item.get(name)
+    return "" if value is None else str(value)
+
+
+def _int(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _timeline(value: Any) -> tuple[TimelineEntry, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        TimelineEntry(
+            type=_text(entry, "Type"),
+            at=_text(entry, "At"),
+            id=_text(entry, "Id"),
+            summary=_text(entry, "Summary"),
+        )
+        for entry in value
+        if isinstance(entry, dict)
+    )
+
+
+def _extra_sends(value: Any) -> tuple[ExtraSend, ...]:
+    if not isinstance(value, list):
+        return ()
+    return tuple(
+        ExtraSend(
+            ses_message_id=_text(entry, "SesMessageId"),
+            attempt=_int(entry, "Attempt") or 0,
+            at=_text(entry, "At"),
+        )
+        for entry in value
+        if isinstance(entry, dict)
+    )
+
+
+def row_from_item(item: dict[str, Any]) -> JournalRow:
+    """A plain item (``item_from_dynamo``'s) as a JournalRow; any attribute may be missing."""
+    permanent = item.get("Permanent")
+    context = item.get("Context")
+    return JournalRow(
+        key=_text(item, "Id"),
+        message_id=_text(item, "MessageId"),
+        recipient=_text(item, "Recipient"),
+        status=_text(item, "Status"),
+        timestamp=_int(item, "Timestamp"),
+        message_sent=_text(item, "MessageSent"),
+        ses_message_id=_text(item, "SesMessageId"),
+        error=_text(item, "Error"),
+        error_kind=_text(item, "ErrorKind"),
+        permanent=permanent if isinstance(permanent, bool) else None,
+        claim_expires_at=_int(item, "ClaimExpiresAt"),
+        attempts=_int(item, "Attempts") or 0,
+        subject=_text(item, "Subject"),
+        template_key=_text(item, "TemplateKey"),
+        template_version=_text(item, "TemplateVersion"),
+        producer=_text(item, "Producer"),
+        logged_only=item.get("LoggedOnly") is True,
+        context=context if isinstance(context, dict) else {},
+        context_trimmed=_int(item, "ContextTrimmed") or 0,
+        expires_at=_int(item, "ExpiresAt"),
+        delivery=DeliveryState(
+            status=_text(item, "DeliveryStatus").upper(),
+            at=_text(item, "DeliveryStatusAt"),
+            bounce_type=_text(item, "BounceType"),
+            bounce_subtype=_text(item, "BounceSubType"),
+            diagnostic=_text(item, "DiagnosticCode"),
+            status_code=_text(item, "BounceStatusCode"),
+            complaint_type=_text(item, "ComplaintType"),
+        ),
+        timeline=_timeline(item.get("DeliveryEvents")),
+        extra_sends=_extra_sends(item.get("ExtraSends")),
+        attributes=item,
+    )
+
+
+def row_from_dynamo(raw: dict[str, Any]) -> JournalRow:
+    return row_from_item(item_from_dynamo(raw))
