@@ -30,6 +30,7 @@ from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppressio
 from emailops.core.compose import Composer
 from emailops.core.events import EventLog
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
+from emailops.core.ports import JournalReader
 from emailops.core.ratelimit import LocalBucketStore, QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.suppression_index import IndexedSuppressionList
@@ -118,6 +119,12 @@ def mapping_store() -> DynamoMappingStore:
 @functools.cache
 def journal() -> DynamoJournal:
     return DynamoJournal(_client("dynamodb"), require("JOURNAL_TABLE"))
+
+
+def journal_reader() -> JournalReader:
+    """Typed single-row reads for the console and the API: the journal adapter itself (not cached
+    on its own, so nothing is added to ``reset``)."""
+    return journal()
 
 
 @functools.cache

@@ -22,12 +22,17 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from emailops.core.journal_row import DeliveryState, ExtraSend, JournalRow, TimelineEntry
 
 __all__ = [
+    "ATTRIBUTE_ORDER",
+    "CONTEXT_ATTRIBUTE",
+    "EPOCH_ATTRIBUTES",
     "LEASE_ENDED",
     "LEASE_NAMES",
+    "TIMELINE_ATTRIBUTE",
     "attribute_value",
     "failure_attributes",
     "from_dynamo",
     "item_from_dynamo",
+    "ordered_attributes",
     "row_from_dynamo",
     "row_from_item",
     "to_dynamo",
@@ -104,6 +109,47 @@ def failure_attributes(error: str, *, kind: str, permanent: bool | None) -> dict
         | ({"ErrorKind": kind} if kind else {})
         | ({"Permanent": permanent} if permanent is not None else {})
     )
+
+
+# The journal's attributes in reading order (the Go consumer's, then ours); others follow, sorted.
+ATTRIBUTE_ORDER = (
+    "Id",
+    "MessageId",
+    "Recipient",
+    "Status",
+    "Timestamp",
+    "SentAtKey",
+    "MessageSent",
+    "SesMessageId",
+    "Error",
+    "DeliveryStatus",
+    "DeliveryStatusAt",
+    "BounceType",
+    "BounceSubType",
+    "DiagnosticCode",
+    "Subject",
+    "TemplateKey",
+    "TemplateVersion",
+    "RecipientKey",
+    "ClaimExpiresAt",
+    "Attempts",
+    "ExpiresAt",
+    "Context",
+    "DeliveryEvents",
+    "ErrorKind",
+    "Permanent",
+    "BounceStatusCode",
+    "ComplaintType",
+)
+EPOCH_ATTRIBUTES = ("Timestamp", "ClaimExpiresAt", "ExpiresAt")
+CONTEXT_ATTRIBUTE = "Context"
+TIMELINE_ATTRIBUTE = "DeliveryEvents"
+
+
+def ordered_attributes(item: dict[str, Any]) -> dict[str, Any]:
+    """A row's attributes in reading order (the Go consumer's, then ours; others sorted)."""
+    known = {name: item[name] for name in ATTRIBUTE_ORDER if name in item}
+    return known | {name: item[name] for name in sorted(item) if name not in known}
 
 
 def _text(item: dict[str, Any], name: str) -> str:

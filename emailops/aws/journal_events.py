@@ -42,6 +42,7 @@ from emailops.core.contract import organization_id_of
 from emailops.core.delivery_events import RANK, DeliveryEvent, timestamp_ms
 from emailops.core.delivery_handler import ApplyResult
 from emailops.core.errors import TransientError
+from emailops.core.journal_words import bounce_status_code
 from emailops.core.ports import Status
 
 __all__ = [
@@ -298,6 +299,12 @@ def merged_update(
                 sets["DiagnosticCode"] = _capped(winner.diagnostic_code, MAX_SUMMARY)
             else:
                 removes.append("DiagnosticCode")
+            if code := bounce_status_code(winner.diagnostic_code):
+                sets["BounceStatusCode"] = code
+            else:
+                removes.append("BounceStatusCode")
+        if winner.complaint_feedback_type:
+            sets["ComplaintType"] = _capped(winner.complaint_feedback_type, _MAX_FIELD)
 
     # The lost-reply case: SES sent it but the consumer never learnt the SES id, so the row is
     # still QUEUED (or FAILED, from the timeout). Left so, its next claim would send it again.
