@@ -162,70 +162,70 @@ def _int(item: dict[str, Any], name: str) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _maps(value: Any) -> list[dict[str, Any]]:
+    """The maps of a list attribute; anything else in it (or a non-list) is skipped."""
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
 def _timeline(value: Any) -> tuple[TimelineEntry, ...]:
-    if not isinstance(value, list):
-        return ()
     return tuple(
-        TimelineEntry(
-            type=_text(entry, "Type"),
-            at=_text(entry, "At"),
-            id=_text(entry, "Id"),
-            summary=_text(entry, "Summary"),
-        )
-        for entry in value
-        if isinstance(entry, dict)
+        TimelineEntry(_text(e, "Type"), _text(e, "At"), _text(e, "Id"), _text(e, "Summary"))
+        for e in _maps(value)
     )
 
 
 def _extra_sends(value: Any) -> tuple[ExtraSend, ...]:
-    if not isinstance(value, list):
-        return ()
     return tuple(
-        ExtraSend(
-            ses_message_id=_text(entry, "SesMessageId"),
-            attempt=_int(entry, "Attempt") or 0,
-            at=_text(entry, "At"),
-        )
-        for entry in value
-        if isinstance(entry, dict)
+        ExtraSend(_text(e, "SesMessageId"), _int(e, "Attempt") or 0, _text(e, "At"))
+        for e in _maps(value)
     )
+
+
+# JournalRow's and DeliveryState's text and number fields, and the attribute each is stored in.
+_ROW_TEXT = {
+    "key": "Id",
+    "message_id": "MessageId",
+    "recipient": "Recipient",
+    "status": "Status",
+    "message_sent": "MessageSent",
+    "ses_message_id": "SesMessageId",
+    "error": "Error",
+    "error_kind": "ErrorKind",
+    "subject": "Subject",
+    "template_key": "TemplateKey",
+    "template_version": "TemplateVersion",
+    "producer": "Producer",
+}
+_ROW_NUMBER = {
+    "timestamp": "Timestamp",
+    "claim_expires_at": "ClaimExpiresAt",
+    "expires_at": "ExpiresAt",
+}
+_DELIVERY_TEXT = {
+    "at": "DeliveryStatusAt",
+    "bounce_type": "BounceType",
+    "bounce_subtype": "BounceSubType",
+    "diagnostic": "DiagnosticCode",
+    "status_code": "BounceStatusCode",
+    "complaint_type": "ComplaintType",
+}
 
 
 def row_from_item(item: dict[str, Any]) -> JournalRow:
     """A plain item (``item_from_dynamo``'s) as a JournalRow; any attribute may be missing."""
     permanent = item.get("Permanent")
-    context = item.get("Context")
+    context = item.get(CONTEXT_ATTRIBUTE)
+    delivery = {name: _text(item, attr) for name, attr in _DELIVERY_TEXT.items()}
     return JournalRow(
-        key=_text(item, "Id"),
-        message_id=_text(item, "MessageId"),
-        recipient=_text(item, "Recipient"),
-        status=_text(item, "Status"),
-        timestamp=_int(item, "Timestamp"),
-        message_sent=_text(item, "MessageSent"),
-        ses_message_id=_text(item, "SesMessageId"),
-        error=_text(item, "Error"),
-        error_kind=_text(item, "ErrorKind"),
+        **{name: _text(item, attr) for name, attr in _ROW_TEXT.items()},
+        **{name: _int(item, attr) for name, attr in _ROW_NUMBER.items()},
         permanent=permanent if isinstance(permanent, bool) else None,
-        claim_expires_at=_int(item, "ClaimExpiresAt"),
         attempts=_int(item, "Attempts") or 0,
-        subject=_text(item, "Subject"),
-        template_key=_text(item, "TemplateKey"),
-        template_version=_text(item, "TemplateVersion"),
-        producer=_text(item, "Producer"),
         logged_only=item.get("LoggedOnly") is True,
         context=context if isinstance(context, dict) else {},
         context_trimmed=_int(item, "ContextTrimmed") or 0,
-        expires_at=_int(item, "ExpiresAt"),
-        delivery=DeliveryState(
-            status=_text(item, "DeliveryStatus").upper(),
-            at=_text(item, "DeliveryStatusAt"),
-            bounce_type=_text(item, "BounceType"),
-            bounce_subtype=_text(item, "BounceSubType"),
-            diagnostic=_text(item, "DiagnosticCode"),
-            status_code=_text(item, "BounceStatusCode"),
-            complaint_type=_text(item, "ComplaintType"),
-        ),
-        timeline=_timeline(item.get("DeliveryEvents")),
+        delivery=DeliveryState(status=_text(item, "DeliveryStatus").upper(), **delivery),
+        timeline=_timeline(item.get(TIMELINE_ATTRIBUTE)),
         extra_sends=_extra_sends(item.get("ExtraSends")),
         attributes=item,
     )

@@ -14,7 +14,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
-from emailops.aws.journal import item_from_dynamo, sent_at_key
+from emailops.aws.journal import sent_at_key
+from emailops.aws.journal_codec import LEASE_ENDED, LEASE_NAMES, item_from_dynamo
 
 __all__ = ["JournalScan", "ScanPage"]
 
@@ -76,14 +77,11 @@ class JournalScan:
         start_key: dict[str, Any] | None = None,
         max_read: int = 20_000,
     ) -> ScanPage:
-        """QUEUED rows whose claim lease has ended: ``ClaimExpiresAt < now``, or, for a row the Go
-        consumer wrote (no ClaimExpiresAt), ``Timestamp + go_lease_seconds < now``."""
+        """QUEUED rows whose claim lease has ended (``JournalRow.stuck``, as a filter): its
+        ClaimExpiresAt has passed, or, on a Go row, ``Timestamp + go_lease_seconds < now``."""
         return self._scan(
-            filter_expression=(
-                "#status = :queued AND (#lease < :now OR "
-                "(attribute_not_exists(#lease) AND #ts < :stale))"
-            ),
-            names={"#status": "Status", "#lease": "ClaimExpiresAt", "#ts": "Timestamp"},
+            filter_expression=f"#status = :queued AND {LEASE_ENDED}",
+            names={"#status": "Status", **LEASE_NAMES},
             values={
                 ":queued": {"S": "QUEUED"},
                 ":now": {"N": str(now)},
