@@ -22,7 +22,6 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from emailops import wiring
-from emailops.aws.journal_codec import row_from_item
 from emailops.core.journal_row import JournalRow
 from emailops.core.pacing import Pacer
 from templates_admin.journal import selectors as journal_selectors
@@ -121,7 +120,7 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[JournalRow], bool]:
         until=inputs["until"],
         max_read=settings.OPS_SCAN_MAX_ITEMS,
     )
-    return [row_from_item(item) for item in page.rows], page.next_key is not None
+    return page.rows, page.next_key is not None
 
 
 def _in_scope(row: JournalRow, inputs: dict[str, Any]) -> bool:
