@@ -224,7 +224,12 @@ def row_from_item(item: dict[str, Any]) -> JournalRow:
         logged_only=item.get("LoggedOnly") is True,
         context=context if isinstance(context, dict) else {},
         context_trimmed=_int(item, "ContextTrimmed") or 0,
-        delivery=DeliveryState(status=_text(item, "DeliveryStatus").upper(), **delivery),
+        delivery=DeliveryState(
+            status=_text(item, "DeliveryStatus").upper(),
+            order=_int(item, "DeliveryOrder") or 0,
+            event_count=_int(item, "DeliveryEventCount") or 0,
+            **delivery,
+        ),
         timeline=_timeline(item.get(TIMELINE_ATTRIBUTE)),
         extra_sends=_extra_sends(item.get("ExtraSends")),
         attributes=item,

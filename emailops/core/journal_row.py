@@ -31,6 +31,8 @@ class DeliveryState:
     diagnostic: str = ""  # the receiving server's reply, as SES gave it
     status_code: str = ""  # its enhanced status code (RFC 3463), e.g. "5.1.1"
     complaint_type: str = ""  # the complaint's feedback type (abuse...)
+    order: int = 0  # the winning event's rank and time, as one number (DeliveryOrder)
+    event_count: int = 0  # events applied so far: the events write's concurrency guard
 
     @property
     def permanent_bounce(self) -> bool:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from emailops import wiring
+from emailops.aws.journal_codec import row_from_item
 from emailops.aws.journal_events import merged_update
 
 TABLE = "email-journal"
@@ -64,6 +65,8 @@ def test_an_event_update_says_attribute_exists_even_on_a_row_with_events():
         },
         None,
     )
-    row = {"Id": "k", "Status": "SENT", "SesMessageId": "ses-1", "DeliveryEventCount": 3}
+    row = row_from_item(
+        {"Id": "k", "Status": "SENT", "SesMessageId": "ses-1", "DeliveryEventCount": 3}
+    )
     update = merged_update(row, [event], now=NOW)
     assert "attribute_exists(Id)" in update["ConditionExpression"]
