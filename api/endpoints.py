@@ -193,13 +193,13 @@ def _body(request: HttpRequest) -> bytes:
 
 
 def _result(item) -> dict[str, Any]:
-    row = item.row or {}
+    row = item.row
     return {
         "recipient": item.recipient,
         "id": item.id,
-        "status": row.get("Status"),
-        "sesMessageId": row.get("SesMessageId"),
-        "error": row.get("Error"),
+        "status": row.status or None if row else None,
+        "sesMessageId": row.ses_message_id or None if row else None,
+        "error": row.error or None if row else None,
     }
 
 

@@ -8,6 +8,9 @@ from typing import Any
 from ninja import Schema
 from pydantic import ConfigDict, Field
 
+from emailops.aws.journal_codec import ordered_attributes
+from emailops.core.journal_row import JournalRow
+
 
 class RecipientDoc(Schema):
     email: str = Field(
@@ -84,7 +87,8 @@ class ErrorOut(Schema):
 
 
 class JournalRowOut(Schema):
-    """A journal row, attributes as stored; context values under sensitive keys are masked."""
+    """A journal row, attributes as stored; context values under sensitive keys are masked.
+    Built by ``journal_row_out`` from a JournalRow, field by field."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -96,3 +100,25 @@ class JournalRowOut(Schema):
     SesMessageId: str | None = None
     Error: str | None = None
     Context: Any = None
+
+
+def journal_row_out(row: JournalRow, *, context: Any) -> JournalRowOut:
+    """The API's view of ``row``: the declared fields mapped from JournalRow's, then every other
+    attribute as stored (the schema allows extras); ``context``: what the producer may see."""
+    declared = set(JournalRowOut.model_fields)
+    extras = {
+        name: value
+        for name, value in ordered_attributes(dict(row.attributes)).items()
+        if name not in declared
+    }
+    return JournalRowOut(
+        **extras,
+        Id=row.key,
+        MessageId=row.message_id or None,
+        Recipient=row.recipient or None,
+        Status=row.status or None,
+        Timestamp=row.timestamp,
+        SesMessageId=row.ses_message_id or None,
+        Error=row.error or None,
+        Context=context,
+    )

@@ -5,30 +5,29 @@ from __future__ import annotations
 from typing import Any
 
 from api.models import ApiToken
+from api.schemas import JournalRowOut, journal_row_out
 from emailops import container
-from templates_admin.journal.presentation import mask_context, ordered
+from emailops.core.journal_row import JournalRow
+from templates_admin.journal.presentation import mask_context
 from templates_admin.mappings.variables import template_manifest
 
 __all__ = ["journal_row_for_token", "producer_view"]
 
 
-def producer_view(row: dict[str, Any], manifest: dict[str, list[str]]) -> dict[str, Any]:
+def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRowOut:
     """The row as a producer may see it: of the context, only the keys the manifest declares for
     its messageId (an allow-list: a key nobody declared is never returned, whatever its name),
     and of those, sensitive-looking ones masked as in the console."""
-    if "Context" not in row:
-        return ordered(row)
-    declared = set(manifest.get(str(row.get("MessageId", "")), ()))
-    context = row["Context"] if isinstance(row["Context"], dict) else {}
-    allowed = {key: value for key, value in context.items() if key in declared}
-    return ordered(row | {"Context": mask_context(allowed)})
+    declared = set(manifest.get(row.message_id, ()))
+    allowed: dict[str, Any] = {k: v for k, v in row.context.items() if k in declared}
+    return journal_row_out(row, context=mask_context(allowed))
 
 
-def journal_row_for_token(*, token: ApiToken, id: str) -> dict[str, Any] | None:
+def journal_row_for_token(*, token: ApiToken, id: str) -> JournalRowOut | None:
     """The row with this Id if ``token`` wrote it, else None: another token's row and a row the
     API did not write (the queue's, the Go consumer's) look exactly like a missing one. Raises
     EmailOpsError."""
-    row = container.current().journal.get(id)
-    if row is None or row.get("Producer") != token.namespace:
+    row = container.current().journal_reader.read(id)
+    if row is None or row.producer != token.namespace:
         return None
     return producer_view(row, template_manifest())

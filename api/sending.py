@@ -12,11 +12,9 @@ is two rows and two emails, and no token is ever handed a row another wrote.
 from __future__ import annotations
 
 import json
-import re
 import time
 import uuid
 from dataclasses import dataclass, replace
-from typing import Any
 
 from django.conf import settings
 
@@ -24,6 +22,7 @@ from emailops import container
 from emailops.core.contract import EmailRequest, parse_complete_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import EmailOpsError, InvalidRequest
+from emailops.core.journal_row import JournalRow
 from emailops.core.pipeline import Action, RecordOutcome
 
 __all__ = [
@@ -39,18 +38,11 @@ __all__ = [
 # timeout. An inline send takes seconds; the lease only matters if this process dies mid-send.
 DEFAULT_LEASE_SECONDS = 60
 
-# InvalidRequest reasons start with the field they are about ("recipients[0].email is missing").
-_FIELD = re.compile(
-    r"^(?P<field>messageId|dedupeId|recipients(\[\d+\])?(\.(email|name))?|context(\.organizationId)?)(?=\s|$)"
-)
-
 
 def invalid_field(exc: InvalidRequest) -> str | None:
-    """The wire field an InvalidRequest is about, or None when it is about the whole body."""
-    if exc.reason == "no recipients":
-        return "recipients"
-    match = _FIELD.match(exc.reason.removeprefix("no valid recipient: "))
-    return match["field"] if match else None
+    """The wire field an InvalidRequest is about (as the parser named it), or None when it is
+    about the whole body."""
+    return exc.field
 
 
 @dataclass(frozen=True)
@@ -68,7 +60,7 @@ class ParsedSend:
 class RecipientResult:
     recipient: str
     id: str  # the journal row's Id (the namespaced dedupe key)
-    row: dict[str, Any] | None  # None: no row of this producer (nothing was attempted)
+    row: JournalRow | None  # None: no row of this producer (nothing was attempted)
 
 
 @dataclass(frozen=True)
@@ -94,6 +86,7 @@ def send_request_parse(*, body: str | bytes, namespace: str) -> ParsedSend:
             key=request.message_id,
             reason=f"recipients has {parsed.emails} entries; the API takes at most {limit} a "
             f"request (API_MAX_RECIPIENTS={limit}): split it, or put it on the queue",
+            field="recipients",
         )
     return parsed
 
@@ -115,7 +108,7 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
     for recipient in request.recipients:
         key = dedupe_key(request, recipient.email)
         row = _row(key)
-        if row is not None and row.get("Producer") != request.namespace:
+        if row is not None and row.producer != request.namespace:
             row = None  # a key that collides with a row someone else wrote: never hand it back
         results.append(RecipientResult(recipient=recipient.email, id=key, row=row))
     return SendResult(
@@ -126,9 +119,9 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
     )
 
 
-def _row(key: str) -> dict[str, Any] | None:
+def _row(key: str) -> JournalRow | None:
     try:
-        return container.current().journal.get(key)
+        return container.current().journal_reader.read(key)
     except EmailOpsError as exc:
         if exc.permanent:  # a key DynamoDB refuses (too long): no row can exist
             return None

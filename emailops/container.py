@@ -32,6 +32,7 @@ from emailops.core.compose import Composer
 from emailops.core.events import EventLog
 from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.pipeline import EmailPipeline, PipelineSettings
+from emailops.core.ports import JournalReader
 from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.suppression_index import IndexedSuppressionList
@@ -94,6 +95,11 @@ class Container:
     @cached_property
     def journal(self) -> DynamoJournal:
         return DynamoJournal(self.client("dynamodb"), self._journal_table)
+
+    @property
+    def journal_reader(self) -> JournalReader:
+        """The journal as the console and the API read it: typed rows (JournalRow)."""
+        return self.journal
 
     @cached_property
     def lease_journal(self) -> DynamoJournal:

@@ -7,7 +7,9 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from emailops.aws.journal_codec import failure_attributes, row_from_item
 from emailops.core.errors import EmailOpsError, ForeignRow
+from emailops.core.journal_row import JournalRow
 from emailops.core.ports import (
     Claim,
     ClaimResult,
@@ -89,8 +91,7 @@ class InMemoryJournal:
             return True
         if row["Status"] != Status.QUEUED:
             return False
-        lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
-        return lease < claim.now
+        return row_from_item(row).stuck(now=claim.now, go_lease_seconds=claim.lease_seconds)
 
     def _values(self, claim: Claim, status: Status) -> dict[str, Any]:
         return {
@@ -126,7 +127,7 @@ class InMemoryJournal:
             if not self._claimable(row, claim):
                 if row["Status"] in (Status.SENT, Status.SUPPRESSED):
                     return ClaimResult(ClaimState.ALREADY_SENT)
-                lease = row.get("ClaimExpiresAt", row["Timestamp"] + claim.lease_seconds)
+                lease = row_from_item(row).lease_ends_at(claim.lease_seconds)
                 return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease)
             attempts = (row or {}).get("Attempts", 0) + 1
             self.rows[claim.key] = (
@@ -159,9 +160,12 @@ class InMemoryJournal:
                 return True  # a retry of a mark that landed, as the adapter's condition allows
         return self._mark(key, attempt, Status=Status.SENT, SesMessageId=provider_id)
 
-    def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
+    def mark_failed(
+        self, key: str, *, attempt: int, error: str, kind: str = "", permanent: bool | None = None
+    ) -> bool:
         self._maybe_fail("mark_failed")
-        return self._mark(key, attempt, Status=Status.FAILED, Error=error)
+        failure = failure_attributes(error, kind=kind, permanent=permanent)
+        return self._mark(key, attempt, Status=Status.FAILED, **failure)
 
     def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
         self._maybe_fail("mark_accepted")
@@ -189,15 +193,16 @@ class InMemoryJournal:
         self._maybe_fail("release_claim")
         return self._mark(key, attempt, ClaimExpiresAt=0)
 
-    def record_failure(self, claim: Claim, *, error: str) -> bool:
+    def record_failure(
+        self, claim: Claim, *, error: str, kind: str = "", permanent: bool | None = None
+    ) -> bool:
         self._maybe_fail("record_failure")
         with self.lock:
             row = self.rows.get(claim.key)
             if self._foreign(row, claim) or not self._claimable(row, claim):
                 return False
-            self.rows[claim.key] = (
-                self._values(claim, Status.FAILED) | self._kept(row) | {"Error": error}
-            )
+            failure = failure_attributes(error, kind=kind, permanent=permanent)
+            self.rows[claim.key] = self._values(claim, Status.FAILED) | self._kept(row) | failure
             return True
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
@@ -205,10 +210,17 @@ class InMemoryJournal:
             row = self.rows.get(claim.key)
             if self._foreign(row, claim) or not self._claimable(row, claim):
                 return False
+            failure = failure_attributes(reason, kind="Suppressed", permanent=True)
             self.rows[claim.key] = (
-                self._values(claim, Status.SUPPRESSED) | self._kept(row) | {"Error": reason}
+                self._values(claim, Status.SUPPRESSED) | self._kept(row) | failure
             )
             return True
+
+    def read(self, key: str) -> JournalRow | None:
+        """The reader port (``JournalReader``), as DynamoJournal.read."""
+        with self.lock:
+            row = self.rows.get(key)
+            return row_from_item({"Id": key} | row) if row is not None else None
 
 
 @dataclass

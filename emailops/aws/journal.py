@@ -21,17 +21,25 @@ the counter also identifies *our* claim when we mark the row afterwards.
 from __future__ import annotations
 
 import json
-import math
 import re
 from datetime import UTC, datetime
-from decimal import Decimal
 from typing import Any
 
-from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.aws.journal_codec import (
+    LEASE_ENDED,
+    LEASE_NAMES,
+    attribute_value,
+    failure_attributes,
+    from_dynamo,
+    item_from_dynamo,
+    row_from_item,
+    to_dynamo,
+)
 from emailops.core.errors import ForeignRow
+from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 
 __all__ = [
@@ -50,21 +58,19 @@ MAX_CONTEXT_BYTES = 150_000
 _MAX_ERROR = 4000  # characters of an Error attribute
 _MAX_NAME = 200  # characters of a trimmed value's key
 
-_serializer = TypeSerializer()
-_deserializer = TypeDeserializer()
-
 # A row is ours to take when nobody has it, its last attempt failed, or its claim's lease ended. A
 # row the Go consumer wrote has no ClaimExpiresAt: its lease ends `lease` seconds after Timestamp.
 _CLAIMABLE = (
-    "attribute_not_exists(#id) OR #status = :failed OR (#status = :queued AND "
-    "(#lease < :now OR (attribute_not_exists(#lease) AND #ts < :stale)))"
+    f"attribute_not_exists(#id) OR #status = :failed OR (#status = :queued AND {LEASE_ENDED})"
 )
-_OURS = "#status = :queued AND #attempts = :attempt"
+# Every update that must not create a row says attribute_exists(Id): an UpdateItem on a missing key
+# would otherwise write a row holding only what it sets (and its Id).
+_EXISTS = "attribute_exists(#id)"
+_OURS = f"{_EXISTS} AND #status = :queued AND #attempts = :attempt"
 _NAMES = {
     "#id": "Id",
     "#status": "Status",
-    "#ts": "Timestamp",
-    "#lease": "ClaimExpiresAt",
+    **LEASE_NAMES,
     "#attempts": "Attempts",
     "#err": "Error",
     "#producer": "Producer",
@@ -76,35 +82,15 @@ _OWNED = "(attribute_not_exists(#id) OR #producer = :producer)"
 _UNOWNED = "attribute_not_exists(#producer)"
 
 
+_av = attribute_value
+
+
 def sent_at_key(timestamp: int) -> str:
     return f"{timestamp:020d}"
 
 
 def rfc3339(timestamp: int) -> str:
     return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def _number(value: int | float) -> Decimal | str:
-    """DynamoDB numbers hold 38 digits within ±1e126; anything else is kept as its text."""
-    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
-    if number != 0 and not (Decimal("1e-130") <= abs(number) < Decimal("1e126")):
-        return repr(value)
-    if len(number.as_tuple().digits) > 38:
-        return _number(float(value))
-    return number
-
-
-def to_dynamo(value: Any) -> Any:
-    """JSON-decoded data → what boto3's TypeSerializer accepts (floats become Decimals)."""
-    if isinstance(value, bool) or value is None or isinstance(value, str):
-        return value
-    if isinstance(value, int | float):
-        return _number(value) if math.isfinite(value) else repr(value)
-    if isinstance(value, list | tuple):
-        return [to_dynamo(v) for v in value]
-    if isinstance(value, dict):
-        return {str(k): to_dynamo(v) for k, v in value.items()}
-    return str(value)
 
 
 def _size(value: Any) -> int:
@@ -142,34 +128,10 @@ def bounded_context(context: dict[str, Any]) -> tuple[dict[str, Any], int]:
     return stored, total
 
 
-def from_dynamo(value: Any) -> Any:
-    """Deserialized DynamoDB data → plain JSON-like Python (Decimals become int or float)."""
-    if isinstance(value, Decimal):
-        return int(value) if value == value.to_integral_value() else float(value)
-    if isinstance(value, list):
-        return [from_dynamo(v) for v in value]
-    if isinstance(value, dict):
-        return {k: from_dynamo(v) for k, v in value.items()}
-    if isinstance(value, set):
-        return sorted(from_dynamo(v) for v in value)
-    return value
-
-
-def _av(value: Any) -> dict[str, Any]:
-    return _serializer.serialize(to_dynamo(value))
-
-
-def item_from_dynamo(raw: dict[str, Any]) -> dict[str, Any]:
-    item = {k: from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
-    if isinstance(item.get("Context"), str):
-        # We write Context as a map; a writer that stored it as JSON text reads back the same.
-        try:
-            context = json.loads(item["Context"])
-        except ValueError:
-            context = None
-        if isinstance(context, dict):
-            item["Context"] = context
-    return item
+def _remove_unknown_facts(failure: dict[str, Any]) -> str:
+    """A row taken over from an earlier attempt keeps none of that attempt's failure facts."""
+    stale = [name for name in ("ErrorKind", "Permanent") if name not in failure]
+    return f"REMOVE {', '.join(stale)}" if stale else ""
 
 
 class DynamoJournal:
@@ -257,7 +219,7 @@ class DynamoJournal:
             sets=sets,
             condition=self._claimable(claim),
             values=self._claim_values(claim) | {"one": 1},
-            extra="ADD #attempts :one REMOVE MessageSent, SesMessageId, #err",
+            extra="ADD #attempts :one REMOVE MessageSent, SesMessageId, #err, ErrorKind, Permanent",
             what="claim journal row",
             ReturnValues="UPDATED_NEW",
             ReturnValuesOnConditionCheckFailure="ALL_OLD",
@@ -291,7 +253,10 @@ class DynamoJournal:
             },
             # Or already ours and SENT with this very send: a retried call whose first reply was
             # lost (the write landed) is the same mark, not a lost lease.
-            condition=f"({_OURS}) OR (#status = :sent AND #attempts = :attempt AND #ses = :ses)",
+            condition=(
+                f"{_EXISTS} AND ((#status = :queued AND #attempts = :attempt) OR "
+                "(#status = :sent AND #attempts = :attempt AND #ses = :ses))"
+            ),
             values={
                 "queued": Status.QUEUED.value,
                 "sent": Status.SENT.value,
@@ -302,10 +267,19 @@ class DynamoJournal:
         )
         return isinstance(result, dict)
 
-    def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
+    def mark_failed(
+        self,
+        key: str,
+        *,
+        attempt: int,
+        error: str,
+        kind: str = "",
+        permanent: bool | None = None,
+    ) -> bool:
+        failure = failure_attributes(error[:_MAX_ERROR], kind=kind, permanent=permanent)
         result = self._conditional_update(
             key,
-            sets={"Status": Status.FAILED.value, "Error": error[:_MAX_ERROR]},
+            sets={"Status": Status.FAILED.value} | failure,
             condition=_OURS,
             values={"queued": Status.QUEUED.value, "attempt": attempt},
             what="mark journal row FAILED",
@@ -321,9 +295,9 @@ class DynamoJournal:
                 "SesMessageId": provider_id,
                 "MessageSent": rfc3339(sent_at),
             },
-            condition="attribute_exists(#id) AND #status <> :sent",
+            condition=f"{_EXISTS} AND #status <> :sent",
             values={"sent": Status.SENT.value},
-            extra="REMOVE #err",
+            extra="REMOVE #err, ErrorKind, Permanent",
             what="mark journal row SENT (earlier send)",
         )
         return not isinstance(result, ClientError)
@@ -335,7 +309,7 @@ class DynamoJournal:
         self._conditional_update(
             key,
             sets={},
-            condition="attribute_exists(#id)",
+            condition=_EXISTS,
             values={"entry": [entry], "none": []},
             extra="SET ExtraSends = list_append(if_not_exists(ExtraSends, :none), :entry)",
             what="note a send after the claim was lost",
@@ -361,23 +335,25 @@ class DynamoJournal:
         )
         return isinstance(result, dict)
 
-    def record_failure(self, claim: Claim, *, error: str) -> bool:
-        result = self._conditional_update(
-            claim.key,
-            sets=self._row_values(claim, Status.FAILED) | {"Error": error[:_MAX_ERROR]},
-            condition=self._claimable(claim),
-            values=self._claim_values(claim),
-            what="record FAILED journal row",
-        )
-        return isinstance(result, dict)
+    def record_failure(
+        self, claim: Claim, *, error: str, kind: str = "", permanent: bool | None = None
+    ) -> bool:
+        failure = failure_attributes(error[:_MAX_ERROR], kind=kind, permanent=permanent)
+        return self._record(claim, Status.FAILED, failure, what="record FAILED journal row")
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+        failure = failure_attributes(reason[:_MAX_ERROR], kind="Suppressed", permanent=True)
+        return self._record(claim, Status.SUPPRESSED, failure, what="record SUPPRESSED journal row")
+
+    def _record(self, claim: Claim, status: Status, failure: dict[str, Any], *, what: str) -> bool:
+        """A whole row for a recipient that is not sent, on the claim's own condition."""
         result = self._conditional_update(
             claim.key,
-            sets=self._row_values(claim, Status.SUPPRESSED) | {"Error": reason[:_MAX_ERROR]},
+            sets=self._row_values(claim, status) | failure,
             condition=self._claimable(claim),
             values=self._claim_values(claim),
-            what="record SUPPRESSED journal row",
+            extra=_remove_unknown_facts(failure),
+            what=what,
         )
         return isinstance(result, dict)
 
@@ -391,3 +367,8 @@ class DynamoJournal:
             raise translate_error(exc, "read journal row", key=key) from exc
         item = response.get("Item")
         return item_from_dynamo(item) if item else None
+
+    def read(self, key: str) -> JournalRow | None:
+        """The row (``JournalReader``), or None."""
+        item = self.get(key)
+        return row_from_item(item) if item else None

@@ -34,12 +34,16 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.aws.journal import _av, item_from_dynamo, rfc3339
+from emailops.aws.journal import rfc3339
+from emailops.aws.journal_codec import attribute_value as _av
+from emailops.aws.journal_codec import item_from_dynamo, row_from_dynamo
 from emailops.aws.journal_search import SES_ID_INDEX
 from emailops.core.contract import organization_id_of
 from emailops.core.delivery_events import RANK, DeliveryEvent, timestamp_ms
 from emailops.core.delivery_handler import ApplyResult
 from emailops.core.errors import TransientError
+from emailops.core.journal_row import JournalRow
+from emailops.core.journal_words import bounce_status_code
 from emailops.core.ports import Status
 
 __all__ = [
@@ -111,11 +115,11 @@ class DynamoEventJournal:
                 return items[0]["Id"]["S"]
         return None
 
-    def read_rows(self, keys: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+    def read_rows(self, keys: Iterable[str]) -> dict[str, JournalRow | None]:
         """The rows of ``keys`` as ``apply_events`` reads them, with BatchGetItem (100 keys a
         call, strongly consistent); None for a key with no row."""
         wanted = list(dict.fromkeys(keys))
-        rows: dict[str, dict[str, Any] | None] = dict.fromkeys(wanted)
+        rows: dict[str, JournalRow | None] = dict.fromkeys(wanted)
         for start in range(0, len(wanted), 100):
             request: dict[str, Any] = {
                 self.table: {
@@ -131,8 +135,8 @@ class DynamoEventJournal:
                 except (ClientError, BotoCoreError) as exc:
                     raise translate_error(exc, "read journal rows", key=wanted[start]) from exc
                 for item in found.get("Responses", {}).get(self.table, []):
-                    row = item_from_dynamo(item)
-                    rows[row["Id"]] = row
+                    row = row_from_dynamo(item)
+                    rows[row.key] = row
                 request = found.get("UnprocessedKeys") or {}
                 if not request:
                     break
@@ -162,7 +166,7 @@ class DynamoEventJournal:
         events: Sequence[DeliveryEvent],
         *,
         now: int,
-        row: dict[str, Any] | None = None,
+        row: JournalRow | None = None,
         on_applied: Callable[[DeliveryEvent, str, str | None], None] | None = None,
     ) -> list[ApplyResult]:
         """Apply ``events`` (one email's, any order) to the row in ONE conditional write; a result
@@ -181,14 +185,14 @@ class DynamoEventJournal:
                 ).get("Item")
                 if not item:
                     return [ApplyResult.GONE] * len(events)
-                row = item_from_dynamo(item)
+                row = row_from_dynamo(item)
             results = decide(row, events, now=now)
             fresh = [e for e, r in zip(events, results, strict=True) if r is ApplyResult.APPLIED]
             if not fresh or self._write(key, row, fresh, now=now):
                 if on_applied is not None:
-                    organization = organization_id_of(row.get("Context") or {})
+                    organization = organization_id_of(dict(row.context))
                     for event in fresh:
-                        on_applied(event, row.get("MessageId") or "", organization)
+                        on_applied(event, row.message_id, organization)
                 return results
             row = None  # someone else wrote since our read: read and decide again
         raise TransientError(
@@ -198,7 +202,7 @@ class DynamoEventJournal:
     def _write(
         self,
         key: str,
-        row: dict[str, Any],
+        row: JournalRow,
         events: Sequence[DeliveryEvent],
         *,
         now: int,
@@ -215,18 +219,16 @@ class DynamoEventJournal:
         return True
 
 
-def _reconcilable(row: dict[str, Any], event: DeliveryEvent) -> bool:
-    return event.proves_sent and row.get("Status") in _RECONCILABLE and not row.get("SesMessageId")
+def _reconcilable(row: JournalRow, event: DeliveryEvent) -> bool:
+    return event.proves_sent and row.status in _RECONCILABLE and not row.ses_message_id
 
 
-def decide(row: dict[str, Any], events: Sequence[DeliveryEvent], *, now: int) -> list[ApplyResult]:
+def decide(row: JournalRow, events: Sequence[DeliveryEvent], *, now: int) -> list[ApplyResult]:
     """What each event does to ``row``: APPLIED (to be written), DUPLICATE (on the timeline
     already, or earlier in ``events``), or CLAIMED (it would reconcile the row while a consumer's
     claim on it is live: it waits for that consumer's own mark)."""
-    seen = {entry.get("Id") for entry in row.get("DeliveryEvents") or []}
-    live_claim = row.get("Status") == Status.QUEUED.value and (
-        int(row.get("ClaimExpiresAt") or 0) > now
-    )
+    seen = {entry.id for entry in row.timeline}
+    live_claim = row.queued and (row.claim_expires_at or 0) > now
     results = []
     for event in events:
         if event.event_id in seen:
@@ -239,9 +241,7 @@ def decide(row: dict[str, Any], events: Sequence[DeliveryEvent], *, now: int) ->
     return results
 
 
-def merged_update(
-    row: dict[str, Any], events: Sequence[DeliveryEvent], *, now: int
-) -> dict[str, Any]:
+def merged_update(row: JournalRow, events: Sequence[DeliveryEvent], *, now: int) -> dict[str, Any]:
     """The UpdateItem arguments (expression, condition, names, values) that apply ``events``
     (distinct, none on the row yet) to ``row`` as read: the same end state as applying them one
     by one in any order. The timeline gains every event (SES time order, the latest 50 kept);
@@ -258,9 +258,11 @@ def merged_update(
         }
         for event in events
     ]
-    timeline = list(row.get("DeliveryEvents") or [])
+    timeline = [
+        {"Type": e.type, "At": e.at, "Id": e.id, "Summary": e.summary} for e in row.timeline
+    ]
     timeline = sorted([*timeline, *entries], key=lambda e: timestamp_ms(e.get("At", "")))
-    count = int(row.get("DeliveryEventCount") or 0)
+    count = row.delivery.event_count
     sets: dict[str, Any] = {
         "DeliveryEvents": timeline[-MAX_TIMELINE:],
         "DeliveryEventCount": count + len(events),
@@ -268,13 +270,15 @@ def merged_update(
     removes: list[str] = []
     names: dict[str, str] = {}
     values: dict[str, Any] = {}
+    # attribute_exists(Id) always: an event must never create a row (it would hold only the
+    # delivery attributes), even when the row vanished (TTL, erasure) since it was read.
     if count:
-        conditions = ["DeliveryEventCount = :seen"]
+        conditions = ["attribute_exists(Id)", "DeliveryEventCount = :seen"]
         values[":seen"] = count
     else:
         conditions = ["attribute_exists(Id)", "attribute_not_exists(DeliveryEventCount)"]
 
-    winner, order = None, int(row.get("DeliveryOrder") or 0)
+    winner, order = None, row.delivery.order
     for event in events:  # ties: the later one, as applying them in this order would
         candidate = delivery_order(event)
         if candidate and candidate >= order:
@@ -294,6 +298,12 @@ def merged_update(
                 sets["DiagnosticCode"] = _capped(winner.diagnostic_code, MAX_SUMMARY)
             else:
                 removes.append("DiagnosticCode")
+            if code := bounce_status_code(winner.diagnostic_code):
+                sets["BounceStatusCode"] = code
+            else:
+                removes.append("BounceStatusCode")
+        if winner.complaint_feedback_type:
+            sets["ComplaintType"] = _capped(winner.complaint_feedback_type, _MAX_FIELD)
 
     # The lost-reply case: SES sent it but the consumer never learnt the SES id, so the row is
     # still QUEUED (or FAILED, from the timeout). Left so, its next claim would send it again.
@@ -308,12 +318,12 @@ def merged_update(
             "SesMessageId": proof.ses_message_id,
             "MessageSent": rfc3339(timestamp_ms(proof.sent_at or proof.at) // 1000),
         }
-        removes.append("#err")
+        removes += ["#err", "ErrorKind", "Permanent"]
         names["#err"] = "Error"
         names["#status"] = "Status"
         conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]
-        values[":was"] = row["Status"]
-        if row["Status"] == Status.QUEUED.value:  # nobody's claim may be live at the write
+        values[":was"] = row.status
+        if row.queued:  # nobody's claim may be live at the write
             names["#lease"] = "ClaimExpiresAt"
             conditions.append("(attribute_not_exists(#lease) OR #lease <= :now)")
             values[":now"] = now

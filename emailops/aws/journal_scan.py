@@ -14,7 +14,9 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
-from emailops.aws.journal import item_from_dynamo, sent_at_key
+from emailops.aws.journal import sent_at_key
+from emailops.aws.journal_codec import LEASE_ENDED, LEASE_NAMES, row_from_dynamo
+from emailops.core.journal_row import JournalRow
 
 __all__ = ["JournalScan", "ScanPage"]
 
@@ -23,7 +25,7 @@ _PAGE = 1000  # items read per Scan call
 
 @dataclass(frozen=True)
 class ScanPage:
-    rows: list[dict[str, Any]]
+    rows: list[JournalRow]
     next_key: dict[str, Any] | None  # None: the pass reached the end of the table
     read: int  # items DynamoDB read (what the Scan cost)
     calls: int
@@ -43,7 +45,7 @@ class JournalScan:
         start_key: dict[str, Any] | None,
         max_read: int,
     ) -> ScanPage:
-        rows: list[dict[str, Any]] = []
+        rows: list[JournalRow] = []
         read = calls = 0
         key = start_key
         while read < max_read:
@@ -62,7 +64,7 @@ class JournalScan:
                 raise translate_error(exc, "scan journal", key=self.table) from exc
             calls += 1
             read += int(response.get("ScannedCount", 0))
-            rows += [item_from_dynamo(item) for item in response.get("Items", [])]
+            rows += [row_from_dynamo(item) for item in response.get("Items", [])]
             key = response.get("LastEvaluatedKey")
             if not key:
                 break
@@ -76,14 +78,11 @@ class JournalScan:
         start_key: dict[str, Any] | None = None,
         max_read: int = 20_000,
     ) -> ScanPage:
-        """QUEUED rows whose claim lease has ended: ``ClaimExpiresAt < now``, or, for a row the Go
-        consumer wrote (no ClaimExpiresAt), ``Timestamp + go_lease_seconds < now``."""
+        """QUEUED rows whose claim lease has ended (``JournalRow.stuck``, as a filter): its
+        ClaimExpiresAt has passed, or, on a Go row, ``Timestamp + go_lease_seconds < now``."""
         return self._scan(
-            filter_expression=(
-                "#status = :queued AND (#lease < :now OR "
-                "(attribute_not_exists(#lease) AND #ts < :stale))"
-            ),
-            names={"#status": "Status", "#lease": "ClaimExpiresAt", "#ts": "Timestamp"},
+            filter_expression=f"#status = :queued AND {LEASE_ENDED}",
+            names={"#status": "Status", **LEASE_NAMES},
             values={
                 ":queued": {"S": "QUEUED"},
                 ":now": {"N": str(now)},

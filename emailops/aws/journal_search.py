@@ -11,26 +11,37 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emailops.aws.clients import PERMANENT_CODES, error_code, translate_error
-from emailops.aws.journal import item_from_dynamo, sent_at_key
+from emailops.aws.clients import error_code, translate_error
+from emailops.aws.journal_codec import row_from_dynamo
+from emailops.aws.journal_plan import (
+    NO_DELIVERY_REPORT,
+    RECIPIENT_INDEX,
+    RECIPIENT_KEY_INDEX,
+    SES_ID_INDEX,
+    JournalCriteria,
+    SearchPosition,
+    Segment,
+    SegmentExpression,
+    quoted,
+    recipient_plan,
+)
 from emailops.core.errors import ConfigurationError
+from emailops.core.journal_row import JournalRow
 
 __all__ = [
     "NO_DELIVERY_REPORT",
+    "RECIPIENT_INDEX",
+    "RECIPIENT_KEY_INDEX",
+    "SES_ID_INDEX",
     "IndexUnavailable",
     "JournalCriteria",
     "JournalPage",
     "JournalSearch",
     "QueryRun",
     "SearchPosition",
-    "failure_is_permanent",
+    "Segment",
     "recipient_plan",
 ]
-
-RECIPIENT_INDEX = "RecipientSentAtIndex"  # the Go service's: Recipient exactly as written
-RECIPIENT_KEY_INDEX = "RecipientKeySentAtIndex"  # ours: the lowercased recipient
-SES_ID_INDEX = "SesMessageIdIndex"
-_LAST_SENT_AT_KEY = sent_at_key(10**20 - 1)
 
 
 class IndexUnavailable(ConfigurationError):
@@ -59,58 +70,6 @@ def _index_problem(exc: ClientError, index: str) -> IndexUnavailable | None:
     return None
 
 
-@dataclass(frozen=True)
-class JournalCriteria:
-    """What narrows a recipient search. ``since``/``until`` are inclusive epoch seconds."""
-
-    message_id: str | None = None
-    status: str | None = None
-    since: int | None = None
-    until: int | None = None
-    # DeliveryStatus (DELIVERED, BOUNCED...), or NO_DELIVERY_REPORT for rows without one.
-    delivery_status: str | None = None
-
-
-NO_DELIVERY_REPORT = "NONE"
-
-
-@dataclass(frozen=True)
-class Segment:
-    """One Query's partition: ``hash_attr = value`` on ``index``, ordered by SentAtKey."""
-
-    index: str
-    hash_attr: str
-    value: str
-    go_rows_only: bool = False  # keep only rows without RecipientKey (the Go consumer's)
-    until: int | None = None  # no row of this segment is newer (epoch seconds)
-
-    def holds(self, item: dict[str, Any]) -> bool:
-        """Whether a raw item belongs to this segment."""
-        if _raw_string(item, self.hash_attr) != self.value:
-            return False
-        return not (self.go_rows_only and "RecipientKey" in item)
-
-    def start_key(self, item: dict[str, Any]) -> dict[str, str]:
-        """What ExclusiveStartKey needs to resume this Query just past ``item``."""
-        return {
-            "Id": _raw_string(item, "Id") or "",
-            self.hash_attr: self.value,
-            "SentAtKey": _raw_string(item, "SentAtKey") or "",
-        }
-
-
-@dataclass(frozen=True)
-class SearchPosition:
-    """Where a page starts: just past ``start_key`` in plan segment ``segment`` (``backward``:
-    reading back towards the first page). ``legacy_plan`` records that the search began without
-    RecipientKeySentAtIndex, so that every page of it follows the same plan."""
-
-    segment: int
-    start_key: dict[str, str] | None
-    backward: bool = False
-    legacy_plan: bool = False
-
-
 @dataclass
 class QueryRun:
     """One segment as a page queried it: the exact conditions, and what it cost."""
@@ -136,7 +95,7 @@ class QueryRun:
 
 @dataclass(frozen=True)
 class JournalPage:
-    rows: list[dict[str, Any]]
+    rows: list[JournalRow]
     next: SearchPosition | None = None  # further on in display order
     previous: SearchPosition | None = None  # back towards the first page
     runs: tuple[QueryRun, ...] = ()
@@ -150,92 +109,6 @@ class JournalPage:
     @property
     def scanned(self) -> int:
         return sum(run.scanned for run in self.runs)
-
-
-def recipient_plan(
-    recipient: str, *, legacy_plan: bool, newest_first: bool, go_rows_until: int | None = None
-) -> list[Segment]:
-    """The Queries that together find every row for ``recipient``, in display order.
-
-    Newest first, the plan is:
-
-    1. ``RecipientKeySentAtIndex``, RecipientKey = the lowercased address. Every row the new
-       consumer writes carries RecipientKey, so this single Query is case-insensitive and fills
-       whole pages on its own once the Go consumer is retired.
-    2. ``RecipientSentAtIndex``, Recipient = the address exactly as typed, then (when it differs)
-       its lowercased form, each keeping only rows *without* RecipientKey: the Go consumer's rows,
-       which segment 1 cannot see. That filter keeps the segments disjoint, so no row shows twice.
-
-    The Go rows predate the cutover, so the concatenation stays in time order; oldest first reverses
-    the segments. Segment 2 must read past the recipient's new rows to reach the Go rows, which is
-    cheap for most people but not for someone with thousands of emails: ``go_rows_until`` (the
-    cutover, JOURNAL_GO_CUTOVER) bounds segment 2 by a key condition, so it reads only rows written
-    before it, and nothing once they have expired. Without RecipientKeySentAtIndex (``legacy_plan``)
-    only segment 2 remains, unfiltered and unbounded.
-    """
-    lowered = recipient.lower()
-    go_rows = [
-        Segment(
-            RECIPIENT_INDEX,
-            "Recipient",
-            value,
-            go_rows_only=not legacy_plan,
-            until=None if legacy_plan else go_rows_until,
-        )
-        for value in dict.fromkeys([recipient, lowered])
-    ]
-    if legacy_plan:
-        plan = go_rows
-    else:
-        plan = [Segment(RECIPIENT_KEY_INDEX, "RecipientKey", lowered), *go_rows]
-    return plan if newest_first else plan[::-1]
-
-
-def _quoted(value: str) -> str:
-    return '"' + value.replace('"', '\\"') + '"'
-
-
-class _Expression:
-    """The key condition and filter of one segment's Query, and a readable twin of each."""
-
-    def __init__(self, segment: Segment, criteria: JournalCriteria) -> None:
-        self.names = {"#h": segment.hash_attr}
-        self.values: dict[str, Any] = {":h": {"S": segment.value}}
-        self.key = "#h = :h"
-        self.readable_key = f"{segment.hash_attr} = {_quoted(segment.value)}"
-        bounds = [b for b in (criteria.until, segment.until) if b is not None]
-        self.empty = bool(bounds) and criteria.since is not None and criteria.since > min(bounds)
-        if criteria.since is not None or bounds:
-            # A key condition, not a filter: DynamoDB reads only the rows in range.
-            low = sent_at_key(max(0, criteria.since or 0))
-            high = sent_at_key(min(bounds)) if bounds else _LAST_SENT_AT_KEY
-            self.names["#sk"] = "SentAtKey"
-            self.values |= {":from": {"S": low}, ":to": {"S": high}}
-            self.key += " AND #sk BETWEEN :from AND :to"
-            self.readable_key += f" AND SentAtKey BETWEEN {_quoted(low)} AND {_quoted(high)}"
-        filters, readable = [], []
-        if segment.go_rows_only:
-            self.names["#rk"] = "RecipientKey"
-            filters.append("attribute_not_exists(#rk)")
-            readable.append("attribute_not_exists(RecipientKey)")
-        for attr, value in (("MessageId", criteria.message_id), ("Status", criteria.status)):
-            if value:
-                name = attr.lower()
-                self.names[f"#{name}"] = attr
-                self.values[f":{name}"] = {"S": value}
-                filters.append(f"#{name} = :{name}")
-                readable.append(f"{attr} = {_quoted(value)}")
-        if criteria.delivery_status == NO_DELIVERY_REPORT:
-            self.names["#ds"] = "DeliveryStatus"
-            filters.append("attribute_not_exists(#ds)")
-            readable.append("attribute_not_exists(DeliveryStatus)")
-        elif criteria.delivery_status:
-            self.names["#ds"] = "DeliveryStatus"
-            self.values[":ds"] = {"S": criteria.delivery_status}
-            filters.append("#ds = :ds")
-            readable.append(f"DeliveryStatus = {_quoted(criteria.delivery_status)}")
-        self.filter = " AND ".join(filters)
-        self.readable_filter = " AND ".join(readable)
 
 
 class JournalSearch:
@@ -296,7 +169,7 @@ class JournalSearch:
 
     def by_ses_message_id(self, ses_message_id: str) -> JournalPage:
         """The row(s) SES accepted under this message id (one, in practice)."""
-        run = QueryRun("Query", SES_ID_INDEX, f"SesMessageId = {_quoted(ses_message_id)}")
+        run = QueryRun("Query", SES_ID_INDEX, f"SesMessageId = {quoted(ses_message_id)}")
         try:
             response = self.query(
                 {
@@ -312,7 +185,7 @@ class JournalSearch:
         except IndexUnavailable as exc:
             run.problem = exc.reason
             return JournalPage(rows=[], runs=(run,), problems=(exc.reason,))
-        rows = [item_from_dynamo(item) for item in response.get("Items", [])]
+        rows = [row_from_dynamo(item) for item in response.get("Items", [])]
         run.calls, run.scanned, run.matched = 1, int(response.get("ScannedCount", 0)), len(rows)
         return JournalPage(rows=rows, runs=(run,))
 
@@ -373,7 +246,7 @@ class _PageReader:
             next_position = progress.resume
             previous_position = self._beside(rows[0] if rows else None, position, backward=True)
         return JournalPage(
-            rows=[item_from_dynamo(row) for row in rows],
+            rows=[row_from_dynamo(row) for row in rows],
             next=next_position,
             previous=previous_position,
             runs=tuple(progress.runs.values()),
@@ -403,7 +276,7 @@ class _PageReader:
         runs = progress.runs
         while 0 <= number < len(self.plan):
             segment = self.plan[number]
-            expression = _Expression(segment, self.criteria)
+            expression = SegmentExpression(segment, self.criteria)
             ascending = self.newest_first == backward
             run = runs.setdefault(
                 number,
@@ -475,7 +348,7 @@ class _PageReader:
         return progress
 
     def _read_limit(
-        self, expression: _Expression, wanted: int, run: QueryRun, runs: dict[int, QueryRun]
+        self, expression: SegmentExpression, wanted: int, run: QueryRun, runs: dict[int, QueryRun]
     ) -> int:
         """Unfiltered: one row more than the page needs, which tells whether more exist.
 
@@ -491,34 +364,3 @@ class _PageReader:
         else:
             estimate = 4 * wanted + 1
         return max(1, min(left, estimate))
-
-
-def _raw_string(item: dict[str, Any], attr: str) -> str | None:
-    value = item.get(attr)
-    return value.get("S") if isinstance(value, dict) else None
-
-
-# What the pipeline writes to Error is EmailOpsError.describe(): "what [key]: reason". Only
-# permanent failures are journalled before a send; a send's failure is permanent by its SES code.
-_PERMANENT_BEFORE_SEND = (
-    "parse request",
-    "look up template mapping",
-    "fetch template",
-    "compile template",
-    "render template",
-    "render subject",
-)
-
-
-def failure_is_permanent(error: str) -> bool | None:
-    """Whether a row's Error means retrying cannot help; None when the text does not say (e.g. a
-    row the Go consumer wrote)."""
-    what, _, rest = error.partition(" [")
-    what = what.split(":", 1)[0].strip()
-    if what in _PERMANENT_BEFORE_SEND:
-        return True
-    if what == "send email":
-        reason = rest.partition("]: ")[2]
-        code = reason.split(":", 1)[0].strip()
-        return code in PERMANENT_CODES if code else None
-    return None

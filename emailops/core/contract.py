@@ -47,6 +47,7 @@ class RejectedRecipient:
 
     address: str
     reason: str  # plain words, naming the entry (``recipients[2].email ...``)
+    field: str = ""  # the wire field at fault: ``recipients[2].email``
 
 
 @dataclass(frozen=True)
@@ -228,28 +229,30 @@ def _domain_problem(domain: str) -> str | None:
 
 
 class _Rejected(Exception):
-    def __init__(self, address: str, reason: str) -> None:
-        self.address, self.reason = address, reason
+    def __init__(self, address: str, reason: str, field: str) -> None:
+        self.address, self.reason, self.field = address, reason, field
 
 
 def _parse_recipient(index: int, raw: Any) -> Recipient:
     where = f"recipients[{index}]"
     if not isinstance(raw, dict):
-        raise _Rejected(where, f"{where} must be an object with an email")
+        raise _Rejected(where, f"{where} must be an object with an email", where)
     email = raw.get("email")
     if not isinstance(email, str) or not email:
-        raise _Rejected(where, f"{where}.email is missing")
+        raise _Rejected(where, f"{where}.email is missing", f"{where}.email")
     problem = address_problem(email)
     if problem:
         shown = repr(email) if len(email) <= 100 else repr(email[:100]) + "..."
         # The address keys a journal row and is an index key there (at most 2048 bytes).
         address = email if len(email) <= MAX_ADDRESS else where
-        raise _Rejected(address, f"{where}.email {shown} is not a valid address: {problem}")
+        raise _Rejected(
+            address, f"{where}.email {shown} is not a valid address: {problem}", f"{where}.email"
+        )
     name = raw.get("name") or ""
     if not isinstance(name, str):
-        raise _Rejected(email, f"{where}.name must be a string")
+        raise _Rejected(email, f"{where}.name must be a string", f"{where}.name")
     if any(ch in name for ch in "\r\n"):
-        raise _Rejected(email, f"{where}.name must be one line")
+        raise _Rejected(email, f"{where}.name must be one line", f"{where}.name")
     return Recipient(email=email, name=name)
 
 
@@ -270,18 +273,24 @@ def parse_request(body: str | bytes) -> EmailRequest:
 
     message_id = data.get("messageId")
     if not isinstance(message_id, str) or not message_id.strip():
-        raise InvalidRequest("parse request", reason="messageId is missing or empty")
+        raise InvalidRequest(
+            "parse request", reason="messageId is missing or empty", field="messageId"
+        )
 
     raw_recipients = data.get("recipients")
     if not isinstance(raw_recipients, list) or not raw_recipients:
-        raise InvalidRequest("parse request", key=message_id, reason="no recipients")
+        raise InvalidRequest(
+            "parse request", key=message_id, reason="no recipients", field="recipients"
+        )
     recipients: dict[str, Recipient] = {}
     rejected: dict[str, RejectedRecipient] = {}
     for index, raw in enumerate(raw_recipients):
         try:
             recipient = _parse_recipient(index, raw)
         except _Rejected as bad:
-            rejected.setdefault(bad.address, RejectedRecipient(bad.address, bad.reason))
+            rejected.setdefault(
+                bad.address, RejectedRecipient(bad.address, bad.reason, field=bad.field)
+            )
             continue
         recipients.setdefault(recipient.email, recipient)  # a repeat would share the same key
     for address in recipients.keys() & rejected.keys():
@@ -291,13 +300,17 @@ def parse_request(body: str | bytes) -> EmailRequest:
     if context is None:
         context = {}
     if not isinstance(context, dict):
-        raise InvalidRequest("parse request", key=message_id, reason="context must be an object")
+        raise InvalidRequest(
+            "parse request", key=message_id, reason="context must be an object", field="context"
+        )
 
     dedupe_id = data.get("dedupeId")
     if dedupe_id is None:
         dedupe_id = ""
     if not isinstance(dedupe_id, str):
-        raise InvalidRequest("parse request", key=message_id, reason="dedupeId must be a string")
+        raise InvalidRequest(
+            "parse request", key=message_id, reason="dedupeId must be a string", field="dedupeId"
+        )
 
     warning = organization_warning(context)
     request = EmailRequest(
@@ -309,7 +322,13 @@ def parse_request(body: str | bytes) -> EmailRequest:
         warnings=(warning,) if warning else (),
     )
     if not request.recipients:
-        exc = InvalidRequest("parse request", key=message_id, reason=_no_valid_recipient(rejected))
+        first = next(iter(rejected.values()), None)
+        exc = InvalidRequest(
+            "parse request",
+            key=message_id,
+            reason=_no_valid_recipient(rejected),
+            field=first.field if first else "recipients",
+        )
         exc.request = request  # the pipeline journals each rejected entry as FAILED
         raise exc
     return request
@@ -322,7 +341,11 @@ def parse_complete_request(body: str | bytes) -> EmailRequest:
     request = parse_request(body)
     problems = [r.reason for r in request.rejected] + list(request.warnings)
     if problems:
-        raise InvalidRequest("parse request", key=request.message_id, reason="; ".join(problems))
+        # The first problem's field: a refused entry's, else the organizationId the warning is about.
+        field = request.rejected[0].field if request.rejected else "context.organizationId"
+        raise InvalidRequest(
+            "parse request", key=request.message_id, reason="; ".join(problems), field=field
+        )
     return request
 
 

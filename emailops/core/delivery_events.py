@@ -14,13 +14,13 @@ import base64
 import binascii
 import hashlib
 import json
-import re
 from dataclasses import dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
 from emailops.core.errors import PermanentError
+from emailops.core.journal_words import bounce_summary, suppression_detail
 
 __all__ = [
     "JOURNAL_KEY_TAG",
@@ -31,7 +31,6 @@ __all__ = [
     "DeliveryStatus",
     "EventType",
     "SnsEnvelope",
-    "bounce_in_words",
     "decode_journal_key",
     "encode_journal_key",
     "parse_envelope",
@@ -102,40 +101,6 @@ RANK = {
     DeliveryStatus.COMPLAINED: 3,
     DeliveryStatus.REJECTED: 3,
 }
-
-# (bounceType, bounceSubType) → plain words, after SES's documented bounce types.
-_BOUNCE_WORDS = {
-    ("Permanent", "General"): "the receiving server refused the address for good",
-    ("Permanent", "NoEmail"): "the address does not exist",
-    ("Permanent", "Suppressed"): "the address is on SES's global suppression list",
-    ("Permanent", "OnAccountSuppressionList"): "the address is on this account's suppression list",
-    ("Transient", "General"): "a temporary problem; SES gave up retrying",
-    ("Transient", "MailboxFull"): "the mailbox is full",
-    ("Transient", "MessageTooLarge"): "the message is too large for the mailbox",
-    ("Transient", "ContentRejected"): "the receiving server rejected the content",
-    ("Transient", "AttachmentRejected"): "the receiving server rejected an attachment",
-    ("Undetermined", "Undetermined"): "the reason could not be determined",
-}
-
-
-# Enhanced status codes (RFC 3463) that say more than a General bounce does.
-_STATUS_WORDS = {
-    "5.1.1": "the mailbox does not exist",
-    "5.1.10": "the address's domain accepts no mail",
-    "5.2.1": "the mailbox is disabled",
-    "5.4.1": "the receiving server does not accept mail for this address",
-    "5.7.1": "the receiving server refused the message by policy",
-}
-_STATUS_CODE = re.compile(r"\b([245]\.\d{1,3}\.\d{1,3})\b")
-
-
-def bounce_in_words(bounce_type: str, subtype: str, diagnostic: str = "") -> str:
-    """E.g. "hard bounce: the mailbox does not exist (smtp; 550 5.1.1 user unknown)"."""
-    kind = {"Permanent": "hard bounce", "Transient": "soft bounce"}.get(bounce_type, "bounce")
-    words = _BOUNCE_WORDS.get((bounce_type, subtype)) or f"{bounce_type}/{subtype}"
-    if subtype == "General" and (code := _STATUS_CODE.search(diagnostic or "")):
-        words = _STATUS_WORDS.get(code.group(1), words)
-    return f"{kind}: {words}" + (f" ({diagnostic})" if diagnostic else "")
 
 
 def timestamp_ms(value: str) -> int:
@@ -249,7 +214,11 @@ class DeliveryEvent:
         if self.type is EventType.BOUNCE and self.bounce_type == "Permanent":
             codes = dict(self.diagnostic_codes)
             return [
-                (r, "BOUNCE", bounce_in_words(self.bounce_type, self.bounce_subtype, codes.get(r)))
+                (
+                    r,
+                    "BOUNCE",
+                    suppression_detail(self.bounce_type, self.bounce_subtype, codes.get(r, "")),
+                )
                 for r in self.recipients
             ]
         if self.type is EventType.COMPLAINT:
@@ -406,8 +375,7 @@ def _with_summary(event: DeliveryEvent) -> DeliveryEvent:
         smtp = _text(event.raw.get("delivery") or {}, "smtpResponse")
         text = f"Delivered to {who}'s mail server" + (f" ({smtp})" if smtp else "")
     elif t is EventType.BOUNCE:
-        words = bounce_in_words(event.bounce_type, event.bounce_subtype, event.diagnostic_code)
-        text = f"Bounced, {who}: {words}"
+        text = bounce_summary(who, event.bounce_type, event.bounce_subtype, event.diagnostic_code)
     elif t is EventType.COMPLAINT:
         kind = f" ({event.complaint_feedback_type})" if event.complaint_feedback_type else ""
         text = f"{who} marked the email as spam{kind}"

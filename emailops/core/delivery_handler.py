@@ -11,7 +11,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Protocol
+from typing import Protocol
 
 from emailops.core.delivery_events import (
     BadEvent,
@@ -23,6 +23,7 @@ from emailops.core.delivery_events import (
 )
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
+from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Stats
 from emailops.core.reputation import event_counter, hour_of
 
@@ -53,7 +54,7 @@ class EventJournal(Protocol):
         """The journal row the event belongs to: by the tag's key, else by SES message id."""
         ...
 
-    def read_rows(self, keys: Iterable[str]) -> dict[str, dict[str, Any] | None]:
+    def read_rows(self, keys: Iterable[str]) -> dict[str, JournalRow | None]:
         """The rows of ``keys`` in one batch (None for a key with no row), as ``apply_events``
         takes them."""
         ...
@@ -64,7 +65,7 @@ class EventJournal(Protocol):
         events: Sequence[DeliveryEvent],
         *,
         now: int,
-        row: dict[str, Any] | None = None,
+        row: JournalRow | None = None,
         on_applied: Callable[[DeliveryEvent, str, str | None], None] | None = None,
     ) -> list[ApplyResult]:
         """Apply one email's events to its row in one conditional write (``row``: as
@@ -179,7 +180,7 @@ class DeliveryEventHandler:
         except EmailOpsError as exc:  # e.g. the signing certificate could not be fetched
             return EventOutcome(EventAction.RETRY, reason=exc.describe())
 
-    def _read_rows(self, keys: set[str]) -> dict[str, dict[str, Any] | None]:
+    def _read_rows(self, keys: set[str]) -> dict[str, JournalRow | None]:
         """The rows the tagged events name, in one batch; {} when the read failed (each group
         then reads its own row, and meets the trouble there)."""
         if not keys:
@@ -193,7 +194,7 @@ class DeliveryEventHandler:
     def _apply_group(
         self,
         group: list[tuple[int, DeliveryEvent, int]],
-        rows: dict[str, dict[str, Any] | None],
+        rows: dict[str, JournalRow | None],
         now: int,
         *,
         suppressed: bool = False,
@@ -207,7 +208,7 @@ class DeliveryEventHandler:
         row = rows.get(key) if key else None
         # An event on its row already was suppressed before it was applied: not again (the
         # address may have been lifted since, on purpose).
-        on_row = {entry.get("Id") for entry in (row or {}).get("DeliveryEvents") or []}
+        on_row = {entry.id for entry in row.timeline} if row else set()
         for i, event, receive_count in group:
             try:
                 if not suppressed and event.event_id not in on_row:
@@ -235,7 +236,7 @@ class DeliveryEventHandler:
     def _apply_events(
         self,
         key: str | None,
-        rows: dict[str, dict[str, Any] | None],
+        rows: dict[str, JournalRow | None],
         events: list[DeliveryEvent],
         now: int,
     ) -> list[tuple[str | None, ApplyResult]]:

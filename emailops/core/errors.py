@@ -41,10 +41,17 @@ class TransientError(EmailOpsError):
 class InvalidRequest(PermanentError, ValueError):
     """The SQS body does not follow the EmailRequest contract.
 
-    ``request`` is set when the body parsed far enough for its recipients to be known.
+    ``request`` is set when the body parsed far enough for its recipients to be known; ``field``
+    names the wire field at fault (``recipients[0].email``), None when it is the whole body.
     """
 
     request = None
+
+    def __init__(
+        self, what: str, *, key: str | None = None, reason: str = "", field: str | None = None
+    ) -> None:
+        self.field = field
+        super().__init__(what, key=key, reason=reason)
 
 
 class UnknownMessageId(PermanentError, LookupError):

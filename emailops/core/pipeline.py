@@ -99,7 +99,9 @@ class EmailPipeline(PipelineSettlement):
             log.warning("request.invalid", error=exc.describe())
             if exc.request is not None:
                 failed = replace(exc.request, namespace=namespace)
-                self._record_failures(failed, exc.describe(), log.bind(messageId=exc.key))
+                self._record_failures(
+                    failed, exc.describe(), log.bind(messageId=exc.key), failure=exc
+                )
             return RecordOutcome(
                 Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or "", state=state
             )
@@ -131,7 +133,9 @@ class EmailPipeline(PipelineSettlement):
             )
             if exc.permanent:
                 addresses = [r.email for r in request.recipients]
-                self._record_failures(request, exc.describe(), log, addresses=addresses)
+                self._record_failures(
+                    request, exc.describe(), log, addresses=addresses, failure=exc
+                )
             now = int(self.clock())
             return refused + [
                 _error_result(exc, dedupe_key(request, r.email), now, self.settings)
@@ -224,7 +228,7 @@ class EmailPipeline(PipelineSettlement):
             log.warning("send.failed", attempt=attempt, error=exc.describe(), outcome=result.kind)
             if result.kind in (_Kind.FAULT, _Kind.QUOTA):
                 self._release(key, attempt, log)  # not the email's fault: never FAILED
-            elif self._mark_failed(key, attempt, exc.describe(), log):
+            elif self._mark_failed(key, attempt, exc, log):
                 self._count(request, log, failed=1)
             return result
         result = self._mark_sent(key, attempt, provider_id, log, rate_wait=waited)

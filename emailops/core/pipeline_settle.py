@@ -220,10 +220,16 @@ class PipelineSettlement:
         except EmailOpsError as exc:  # the lease ends by itself
             log.warning("release_claim.failed", error=exc.describe())
 
-    def _mark_failed(self, key: str, attempt: int, error: str, log: EventLog) -> bool:
+    def _mark_failed(self, key: str, attempt: int, exc: EmailOpsError, log: EventLog) -> bool:
         """Whether the FAILED mark was stored (the change is ours to count)."""
         try:
-            if self.journal.mark_failed(key, attempt=attempt, error=error):
+            if self.journal.mark_failed(
+                key,
+                attempt=attempt,
+                error=exc.describe(),
+                kind=type(exc).__name__,
+                permanent=exc.permanent,
+            ):
                 return True
             log.warning("mark_failed.lease_lost", attempt=attempt)
         except EmailOpsError as exc:
@@ -247,7 +253,8 @@ class PipelineSettlement:
     def _refuse(self, request: EmailRequest, address: str, reason: str, log: EventLog) -> _Result:
         """One recipient's bad input: a FAILED row for it; the others are still sent."""
         key = dedupe_key(request, address)
-        if self._record_failures(request, reason, log, addresses=[address]):
+        refusal = InvalidRequest("parse request", key=address, reason=reason)
+        if self._record_failures(request, reason, log, addresses=[address], failure=refusal):
             # No FAILED row yet: deleting the record now would leave no trace of this recipient.
             return _Result(_Kind.TRANSIENT, key, f"{reason} (its FAILED row is not stored yet)")
         return _Result(_Kind.REFUSED, key, reason)
@@ -260,6 +267,7 @@ class PipelineSettlement:
         *,
         only: set[str] | None = None,
         addresses: Iterable[str] | None = None,
+        failure: EmailOpsError | None = None,
     ) -> set[str]:
         """A request (or recipient) that can never be sent still leaves a FAILED row. Returns
         the keys whose row could not be written."""
@@ -274,7 +282,11 @@ class PipelineSettlement:
             rlog = log.bind(recipient=address, key=key)
             try:
                 written = self.journal.record_failure(
-                    self._claim(request, address, key, None), error=error
+                    self._claim(request, address, key, None),
+                    error=error,
+                    # No exception: a refused recipient (permanent) or a spent retry budget.
+                    kind=type(failure).__name__ if failure else "",
+                    permanent=failure.permanent if failure else None,
                 )
             except EmailOpsError as exc:
                 rlog.error("record_failure.failed", error=exc.describe())

@@ -9,7 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import Enum, StrEnum
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # journal_row imports Status from here
+    from emailops.core.journal_row import JournalRow
 
 __all__ = [
     "Claim",
@@ -131,8 +134,17 @@ class Journal(Protocol):
         """Record the send if claim ``attempt`` is still ours; False when it is not."""
         ...
 
-    def mark_failed(self, key: str, *, attempt: int, error: str) -> bool:
-        """Record a failed send if claim ``attempt`` is still ours; False when it is not."""
+    def mark_failed(
+        self,
+        key: str,
+        *,
+        attempt: int,
+        error: str,
+        kind: str = "",
+        permanent: bool | None = None,
+    ) -> bool:
+        """Record a failed send if claim ``attempt`` is still ours; False when it is not.
+        ``kind`` and ``permanent`` are stored on the row as data (ErrorKind, Permanent)."""
         ...
 
     def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
@@ -153,7 +165,9 @@ class Journal(Protocol):
         """End claim ``attempt``'s lease now, leaving the row QUEUED (claimable, not FAILED)."""
         ...
 
-    def record_failure(self, claim: Claim, *, error: str) -> bool:
+    def record_failure(
+        self, claim: Claim, *, error: str, kind: str = "", permanent: bool | None = None
+    ) -> bool:
         """Write a FAILED row for a request that failed before sending, unless the row is SENT
         or under a live claim; False when it was left alone."""
         ...
@@ -161,6 +175,14 @@ class Journal(Protocol):
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         """Write a SUPPRESSED row (never sent: the address is suppressed), under the same
         condition as record_failure; False when it was left alone."""
+        ...
+
+
+class JournalReader(Protocol):
+    """Typed reads of single journal rows, for the console and the API (never raw items)."""
+
+    def read(self, key: str) -> JournalRow | None:
+        """The row at ``key``, or None."""
         ...
 
 

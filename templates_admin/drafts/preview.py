@@ -98,18 +98,15 @@ def recent_sends(*, message_id: str, limit: int = DEFAULT_REPLAY_COUNT) -> Recen
     except (EmailOpsError, ImproperlyConfigured) as exc:
         reason = exc.describe() if isinstance(exc, EmailOpsError) else str(exc)
         return RecentSends(error=f"the journal could not be read: {reason}")
-    rows = [row for row in page.rows if row.get("MessageId") == message_id]
-    rows.sort(key=lambda row: str(row.get("SentAtKey", "")), reverse=True)
+    rows = [row for row in page.rows if row.message_id == message_id]
+    rows.sort(key=lambda row: row.timestamp or 0, reverse=True)
     sends = []
     for row in rows[:limit]:
-        context = mask_context(row.get("Context") or {})
-        if not isinstance(context, dict):
-            continue
-        timestamp = row.get("Timestamp")
+        context = mask_context(dict(row.context))
         sends.append(
             RecentSend(
-                key=str(row.get("Id", "")),
-                timestamp=timestamp if isinstance(timestamp, int) else None,
+                key=row.key,
+                timestamp=row.timestamp,
                 organization=organization_id_of(context),
                 context=context,
             )

@@ -22,6 +22,7 @@ from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from emailops import container
+from emailops.core.journal_row import JournalRow
 from emailops.core.pacing import Pacer
 from templates_admin.journal import selectors as journal_selectors
 from templates_admin.journal.services import email_resend
@@ -81,17 +82,17 @@ def bulk_resend_inputs(
     }
 
 
-def row_is_selected(row: dict[str, Any], selections: list[str]) -> bool:
-    if FAILED in selections and row.get("Status") == FAILED:
+def row_is_selected(row: JournalRow, selections: list[str]) -> bool:
+    if FAILED in selections and row.status == FAILED:
         return True
     return (
         BOUNCED_TRANSIENT in selections
-        and row.get("DeliveryStatus") == "BOUNCED"
-        and row.get("BounceType") == "Transient"
+        and row.delivery.status == "BOUNCED"
+        and row.delivery.bounce_type == "Transient"
     )
 
 
-def _candidates(inputs: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
+def _candidates(inputs: dict[str, Any]) -> tuple[list[JournalRow], bool]:
     """Rows of the messageId in range; ``partial`` when a read bound cut the selection short."""
     if inputs["recipients"]:
         rows, partial = [], False
@@ -122,11 +123,11 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[dict[str, Any]], bool]:
     return page.rows, page.next_key is not None
 
 
-def _in_scope(row: dict[str, Any], inputs: dict[str, Any]) -> bool:
+def _in_scope(row: JournalRow, inputs: dict[str, Any]) -> bool:
     """Checked again on every row, whatever the read path filtered on."""
-    timestamp = row.get("Timestamp")
+    timestamp = row.timestamp
     return (
-        row.get("MessageId") == inputs["message_id"]
+        row.message_id == inputs["message_id"]
         and isinstance(timestamp, int)
         and inputs["since"] <= timestamp <= inputs["until"]
         and row_is_selected(row, inputs["selections"])
@@ -136,15 +137,12 @@ def _in_scope(row: dict[str, Any], inputs: dict[str, Any]) -> bool:
 def _select(job: Job, progress) -> dict[str, Any]:
     rows, partial = _candidates(job.inputs)
     chosen = sorted(
-        {str(r["Id"]): r for r in rows if _in_scope(r, job.inputs)}.values(),
-        key=lambda r: (r.get("Timestamp", 0), str(r["Id"])),
+        {r.key: r for r in rows if _in_scope(r, job.inputs)}.values(),
+        key=lambda r: (r.timestamp or 0, r.key),
     )
     capped = len(chosen) > MAX_ROWS
     JobStep.objects.bulk_create(
-        [
-            JobStep(job=job, key=str(r["Id"]), detail={"recipient": r.get("Recipient", "")})
-            for r in chosen[:MAX_ROWS]
-        ],
+        [JobStep(job=job, key=r.key, detail={"recipient": r.recipient}) for r in chosen[:MAX_ROWS]],
         ignore_conflicts=True,
     )
     selection = {"matched": len(chosen), "partial": partial, "capped": capped}

@@ -107,11 +107,11 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
     )
     rows = [
         {
-            "key": str(row.get("Id", "")),
-            "messageId": row.get("MessageId", ""),
-            "recipient": row.get("Recipient", ""),
-            "timestamp": row.get("Timestamp"),
-            "leaseEndedAt": row.get("ClaimExpiresAt"),
+            "key": row.key,
+            "messageId": row.message_id,
+            "recipient": row.recipient,
+            "timestamp": row.timestamp,
+            "leaseEndedAt": row.claim_expires_at,
         }
         for row in page.rows
     ]

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from emailops.core.errors import EmailOpsError
+from emailops.core.journal_row import JournalRow
 from templates_admin.journal.delivery import delivery_outcome
 from templates_admin.journal.presentation import branding, excerpt
 from templates_admin.journal.selectors import JournalSearchResult
@@ -52,23 +53,22 @@ def _utc(epoch: Any) -> str:
     return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _cells(row: dict[str, Any]) -> list[str]:
+def _cells(row: JournalRow) -> list[str]:
     outcome = delivery_outcome(row)
-    bounce = "/".join(str(row[k]) for k in ("BounceType", "BounceSubType") if row.get(k))
     values = (
-        _utc(row.get("Timestamp")),
-        row.get("Recipient"),
-        row.get("MessageId"),
-        row.get("Status"),
+        _utc(row.timestamp),
+        row.recipient,
+        row.message_id,
+        row.status,
         outcome.text if outcome else "",
-        row.get("DeliveryStatusAt"),
-        bounce,
-        row.get("DiagnosticCode"),
-        row.get("Subject"),
-        branding(row.get("TemplateKey")),
-        excerpt(row.get("Error"), 1000),
-        row.get("SesMessageId"),
-        row.get("Id"),
+        row.delivery.at,
+        outcome.bounce if outcome else "",
+        row.delivery.diagnostic,
+        row.subject,
+        branding(row.template_key),
+        excerpt(row.error, 1000),
+        row.ses_message_id,
+        row.key,
     )
     return [_safe(value) for value in values]
 

@@ -7,7 +7,15 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from emailops.aws.journal_search import failure_is_permanent
+from django.conf import settings
+
+from emailops.aws.journal_codec import (
+    CONTEXT_ATTRIBUTE,
+    EPOCH_ATTRIBUTES,  # noqa: F401  (the pages spell these attributes out as times)
+    ordered_attributes,
+)
+from emailops.core.journal_row import JournalRow
+from emailops.core.journal_words import failure_words
 from emailops.core.ports import Status
 
 # Shared with the other areas (display); re-exported here for the journal's own callers.
@@ -22,47 +30,30 @@ from templates_admin.display import (  # noqa: F401
 from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
 
 EXCERPT_LENGTH = 140
-
-# The journal's attributes in reading order (the Go consumer's, then ours); others follow, sorted.
-ATTRIBUTE_ORDER = (
-    "Id",
-    "MessageId",
-    "Recipient",
-    "Status",
-    "Timestamp",
-    "SentAtKey",
-    "MessageSent",
-    "SesMessageId",
-    "Error",
-    "DeliveryStatus",
-    "DeliveryStatusAt",
-    "BounceType",
-    "BounceSubType",
-    "DiagnosticCode",
-    "Subject",
-    "TemplateKey",
-    "TemplateVersion",
-    "RecipientKey",
-    "ClaimExpiresAt",
-    "Attempts",
-    "ExpiresAt",
-    "Context",
-    "DeliveryEvents",
-)
-EPOCH_ATTRIBUTES = ("Timestamp", "ClaimExpiresAt", "ExpiresAt")
+# A Go row's claim, when CLAIM_LEASE_SECONDS is unset: the visibility timeout bootstrap_aws gives
+# the queue (emailops.aws.provision).
+GO_LEASE_SECONDS_DEFAULT = 60
 
 _CUSTOM_TEMPLATE = re.compile(r"^custom/O(?P<org>[^/]+)/")
 
 
-def ordered(row: dict[str, Any]) -> dict[str, Any]:
-    known = {name: row[name] for name in ATTRIBUTE_ORDER if name in row}
-    return known | {name: row[name] for name in sorted(row) if name not in known}
+def ordered(attributes: dict[str, Any]) -> dict[str, Any]:
+    return ordered_attributes(attributes)
 
 
-def masked_row(row: dict[str, Any]) -> dict[str, Any]:
-    if "Context" not in row:
-        return ordered(row)
-    return ordered(row | {"Context": mask_context(row["Context"])})
+def masked_row(row: JournalRow) -> dict[str, Any]:
+    """Every attribute of the row as stored, in reading order, its context masked."""
+    attributes = dict(row.attributes)
+    if CONTEXT_ATTRIBUTE not in attributes:
+        return ordered(attributes)
+    return ordered(attributes | {CONTEXT_ATTRIBUTE: mask_context(row.context)})
+
+
+def go_lease_seconds() -> int:
+    """How long a claim lasted on a row without ClaimExpiresAt (the Go consumer's): the claim
+    lease as configured, else the queue's visibility timeout as ``bootstrap_aws`` creates it.
+    The same value on every page and in ``email_log``: no page read asks SQS."""
+    return settings.CLAIM_LEASE_SECONDS or GO_LEASE_SECONDS_DEFAULT
 
 
 def branding(template_key: str | None) -> str:
@@ -112,21 +103,19 @@ class RowSummary:
         return f"{self.status} (stuck)" if self.stuck else self.status
 
 
-def summarize(row: dict[str, Any], *, now: int) -> RowSummary:
-    timestamp = row.get("Timestamp")
-    lease = row.get("ClaimExpiresAt")
+def summarize(row: JournalRow, *, now: int) -> RowSummary:
     return RowSummary(
-        key=str(row.get("Id", "")),
-        recipient=str(row.get("Recipient", "")),
-        message_id=str(row.get("MessageId", "")),
-        status=str(row.get("Status", "")),
-        subject=str(row.get("Subject", "")),
-        branding=branding(row.get("TemplateKey")),
-        error=excerpt(row.get("Error")),
-        timestamp=timestamp if isinstance(timestamp, int) else None,
-        local_time=local_text(timestamp),
-        utc_time=utc_text(timestamp),
-        stuck=row.get("Status") == Status.QUEUED and isinstance(lease, int) and lease < now,
+        key=row.key,
+        recipient=row.recipient,
+        message_id=row.message_id,
+        status=row.status,
+        subject=row.subject,
+        branding=branding(row.template_key),
+        error=excerpt(row.error),
+        timestamp=row.timestamp,
+        local_time=local_text(row.timestamp),
+        utc_time=utc_text(row.timestamp),
+        stuck=row.stuck(now=now, go_lease_seconds=go_lease_seconds()),
         delivery=delivery_outcome(row),
     )
 
@@ -138,21 +127,19 @@ class StatusExplanation:
     details: list[str] = field(default_factory=list)
 
 
-def explain_status(
-    row: dict[str, Any], *, now: int, lease_ends_at: int | None
-) -> StatusExplanation:
+def explain_status(row: JournalRow, *, now: int) -> StatusExplanation:
     """What the row's status means for the person asking "did they get the email?"."""
-    status = row.get("Status")
-    claimed = local_text(row.get("Timestamp"))
-    if status == Status.SENT or row.get("DeliveryStatus"):
-        accepted = _rfc3339_local(row.get("MessageSent")) or claimed
+    status = row.status
+    claimed = local_text(row.timestamp)
+    if status == Status.SENT or row.delivery.status:
+        accepted = _rfc3339_local(row.message_sent) or claimed
         return _explain_delivery(row, accepted)
     if status == Status.SUPPRESSED:
         return StatusExplanation(
             "warning",
-            f"Not sent: {row.get('Recipient', 'the address')} is on the suppression list.",
+            f"Not sent: {row.recipient or 'the address'} is on the suppression list.",
             [
-                f"Why: {row.get('Error') or 'no reason recorded'} (checked at {claimed}).",
+                f"Why: {row.error or 'no reason recorded'} (checked at {claimed}).",
                 "An address is suppressed after a hard bounce or a complaint, so that SES keeps "
                 "trusting our sending. If the person has fixed their mailbox or asked to receive "
                 "email again, a Support lead can remove the address from the suppression list, "
@@ -160,16 +147,18 @@ def explain_status(
             ],
         )
     if status == Status.QUEUED:
+        lease_ends_at = row.lease_ends_at(go_lease_seconds())
         return _explain_queued(claimed, now=now, lease_ends_at=lease_ends_at)
     if status == Status.FAILED:
-        return _explain_failed(str(row.get("Error") or "no error recorded"))
+        words = failure_words(row)
+        return StatusExplanation(words.tone, words.headline, words.details)
     return StatusExplanation("warning", f"Unknown status {status!r}.")
 
 
-def _explain_delivery(row: dict[str, Any], accepted: str) -> StatusExplanation:
+def _explain_delivery(row: JournalRow, accepted: str) -> StatusExplanation:
     """A SENT row: what SES reported after accepting it (delivery events)."""
     outcome = delivery_outcome(row) or DeliveryOutcome("no-report", "pending", "")
-    ses_id = f"SES message id: {row.get('SesMessageId') or 'not recorded'}."
+    ses_id = f"SES message id: {row.ses_message_id or 'not recorded'}."
     at = f" at {outcome.at}" if outcome.at else ""
     if outcome.state == "no-report":
         return StatusExplanation(
@@ -198,7 +187,7 @@ def _explain_delivery(row: dict[str, Any], accepted: str) -> StatusExplanation:
         details.append(f"Bounce type: {outcome.bounce or 'not recorded'}.")
         if outcome.diagnostic:
             details.append(f"Their mail server said: {outcome.diagnostic}")
-        if row.get("BounceType") == "Permanent":
+        if row.delivery.permanent_bounce:
             details.append(
                 "A permanent bounce puts the address on the suppression list: later emails to it "
                 "are not sent until it is removed."
@@ -242,37 +231,5 @@ def _explain_queued(claimed: str, *, now: int, lease_ends_at: int | None) -> Sta
             "on the queue; if it went to the dead-letter queue, redrive it).",
             "If the consumer's log shows event=mark_sent.failed for this key, the email did go "
             "out and only this row missed it.",
-        ],
-    )
-
-
-def _explain_failed(error: str) -> StatusExplanation:
-    permanent = failure_is_permanent(error)
-    if permanent:
-        return StatusExplanation(
-            "error",
-            f"Failed permanently: {error}",
-            [
-                "Retrying as things stand cannot help; fix the cause first.",
-                "The request was moved to the dead-letter queue; redrive it to retry (a FAILED "
-                "row is claimed again on redelivery), or resend this email from here.",
-            ],
-        )
-    if permanent is False:
-        return StatusExplanation(
-            "warning",
-            f"Failed for now, will be retried: {error}",
-            [
-                "A temporary problem (throttling, a timeout, an outage). SQS delivers the request "
-                "again after a back-off and the consumer claims this row again; after the queue's "
-                "maximum number of receives it moves to the dead-letter queue.",
-            ],
-        )
-    return StatusExplanation(
-        "error",
-        f"Failed: {error}",
-        [
-            "The row does not say whether the failure is permanent (the Go consumer wrote it).",
-            "A FAILED row is claimed again whenever the request is delivered again.",
         ],
     )

@@ -17,9 +17,8 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Any
 
-from django.conf import settings
 from django.core import signing
-from django.core.exceptions import ImproperlyConfigured, ValidationError
+from django.core.exceptions import ValidationError
 
 from emailops import container
 from emailops.aws.journal_search import (
@@ -32,10 +31,11 @@ from emailops.aws.journal_search import (
 from emailops.core.compose import Composed
 from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
+from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Status
 from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
-from templates_admin.journal.presentation import branding, mask_context
+from templates_admin.journal.presentation import branding, go_lease_seconds, mask_context
 from templates_admin.models import EmailAction
 
 __all__ = [
@@ -109,7 +109,7 @@ def parse_status(status: str | None) -> str | None:
 class JournalSearchResult:
     query: str
     kind: SearchKind
-    rows: list[dict[str, Any]]
+    rows: list[JournalRow]
     runs: tuple[QueryRun, ...] = ()
     next_cursor: str | None = None  # older, newest first
     previous_cursor: str | None = None  # newer, newest first
@@ -211,7 +211,7 @@ def journal_search_pages(
 
 def _lookup(query: str) -> JournalSearchResult:
     """A journal Id (GetItem) or, failing that, an SES message id (SesMessageIdIndex)."""
-    row = container.current().journal.get(query)
+    row = container.current().journal_reader.read(query)
     table = container.current().journal.table
     get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(row is not None))
     if row is not None:
@@ -275,38 +275,22 @@ class JournalEntry:
     """One journal row with what the console knows around it."""
 
     key: str
-    row: dict[str, Any] | None
+    row: JournalRow | None
     resends: list[EmailAction] = field(default_factory=list)  # made from this row
     resent_from: EmailAction | None = None  # the resend that created this row
     lease_ends_at: int | None = None  # when a QUEUED row's claim ends (or ended)
 
 
 def journal_entry(*, key: str) -> JournalEntry:
-    row = container.current().journal.get(key)
+    row = container.current().journal_reader.read(key)
     actions = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND).select_related("user")
     return JournalEntry(
         key=key,
         row=row,
         resends=list(actions.filter(original_key=key)),
         resent_from=actions.filter(journal_key=key).first(),
-        lease_ends_at=_lease_end(row) if row and row.get("Status") == Status.QUEUED else None,
+        lease_ends_at=row.lease_ends_at(go_lease_seconds()) if row else None,
     )
-
-
-def _lease_end(row: dict[str, Any]) -> int | None:
-    """ClaimExpiresAt; a Go row has none: its claim lasted the queue's visibility timeout."""
-    if isinstance(row.get("ClaimExpiresAt"), int):
-        return row["ClaimExpiresAt"]
-    timestamp = row.get("Timestamp")
-    if not isinstance(timestamp, int):
-        return None
-    lease = settings.CLAIM_LEASE_SECONDS
-    if not lease:
-        try:
-            lease = container.current().queue.describe().visibility_timeout
-        except (EmailOpsError, ImproperlyConfigured):
-            return None
-    return timestamp + lease
 
 
 @dataclass(frozen=True)
@@ -322,9 +306,9 @@ class EmailPreview:
     sent_version: bool = False  # rendered with the version the row records
 
 
-def _recorded_source(row: dict[str, Any]) -> tuple[str, str, str] | None:
+def _recorded_source(row: JournalRow) -> tuple[str, str, str] | None:
     """(key, version, source) of the template version the row was sent with, if known."""
-    key, version = str(row.get("TemplateKey") or ""), str(row.get("TemplateVersion") or "")
+    key, version = row.template_key, row.template_version
     if not key or not version:
         return None
     try:
@@ -333,9 +317,9 @@ def _recorded_source(row: dict[str, Any]) -> tuple[str, str, str] | None:
         return None
 
 
-def journal_email_preview(*, row: dict[str, Any]) -> EmailPreview:
-    context = mask_context(row.get("Context") or {})
-    message_id = str(row.get("MessageId", ""))
+def journal_email_preview(*, row: JournalRow) -> EmailPreview:
+    context = mask_context(dict(row.context))
+    message_id = row.message_id
     composer = container.current().composer()
     recorded = _recorded_source(row)
     try:

@@ -64,19 +64,19 @@ def email_resend(
     if done is not None:
         return done
 
-    row = container.current().journal.get(key)
+    row = container.current().journal_reader.read(key)
     if row is None:
         raise ValidationError(f"there is no journal row {key!r} to resend")
-    if row.get("ContextTrimmed"):
+    if row.context_trimmed:
         raise ValidationError(
-            f"this row cannot be resent: its context ({row['ContextTrimmed']} bytes) was trimmed "
+            f"this row cannot be resent: its context ({row.context_trimmed} bytes) was trimmed "
             "to fit the journal; send the original request again instead"
         )
-    recipient = str(row.get("Recipient", ""))
+    recipient = row.recipient
     request = EmailRequest(
-        message_id=str(row.get("MessageId", "")),
+        message_id=row.message_id,
         recipients=(Recipient(email=recipient),),
-        context=row.get("Context") or {},
+        context=dict(row.context),
         dedupe_id=dedupe_id,
     )
     body = request_to_json(request)

@@ -19,6 +19,7 @@ from django.utils import timezone
 from django.utils.http import urlencode
 
 from emailops.core.errors import EmailOpsError
+from emailops.core.journal_row import JournalRow
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.journal import csv_export, delivery, presentation, selectors
@@ -56,7 +57,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             result = found
     now = int(time.time())
     rows = [
-        (presentation.summarize(row, now=now), _entry_url(admin_site, "detail", str(row["Id"])))
+        (presentation.summarize(row, now=now), _entry_url(admin_site, "detail", row.key))
         for row in (result.rows if result else [])
     ]
     return AREA.page(
@@ -140,17 +141,15 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         return AREA.page(request, admin_site, "detail.html", context, status=status)
     row = entry.row
     context |= {
-        "subtitle": f"{row.get('MessageId', '')} to {row.get('Recipient', '')}",
-        "explanation": presentation.explain_status(
-            row, now=int(time.time()), lease_ends_at=entry.lease_ends_at
-        ),
+        "subtitle": f"{row.message_id} to {row.recipient}",
+        "explanation": presentation.explain_status(row, now=int(time.time())),
         "attributes": _attributes(row),
         "delivery": delivery.delivery_outcome(row),
         "timeline": delivery.timeline(row),
         "suppression_url": _suppression_url(request, admin_site, row),
         "recipient_url": reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist")
         + "?"
-        + urlencode({"q": row.get("Recipient", "")}),
+        + urlencode({"q": row.recipient}),
         "email_url": _entry_url(admin_site, "email", key),
         "resend_url": _entry_url(admin_site, "resend", key),
         "template_version_url": _template_version_url(admin_site, row),
@@ -158,9 +157,9 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     return AREA.page(request, admin_site, "detail.html", context)
 
 
-def _template_version_url(admin_site, row: dict[str, Any]) -> str:
+def _template_version_url(admin_site, row: JournalRow) -> str:
     """The template history page at the version this row was sent with ("" if unrecorded)."""
-    key, version = str(row.get("TemplateKey") or ""), str(row.get("TemplateVersion") or "")
+    key, version = row.template_key, row.template_version
     if not key or not version:
         return ""
     try:
@@ -171,7 +170,7 @@ def _template_version_url(admin_site, row: dict[str, Any]) -> str:
 
 
 def _suppression_url(
-    request: HttpRequest, admin_site, row: dict[str, Any], *, always: bool = False
+    request: HttpRequest, admin_site, row: JournalRow, *, always: bool = False
 ) -> str:
     """Where the recipient's suppression entry is, for rows that suppressed or were suppressed."""
     outcome = delivery.delivery_outcome(row)
@@ -179,7 +178,7 @@ def _suppression_url(
         outcome
         and (
             outcome.state in ("suppressed", "complained")
-            or (outcome.state == "bounced" and row.get("BounceType") == "Permanent")
+            or (outcome.state == "bounced" and row.delivery.permanent_bounce)
         )
     )
     if not relevant or not request.user.has_perm(roles.VIEW_SUPPRESSIONS):
@@ -187,13 +186,13 @@ def _suppression_url(
     try:
         return reverse(
             f"{admin_site.name}:templates_admin_suppression_detail",
-            args=[str(row.get("Recipient", "")).lower()],
+            args=[row.recipient.lower()],
         )
     except NoReverseMatch:  # an address no URL can carry (empty)
         return ""
 
 
-def _attributes(row: dict[str, Any]) -> list[dict[str, str]]:
+def _attributes(row: JournalRow) -> list[dict[str, str]]:
     """Every attribute of the row, as (name, value, note) with times and branding spelled out."""
     shown = []
     for name, value in presentation.masked_row(row).items():
@@ -234,12 +233,12 @@ def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "email.html",
         {
             "title": "Email, re-rendered",
-            "subtitle": f"{entry.row.get('MessageId', '')} to {entry.row.get('Recipient', '')}",
+            "subtitle": f"{entry.row.message_id} to {entry.row.recipient}",
             "key": key,
             "row": entry.row,
             "preview": preview,
             "rendered_at": presentation.local_text(preview.rendered_at),
-            "written_at": presentation.local_text(entry.row.get("Timestamp")),
+            "written_at": presentation.local_text(entry.row.timestamp),
             "detail_url": _entry_url(admin_site, "detail", key),
         },
     )
@@ -285,9 +284,7 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
             "key": key,
             "row": entry.row,
             "summary": presentation.summarize(entry.row, now=int(time.time())),
-            "explanation": presentation.explain_status(
-                entry.row, now=int(time.time()), lease_ends_at=entry.lease_ends_at
-            ),
+            "explanation": presentation.explain_status(entry.row, now=int(time.time())),
             "form": form,
             "error": error,
             "detail_url": detail_url,
@@ -298,9 +295,9 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     )
 
 
-def _recipient_suppression(row: dict[str, Any]):
+def _recipient_suppression(row: JournalRow):
     """A resend to a suppressed address is not sent (the row says SUPPRESSED): warn first."""
     try:
-        return suppression_selectors.address_suppression(address=str(row.get("Recipient", "")))
+        return suppression_selectors.address_suppression(address=row.recipient)
     except EmailOpsError:
         return None  # the warning is a courtesy; the consumer checks the list anyway

@@ -299,10 +299,10 @@ def sent_test_list(*, user: AbstractBaseUser, message_id: str, limit: int = 5) -
     sends = []
     for action in actions:
         try:
-            row = container.current().journal.get(action.journal_key)
+            row = container.current().journal_reader.read(action.journal_key)
         except (EmailOpsError, ImproperlyConfigured):
             row = None  # the journal being unreachable must not hide the list
-        status = str(row.get("Status", "")) if row else None
+        status = row.status if row else None
         url = journal_entry_url(action.journal_key) if row else None
         sends.append(SentTest(action=action, status=status, journal_url=url))
     return sends

@@ -10,6 +10,7 @@ import pytest
 from api.selectors import producer_view
 from api.services import api_token_create
 from emailops import container
+from emailops.aws.journal_codec import row_from_item
 from templates_admin.journal.presentation import MASK
 from templates_admin.models import JournalReadAudit
 from tests.api.conftest import ApiClient
@@ -121,7 +122,7 @@ def test_the_producer_view_is_an_allow_list_with_sensitive_names_masked(settings
     )
     manifest = {"password-reset": ["resetUrl", "pin", "name"]}
 
-    context = producer_view(row, manifest)["Context"]
+    context = producer_view(row_from_item(row), manifest).Context
 
     assert context == {"resetUrl": MASK, "pin": MASK, "name": "Pat"}
-    assert producer_view(row, {})["Context"] == {}  # nothing declared: nothing returned
+    assert producer_view(row_from_item(row), {}).Context == {}  # nothing declared: nothing returned

@@ -476,3 +476,26 @@ def test_a_mark_sent_repeated_after_a_lost_reply_is_the_same_mark_not_a_lost_lea
     assert not journal.mark_sent("k1", attempt=1, provider_id="ses-2", sent_at=NOW + 3)
     assert not journal.mark_sent("k1", attempt=2, provider_id="ses-1", sent_at=NOW + 3)
     assert journal.get("k1")["SesMessageId"] == "ses-1"
+
+
+# --- failure facts on the row -------------------------------------------------------------------
+
+
+def test_a_failure_is_written_with_its_kind_and_permanence(aws, journal):
+    journal.record_failure(claim("f1"), error="render template [x]: bad", kind="TemplateError",
+                           permanent=True)  # fmt: skip
+    item = raw(aws, "f1")
+    assert item["ErrorKind"] == {"S": "TemplateError"} and item["Permanent"] == {"BOOL": True}
+    attempt = journal.claim(claim("f2")).attempt
+    journal.mark_failed("f2", attempt=attempt, error="send email: x", kind="SendThrottled",
+                        permanent=False)  # fmt: skip
+    assert (
+        journal.read("f2").permanent is False and journal.read("f2").error_kind == "SendThrottled"
+    )
+
+
+def test_a_new_claim_clears_the_last_attempts_failure_facts(aws, journal):
+    journal.record_failure(claim("f3"), error="boom", kind="TemplateError", permanent=True)
+    journal.claim(claim("f3", now=NOW + 1))
+    item = raw(aws, "f3")
+    assert "ErrorKind" not in item and "Permanent" not in item and "Error" not in item

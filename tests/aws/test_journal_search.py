@@ -7,6 +7,7 @@ import pytest
 from emailops import container
 from emailops.aws.journal_search import JournalCriteria, JournalSearch
 from emailops.aws.provision import _index
+from emailops.core.journal_row import JournalRow
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 
@@ -41,7 +42,8 @@ def read_all(search, recipient, criteria=EVERYTHING, **kwargs):
 
 
 def ids(rows) -> list[str]:
-    return [row["Id"] for row in rows]
+    """Keys of JournalRows (what the search returns) or of raw rows (what the test wrote)."""
+    return [row.key if isinstance(row, JournalRow) else row["Id"] for row in rows]
 
 
 def test_unfiltered_pages_are_one_query_each_newest_first(aws, dynamo_calls):
@@ -53,7 +55,7 @@ def test_unfiltered_pages_are_one_query_each_newest_first(aws, dynamo_calls):
     first = search.recipient_page("bob@example.com", JournalCriteria())
 
     assert len(first.rows) == 50
-    assert [r["Timestamp"] for r in first.rows] == list(range(BASE_TIME + 119, BASE_TIME + 69, -1))
+    assert [r.timestamp for r in first.rows] == list(range(BASE_TIME + 119, BASE_TIME + 69, -1))
     assert len(queries(dynamo_calls)) == 1 and first.calls == 1
     assert queries(dynamo_calls)[0]["IndexName"] == "RecipientKeySentAtIndex"
     assert first.previous is None and first.next is not None
@@ -106,14 +108,14 @@ def test_message_id_and_status_filters(aws, dynamo_calls):
     pages = read_all(search, "ann@example.com", criteria)
 
     found = [row for page in pages for row in page.rows]
-    assert len(found) == 60 and {r["MessageId"] for r in found} == {criteria.message_id}
+    assert len(found) == 60 and {r.message_id for r in found} == {criteria.message_id}
     assert len(pages[0].rows) == 50 and pages[0].calls <= search.max_calls
     first_query = queries(dynamo_calls)[0]
     assert "MessageId" in first_query["ExpressionAttributeNames"].values()
     assert "FilterExpression" in first_query
 
     failed = read_all(search, "ann@example.com", JournalCriteria(status="FAILED"))
-    assert {r["Status"] for p in failed for r in p.rows} == {"FAILED"}
+    assert {r.status for p in failed for r in p.rows} == {"FAILED"}
     assert sum(len(p.rows) for p in failed) == 30
 
 
@@ -140,7 +142,7 @@ def test_any_capitalisation_finds_rows_the_new_consumer_wrote(aws):
 
     page = container.current().journal_search.recipient_page("aLiCe@example.com", JournalCriteria())
 
-    assert [r["Recipient"] for r in page.rows] == ["Alice@Example.COM"]
+    assert [r.recipient for r in page.rows] == ["Alice@Example.COM"]
 
 
 def test_go_rows_found_by_exact_then_lowercased_address_without_duplicates(aws, dynamo_calls):

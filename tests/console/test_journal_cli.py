@@ -31,7 +31,11 @@ def rows(aws):
             status="FAILED" if i == 4 else "SENT",
             Context={"teamName": "Curators", "resetToken": "hunter2"},
             **(
-                {"Error": "send email [fay@example.com]: MessageRejected: bad address"}
+                {
+                    "Error": "send email [fay@example.com]: MessageRejected: bad address",
+                    "ErrorKind": "SendRejected",
+                    "Permanent": True,
+                }
                 if i == 4
                 else {}
             ),

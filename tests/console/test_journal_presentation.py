@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from emailops.aws.journal_search import failure_is_permanent
+from emailops.aws.journal_codec import row_from_item as typed
 from templates_admin.journal.delivery import bounce_reason, delivery_outcome, timeline
 from templates_admin.journal.presentation import (
     MASK,
@@ -56,24 +56,24 @@ def test_default_sensitive_keys_cover_links_and_keys():
 
 
 @pytest.mark.parametrize(
-    "error, permanent",
+    "facts, headline",
     [
-        ("look up template mapping [x]: no such messageId in the templates table", True),
-        ("parse request [x]: context.organizationId must be an integer", True),
-        ("render template [default/a.html]: 'dict object' has no attribute", True),
-        ("send email [a@b.org]: MessageRejected: Email address is not verified.", True),
-        ("send email [a@b.org]: Throttling: Maximum sending rate exceeded.", False),
-        ("send email [Ann <a@b.org>]: ServiceUnavailable", False),
-        ("failed to send: InvalidParameterValue", None),  # the Go consumer's words
+        ({"ErrorKind": "TemplateError", "Permanent": True}, "Failed permanently: "),
+        ({"ErrorKind": "SendThrottled", "Permanent": False}, "Failed for now, will be retried: "),
+        ({}, "Failed: "),  # a Go row, or one written before the facts were recorded
     ],
 )
-def test_failure_kind_is_read_from_the_error(error, permanent):
-    assert failure_is_permanent(error) is permanent
+def test_failure_kind_is_read_from_the_row_not_from_its_text(facts, headline):
+    # The same text as the old string matching called permanent: only the row's facts decide.
+    error = "render template [default/a.html]: 'dict object' has no attribute"
+    row = journal_row("a@b.org", at=BASE_TIME, status="FAILED", Error=error, **facts)
+    explanation = explain_status(typed(row), now=NOW)
+    assert explanation.headline == headline + error
 
 
 def test_sent_without_a_delivery_report_says_so():
     row = journal_row("a@b.org", at=BASE_TIME)
-    explanation = explain_status(row, now=NOW, lease_ends_at=None)
+    explanation = explain_status(typed(row), now=NOW)
     assert explanation.headline == (
         "Accepted by SES at 2026-05-28 20:26:41 UTC; no delivery report yet."
     )
@@ -85,25 +85,31 @@ def test_queued_in_progress_then_stuck():
     row = journal_row("a@b.org", at=BASE_TIME, status="QUEUED")
     lease = row["ClaimExpiresAt"]
 
-    live = explain_status(row, now=lease - 1, lease_ends_at=lease)
-    stuck = explain_status(row, now=lease + 1, lease_ends_at=lease)
+    live = explain_status(typed(row), now=lease - 1)
+    stuck = explain_status(typed(row), now=lease + 1)
 
     assert live.headline.startswith("In progress") and live.tone == "pending"
     assert stuck.headline.startswith("Stuck since 2026-05-28 20:27:10")
     assert any("retried" in line for line in stuck.details)
-    assert summarize(row, now=lease + 1).stuck and not summarize(row, now=lease).stuck
+    assert summarize(typed(row), now=lease + 1).stuck and not summarize(typed(row), now=lease).stuck
 
 
 def test_failed_transient_will_be_retried():
-    row = journal_row("a@b.org", at=BASE_TIME, status="FAILED", Error="send email [a]: Throttling")
-    explanation = explain_status(row, now=NOW, lease_ends_at=None)
+    row = journal_row(
+        "a@b.org",
+        at=BASE_TIME,
+        status="FAILED",
+        Error="send email [a]: Throttling",
+        Permanent=False,
+    )
+    explanation = explain_status(typed(row), now=NOW)
     assert explanation.headline.startswith("Failed for now, will be retried")
     assert "dead-letter queue" in explanation.details[0]
 
 
 def test_failed_go_row_says_it_cannot_tell():
     row = journal_row("a@b.org", at=BASE_TIME, status="FAILED", go_row=True, Error="boom")
-    explanation = explain_status(row, now=NOW, lease_ends_at=None)
+    explanation = explain_status(typed(row), now=NOW)
     assert explanation.headline == "Failed: boom"
     assert "does not say whether" in explanation.details[0]
 
@@ -155,13 +161,13 @@ def test_bounce_reasons_in_plain_words(bounce_type, sub_type, diagnostic, words)
 )  # fmt: skip
 def test_delivery_outcome_of_each_kind_of_row(extra, state, tone, text):
     row = journal_row("a@b.org", at=BASE_TIME) | {"DeliveryStatusAt": "2026-05-28T20:30:00Z"}
-    outcome = delivery_outcome(row | extra)
+    outcome = delivery_outcome(typed(row | extra))
     assert (outcome.state, outcome.tone, outcome.text) == (state, tone, text)
 
 
 def test_queued_and_failed_rows_have_no_delivery_outcome_yet():
-    assert delivery_outcome(journal_row("a@b.org", at=BASE_TIME, status="QUEUED")) is None
-    assert delivery_outcome(journal_row("a@b.org", at=BASE_TIME, status="FAILED")) is None
+    assert delivery_outcome(typed(journal_row("a@b.org", at=BASE_TIME, status="QUEUED"))) is None
+    assert delivery_outcome(typed(journal_row("a@b.org", at=BASE_TIME, status="FAILED"))) is None
 
 
 def test_a_permanent_bounce_is_explained_with_the_servers_words():
@@ -174,7 +180,7 @@ def test_a_permanent_bounce_is_explained_with_the_servers_words():
         BounceSubType="General",
         DiagnosticCode="smtp; 550 5.1.1 user unknown",
     )
-    explanation = explain_status(row, now=NOW, lease_ends_at=None)
+    explanation = explain_status(typed(row), now=NOW)
     assert explanation.tone == "error"
     assert explanation.headline == "Bounced: mailbox does not exist."
     assert explanation.details[0].startswith("Reported by SES at 2026-05-28 20:30:00 UTC")
@@ -185,7 +191,7 @@ def test_a_permanent_bounce_is_explained_with_the_servers_words():
 
 def test_a_suppressed_row_says_it_was_never_sent_and_why():
     row = journal_row("a@b.org", at=BASE_TIME, status="SUPPRESSED", Error="complaint: abuse")
-    explanation = explain_status(row, now=NOW, lease_ends_at=None)
+    explanation = explain_status(typed(row), now=NOW)
     assert explanation.headline == "Not sent: a@b.org is on the suppression list."
     assert "complaint: abuse" in explanation.details[0]
 
@@ -200,7 +206,7 @@ def test_timeline_reads_delivery_events_oldest_first_and_skips_junk():
             {"Type": "Delivery", "At": "2026-05-28T20:26:43.500Z", "Id": "e2", "Summary": "ok"},
         ],
     )
-    events = timeline(row)
+    events = timeline(typed(row))
     assert [(e.type, e.at, e.id) for e in events] == [
         ("Send", "2026-05-28 20:26:41 UTC", "e1"),
         ("Delivery", "2026-05-28 20:26:43 UTC", "e2"),

@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from emailops import container
 from emailops.core.errors import EmailOpsError
 from templates_admin.journal import selectors
+from templates_admin.journal.presentation import GO_LEASE_SECONDS_DEFAULT
 from templates_admin.journal.selectors import (
     InvalidCursor,
     JournalSearchError,
@@ -41,7 +42,7 @@ def test_an_address_is_a_recipient_search(rows):
 
 def test_a_dedupe_key_with_an_address_in_it_is_an_id_lookup(rows):
     result = journal_search(query="signup-7:gil@example.com", status="SENT")
-    assert result.kind is SearchKind.ID and [r["Id"] for r in result.rows] == [rows[3]["Id"]]
+    assert result.kind is SearchKind.ID and [r.key for r in result.rows] == [rows[3]["Id"]]
     assert result.filters_ignored
 
 
@@ -88,11 +89,19 @@ def test_cursors_are_signed_and_tied_to_their_search(rows):
         journal_search(query="gil@example.com", cursor=forged)
 
 
-def test_a_go_rows_claim_lasts_the_queues_visibility_timeout(aws):
+def test_a_go_rows_claim_lasts_the_configured_lease_and_the_page_asks_no_queue(
+    aws, settings, monkeypatch
+):
     row = journal_row("hal@example.com", at=BASE_TIME, status="QUEUED", go_row=True)
     put_rows(aws.dynamodb, "email-journal", [row])
+    monkeypatch.setattr(
+        "emailops.aws.sqs.SqsQueue.describe", lambda self: pytest.fail("a page read asked SQS")
+    )
 
-    assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + 30  # the fixture's queue
+    settings.CLAIM_LEASE_SECONDS = 45
+    assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + 45
+    settings.CLAIM_LEASE_SECONDS = 0  # the visibility timeout bootstrap_aws gives the queue
+    assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + GO_LEASE_SECONDS_DEFAULT
 
 
 def test_resend_requires_permission_reason_and_a_row(rows, make_user):

@@ -45,7 +45,7 @@ def send(aws, address: str) -> dict:
         {"messageId": "added-to-team", "recipients": [{"email": address}], "context": CONTEXT},
     )
     (row,) = journal_search(query=address).rows
-    return row
+    return dict(row.attributes)  # as stored, to compare with what was published
 
 
 def email_frame(client, row: dict) -> str:

@@ -65,9 +65,10 @@ def entry_url(key: str, suffix: str = "") -> str:
 
 
 def rows_for(address: str) -> list[dict]:
+    """The rows as stored (attribute names), to compare pages with."""
     from templates_admin.journal.selectors import journal_search
 
-    return journal_search(query=address).rows
+    return [dict(row.attributes) for row in journal_search(query=address).rows]
 
 
 def test_detail_url_is_the_one_other_pages_link_to():

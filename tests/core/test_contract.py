@@ -214,10 +214,31 @@ def test_no_valid_recipient_is_an_invalid_request_that_carries_the_rejections():
     assert exc.request.recipients == ()
     assert exc.request.rejected == (
         RejectedRecipient(
-            "alice", "recipients[0].email 'alice' is not a valid address: there is no @"
+            "alice",
+            "recipients[0].email 'alice' is not a valid address: there is no @",
+            field="recipients[0].email",
         ),
-        RejectedRecipient("recipients[1]", "recipients[1].email is missing"),
+        RejectedRecipient(
+            "recipients[1]", "recipients[1].email is missing", field="recipients[1].email"
+        ),
     )  # the repeat shares the first one's key: one FAILED row
+    assert exc.field == "recipients[0].email"  # data, not parsed back out of the reason
+
+
+@pytest.mark.parametrize(
+    "text, field",
+    [
+        ('{"recipients": [{"email": "a@b.org"}]}', "messageId"),
+        ('{"messageId": "m", "recipients": []}', "recipients"),
+        ('{"messageId": "m", "recipients": [{"email": "a@b.org"}], "context": 1}', "context"),
+        ('{"messageId": "m", "recipients": [{"email": "a@b.org"}], "dedupeId": 1}', "dedupeId"),
+        ("not json", None),
+    ],
+)
+def test_an_invalid_request_names_its_field_as_data(text, field):
+    with pytest.raises(InvalidRequest) as caught:
+        parse_request(text)
+    assert caught.value.field == field
 
 
 def test_a_rejected_entry_that_repeats_a_valid_address_is_dropped():

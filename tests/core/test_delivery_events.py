@@ -7,18 +7,20 @@ import json
 
 import pytest
 
+from emailops.aws.suppression import Suppression
 from emailops.core.delivery_events import (
     JOURNAL_KEY_TAG,
     BadEvent,
     DeliveryStatus,
     EventType,
-    bounce_in_words,
     decode_journal_key,
     encode_journal_key,
     parse_envelope,
     parse_event,
     timestamp_ms,
 )
+from emailops.core.journal_row import DeliveryState, JournalRow
+from emailops.core.journal_words import bounce_reason, delivery_words, suppression_detail
 from tests.conftest import CONTRACT
 
 EVENTS = CONTRACT / "ses-events"
@@ -88,14 +90,13 @@ def test_bounce_details_and_words():
     assert (event.bounce_type, event.bounce_subtype) == ("Permanent", "General")
     assert event.diagnostic_codes == (("recipient@example.com", "smtp; 550 5.1.1 user unknown"),)
     assert event.summary == (
-        "Bounced, recipient@example.com: hard bounce: the mailbox does not exist "
-        "(smtp; 550 5.1.1 user unknown)"
+        "Bounced, recipient@example.com: mailbox does not exist (smtp; 550 5.1.1 user unknown)"
     )
     assert event.suppressions() == [
         (
             "recipient@example.com",
             "BOUNCE",
-            "hard bounce: the mailbox does not exist (smtp; 550 5.1.1 user unknown)",
+            "mailbox does not exist (smtp; 550 5.1.1 user unknown)",
         )
     ]
 
@@ -103,7 +104,7 @@ def test_bounce_details_and_words():
 def test_a_soft_bounce_suppresses_nobody():
     event = parse(json.dumps(ses_event("bounce-transient.json")))
     assert event.bounce_type == "Transient" and event.bounce_subtype == "MailboxFull"
-    assert "mailbox is full" in event.summary
+    assert "mailbox full (temporary)" in event.summary
     assert event.suppressions() == []
 
 
@@ -199,8 +200,33 @@ def test_timestamps():
 
 
 def test_bounce_words():
-    assert bounce_in_words("Permanent", "NoEmail") == "hard bounce: the address does not exist"
-    assert bounce_in_words("Permanent", "General", "smtp; 550 5.7.1 blocked").startswith(
-        "hard bounce: the receiving server refused the message by policy"
+    assert suppression_detail("Permanent", "NoEmail") == "address does not exist"
+    assert suppression_detail("Permanent", "General", "smtp; 550 5.7.1 blocked") == (
+        "refused by the recipient's server (policy or spam filter) (smtp; 550 5.7.1 blocked)"
     )
-    assert bounce_in_words("Undetermined", "Undetermined").startswith("bounce: ")
+    assert suppression_detail("Undetermined", "Undetermined").startswith("SES could not tell")
+
+
+def test_a_bounce_suppression_names_its_kind_once():
+    """It read "hard bounce: hard bounce: the mailbox does not exist (…)" on the page."""
+    event = parse(json.dumps(ses_event("bounce.json")))
+    (_, reason, detail) = event.suppressions()[0]
+    words = Suppression("recipient@example.com", reason, detail, "", 0).in_words
+    assert words == "hard bounce: mailbox does not exist (smtp; 550 5.1.1 user unknown)"
+
+
+def test_a_no_email_bounce_reads_the_same_in_the_timeline_and_the_headline():
+    """The timeline said "the address does not exist", the headline "address does not exist"."""
+    data = ses_event("bounce.json")
+    data["bounce"]["bounceSubType"] = "NoEmail"
+    for bounced in data["bounce"]["bouncedRecipients"]:
+        bounced.pop("diagnosticCode", None)
+    event = parse(json.dumps(data))
+    row = JournalRow(
+        key="k",
+        status="SENT",
+        delivery=DeliveryState("BOUNCED", bounce_type="Permanent", bounce_subtype="NoEmail"),
+    )
+    reason = bounce_reason("Permanent", "NoEmail", "")
+    assert event.summary == f"Bounced, recipient@example.com: {reason}"
+    assert delivery_words(row).text == f"bounced: {reason}"

@@ -8,6 +8,7 @@ import json
 from emailops.core.delivery_events import BadEvent
 from emailops.core.delivery_handler import ApplyResult, DeliveryEventHandler, EventAction
 from emailops.core.errors import PermanentError, TransientError
+from emailops.core.journal_row import JournalRow
 from tests.core.test_delivery_events import envelope, ses_event
 
 
@@ -25,7 +26,7 @@ class Journal:
     def read_rows(self, keys):
         if self.error:
             raise self.error
-        return {key: ({} if key == self.key else None) for key in keys}
+        return {key: (JournalRow(key=key) if key == self.key else None) for key in keys}
 
     def apply_events(self, key, events, *, now, row=None, on_applied=None):
         if self.error:

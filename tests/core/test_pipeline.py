@@ -501,7 +501,7 @@ def test_transient_fetch_errors_retry_without_rows(stack, where):
 
 
 def test_record_failure_errors_do_not_escape(stack):
-    def broken(claim, *, error):
+    def broken(claim, *, error, **facts):
         raise TransientError("record FAILED journal row", reason="503")
 
     stack.journal.record_failure = broken

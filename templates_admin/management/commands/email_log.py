@@ -21,7 +21,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from emailops.aws.journal_codec import TIMELINE_ATTRIBUTE
 from emailops.core.errors import EmailOpsError
+from emailops.core.journal_row import JournalRow
 from templates_admin.journal import delivery, presentation, selectors
 from templates_admin.journal.services import journal_read_record
 from templates_admin.models import JournalReadAudit
@@ -185,7 +187,7 @@ class Command(BaseCommand):
             "queue), or its row expired."
         )
 
-    def _json(self, rows: list[dict[str, Any]]) -> None:
+    def _json(self, rows: list[JournalRow]) -> None:
         for row in rows:
             outcome = delivery.delivery_outcome(row)
             shown = presentation.masked_row(row) | {
@@ -196,7 +198,7 @@ class Command(BaseCommand):
     def _header(self) -> None:
         self.stdout.write("  ".join(name.ljust(width) for name, width in _TABLE) + "  ID")
 
-    def _lines(self, rows: list[dict[str, Any]]) -> None:
+    def _lines(self, rows: list[JournalRow]) -> None:
         now = int(timezone.now().timestamp())
         for row in rows:
             line = presentation.summarize(row, now=now)
@@ -216,14 +218,12 @@ class Command(BaseCommand):
                 + f"  {line.key}"
             )
 
-    def _explain(self, row: dict[str, Any], as_json: bool) -> None:
+    def _explain(self, row: JournalRow, as_json: bool) -> None:
         if as_json:
             self._json([row])
             return
-        entry = selectors.journal_entry(key=str(row["Id"]))
-        explanation = presentation.explain_status(
-            row, now=int(timezone.now().timestamp()), lease_ends_at=entry.lease_ends_at
-        )
+        entry = selectors.journal_entry(key=row.key)
+        explanation = presentation.explain_status(row, now=int(timezone.now().timestamp()))
         self.stdout.write(explanation.headline)
         for detail in explanation.details:
             self.stdout.write(f"  {detail}")
@@ -242,7 +242,7 @@ class Command(BaseCommand):
             )
         self.stdout.write("")
         for name, value in presentation.masked_row(row).items():
-            if name == "DeliveryEvents":
+            if name == TIMELINE_ATTRIBUTE:
                 continue  # shown above as the timeline
             if isinstance(value, dict | list):
                 value = json.dumps(value, ensure_ascii=False, sort_keys=True)

@@ -1,0 +1,240 @@
+"""The one codec between the journal table's DynamoDB items and ``JournalRow``.
+
+Every journal adapter (writes, search, scan, events) reads rows through ``row_from_item`` and
+serialises values through ``to_dynamo``/``attribute_value``; attribute names live here and in the
+write expressions of ``emailops.aws.journal``, nowhere above the adapters.
+
+Attributes we add to the Go service's rows (the Go consumer ignores them): ``ErrorKind`` (S, the
+failure's kind, e.g. ``SendRejected``) and ``Permanent`` (BOOL, whether retrying cannot help),
+written with ``Error``; ``BounceStatusCode`` (S, the bounce's enhanced status code, "5.1.1") beside
+``BounceType``/``BounceSubType``/``DiagnosticCode``; ``ComplaintType`` (S) for complaints.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from typing import Any
+
+from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
+
+from emailops.core.journal_row import DeliveryState, ExtraSend, JournalRow, TimelineEntry
+
+__all__ = [
+    "ATTRIBUTE_ORDER",
+    "CONTEXT_ATTRIBUTE",
+    "EPOCH_ATTRIBUTES",
+    "LEASE_ENDED",
+    "LEASE_NAMES",
+    "TIMELINE_ATTRIBUTE",
+    "attribute_value",
+    "failure_attributes",
+    "from_dynamo",
+    "item_from_dynamo",
+    "ordered_attributes",
+    "row_from_dynamo",
+    "row_from_item",
+    "to_dynamo",
+]
+
+_serializer = TypeSerializer()
+_deserializer = TypeDeserializer()
+
+# JournalRow.lease_ends_at as a DynamoDB condition (the claim's and the stuck-claims Scan's):
+# the lease ended when ClaimExpiresAt < :now, or, on a Go row (no ClaimExpiresAt), when
+# Timestamp < :stale (= now - the Go rows' lease).
+LEASE_ENDED = "(#lease < :now OR (attribute_not_exists(#lease) AND #ts < :stale))"
+LEASE_NAMES = {"#lease": "ClaimExpiresAt", "#ts": "Timestamp"}
+
+
+def _number(value: int | float) -> Decimal | str:
+    """DynamoDB numbers hold 38 digits within ±1e126; anything else is kept as its text."""
+    number = Decimal(repr(value)) if isinstance(value, float) else Decimal(value)
+    if number != 0 and not (Decimal("1e-130") <= abs(number) < Decimal("1e126")):
+        return repr(value)
+    if len(number.as_tuple().digits) > 38:
+        return _number(float(value))
+    return number
+
+
+def to_dynamo(value: Any) -> Any:
+    """JSON-decoded data → what boto3's TypeSerializer accepts (floats become Decimals)."""
+    if isinstance(value, bool) or value is None or isinstance(value, str):
+        return value
+    if isinstance(value, int | float):
+        return _number(value) if math.isfinite(value) else repr(value)
+    if isinstance(value, list | tuple):
+        return [to_dynamo(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): to_dynamo(v) for k, v in value.items()}
+    return str(value)
+
+
+def from_dynamo(value: Any) -> Any:
+    """Deserialized DynamoDB data → plain JSON-like Python (Decimals become int or float)."""
+    if isinstance(value, Decimal):
+        return int(value) if value == value.to_integral_value() else float(value)
+    if isinstance(value, list):
+        return [from_dynamo(v) for v in value]
+    if isinstance(value, dict):
+        return {k: from_dynamo(v) for k, v in value.items()}
+    if isinstance(value, set):
+        return sorted(from_dynamo(v) for v in value)
+    return value
+
+
+def attribute_value(value: Any) -> dict[str, Any]:
+    return _serializer.serialize(to_dynamo(value))
+
+
+def item_from_dynamo(raw: dict[str, Any]) -> dict[str, Any]:
+    """A DynamoDB item as plain Python keyed by attribute name."""
+    item = {k: from_dynamo(_deserializer.deserialize(v)) for k, v in raw.items()}
+    if isinstance(item.get("Context"), str):
+        # We write Context as a map; a writer that stored it as JSON text reads back the same.
+        try:
+            context = json.loads(item["Context"])
+        except ValueError:
+            context = None
+        if isinstance(context, dict):
+            item["Context"] = context
+    return item
+
+
+def failure_attributes(error: str, *, kind: str, permanent: bool | None) -> dict[str, Any]:
+    """What a FAILED (or SUPPRESSED) mark writes: the text and, when known, the facts."""
+    return (
+        {"Error": error}
+        | ({"ErrorKind": kind} if kind else {})
+        | ({"Permanent": permanent} if permanent is not None else {})
+    )
+
+
+# The journal's attributes in reading order (the Go consumer's, then ours); others follow, sorted.
+ATTRIBUTE_ORDER = (
+    "Id",
+    "MessageId",
+    "Recipient",
+    "Status",
+    "Timestamp",
+    "SentAtKey",
+    "MessageSent",
+    "SesMessageId",
+    "Error",
+    "DeliveryStatus",
+    "DeliveryStatusAt",
+    "BounceType",
+    "BounceSubType",
+    "DiagnosticCode",
+    "Subject",
+    "TemplateKey",
+    "TemplateVersion",
+    "RecipientKey",
+    "ClaimExpiresAt",
+    "Attempts",
+    "ExpiresAt",
+    "Context",
+    "DeliveryEvents",
+    "ErrorKind",
+    "Permanent",
+    "BounceStatusCode",
+    "ComplaintType",
+)
+EPOCH_ATTRIBUTES = ("Timestamp", "ClaimExpiresAt", "ExpiresAt")
+CONTEXT_ATTRIBUTE = "Context"
+TIMELINE_ATTRIBUTE = "DeliveryEvents"
+
+
+def ordered_attributes(item: dict[str, Any]) -> dict[str, Any]:
+    """A row's attributes in reading order (the Go consumer's, then ours; others sorted)."""
+    known = {name: item[name] for name in ATTRIBUTE_ORDER if name in item}
+    return known | {name: item[name] for name in sorted(item) if name not in known}
+
+
+def _text(item: dict[str, Any], name: str) -> str:
+    value = item.get(name)
+    return "" if value is None else str(value)
+
+
+def _int(item: dict[str, Any], name: str) -> int | None:
+    value = item.get(name)
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _maps(value: Any) -> list[dict[str, Any]]:
+    """The maps of a list attribute; anything else in it (or a non-list) is skipped."""
+    return [entry for entry in value if isinstance(entry, dict)] if isinstance(value, list) else []
+
+
+def _timeline(value: Any) -> tuple[TimelineEntry, ...]:
+    return tuple(
+        TimelineEntry(_text(e, "Type"), _text(e, "At"), _text(e, "Id"), _text(e, "Summary"))
+        for e in _maps(value)
+    )
+
+
+def _extra_sends(value: Any) -> tuple[ExtraSend, ...]:
+    return tuple(
+        ExtraSend(_text(e, "SesMessageId"), _int(e, "Attempt") or 0, _text(e, "At"))
+        for e in _maps(value)
+    )
+
+
+# JournalRow's and DeliveryState's text and number fields, and the attribute each is stored in.
+_ROW_TEXT = {
+    "key": "Id",
+    "message_id": "MessageId",
+    "recipient": "Recipient",
+    "status": "Status",
+    "message_sent": "MessageSent",
+    "ses_message_id": "SesMessageId",
+    "error": "Error",
+    "error_kind": "ErrorKind",
+    "subject": "Subject",
+    "template_key": "TemplateKey",
+    "template_version": "TemplateVersion",
+    "producer": "Producer",
+}
+_ROW_NUMBER = {
+    "timestamp": "Timestamp",
+    "claim_expires_at": "ClaimExpiresAt",
+    "expires_at": "ExpiresAt",
+}
+_DELIVERY_TEXT = {
+    "at": "DeliveryStatusAt",
+    "bounce_type": "BounceType",
+    "bounce_subtype": "BounceSubType",
+    "diagnostic": "DiagnosticCode",
+    "status_code": "BounceStatusCode",
+    "complaint_type": "ComplaintType",
+}
+
+
+def row_from_item(item: dict[str, Any]) -> JournalRow:
+    """A plain item (``item_from_dynamo``'s) as a JournalRow; any attribute may be missing."""
+    permanent = item.get("Permanent")
+    context = item.get(CONTEXT_ATTRIBUTE)
+    delivery = {name: _text(item, attr) for name, attr in _DELIVERY_TEXT.items()}
+    return JournalRow(
+        **{name: _text(item, attr) for name, attr in _ROW_TEXT.items()},
+        **{name: _int(item, attr) for name, attr in _ROW_NUMBER.items()},
+        permanent=permanent if isinstance(permanent, bool) else None,
+        attempts=_int(item, "Attempts") or 0,
+        logged_only=item.get("LoggedOnly") is True,
+        context=context if isinstance(context, dict) else {},
+        context_trimmed=_int(item, "ContextTrimmed") or 0,
+        delivery=DeliveryState(
+            status=_text(item, "DeliveryStatus").upper(),
+            order=_int(item, "DeliveryOrder") or 0,
+            event_count=_int(item, "DeliveryEventCount") or 0,
+            **delivery,
+        ),
+        timeline=_timeline(item.get(TIMELINE_ATTRIBUTE)),
+        extra_sends=_extra_sends(item.get("ExtraSends")),
+        attributes=item,
+    )
+
+
+def row_from_dynamo(raw: dict[str, Any]) -> JournalRow:
+    return row_from_item(item_from_dynamo(raw))

@@ -1,0 +1,108 @@
+"""One journal row, typed: what the pipeline, the events path, the console and the API know about an
+email to one recipient. The DynamoDB layout (attribute names) is the adapter's business
+(``emailops.aws.journal_codec``); above it, code reads these fields.
+
+The lease rule lives here and only here: a QUEUED row's claim ends at ``ClaimExpiresAt``; a row the
+Go consumer wrote has none, and its claim ended ``go_lease_seconds`` after its ``Timestamp`` (the
+queue's visibility timeout, which the caller knows from its configuration).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from emailops.core.ports import Status
+
+__all__ = ["DeliveryState", "ExtraSend", "JournalRow", "TimelineEntry"]
+
+
+@dataclass(frozen=True)
+class DeliveryState:
+    """What SES reported after accepting the email (the winning event), as stored on the row.
+
+    ``status``: DELIVERED | BOUNCED | COMPLAINED | DELAYED | REJECTED, or "" (no report)."""
+
+    status: str = ""
+    at: str = ""  # SES's timestamp of the winning event
+    bounce_type: str = ""  # Permanent | Transient | Undetermined
+    bounce_subtype: str = ""  # NoEmail, General, MailboxFull...
+    diagnostic: str = ""  # the receiving server's reply, as SES gave it
+    status_code: str = ""  # its enhanced status code (RFC 3463), e.g. "5.1.1"
+    complaint_type: str = ""  # the complaint's feedback type (abuse...)
+    order: int = 0  # the winning event's rank and time, as one number (DeliveryOrder)
+    event_count: int = 0  # events applied so far: the events write's concurrency guard
+
+    @property
+    def permanent_bounce(self) -> bool:
+        return self.status == "BOUNCED" and self.bounce_type == "Permanent"
+
+
+@dataclass(frozen=True)
+class TimelineEntry:
+    """One SES event on the row's timeline (oldest first). ``summary`` is the words stored when it
+    was applied (rows written before the structured facts were stored have only those)."""
+
+    type: str
+    at: str
+    id: str
+    summary: str = ""
+
+
+@dataclass(frozen=True)
+class ExtraSend:
+    """A send SES accepted after its claim was lost (another consumer's send is the row's)."""
+
+    ses_message_id: str
+    attempt: int
+    at: str
+
+
+@dataclass(frozen=True)
+class JournalRow:
+    key: str
+    message_id: str = ""
+    recipient: str = ""
+    status: str = ""  # a Status value; a foreign writer's unknown status is kept as written
+    timestamp: int | None = None  # when the row was claimed or written (epoch seconds)
+    message_sent: str = ""  # when SES accepted it (RFC 3339)
+    ses_message_id: str = ""
+    error: str = ""  # the failure (or suppression reason) as recorded
+    error_kind: str = ""  # which failure (an exception class); "" on Go rows and older rows
+    permanent: bool | None = None  # whether retrying cannot help; None: the row does not say
+    claim_expires_at: int | None = None  # ours only; a Go row has none
+    attempts: int = 0
+    subject: str = ""
+    template_key: str = ""
+    template_version: str = ""
+    producer: str = ""
+    logged_only: bool = False
+    context: Mapping[str, Any] = field(default_factory=dict)
+    context_trimmed: int = 0  # the context's original size when it was trimmed
+    expires_at: int | None = None
+    delivery: DeliveryState = field(default_factory=DeliveryState)
+    timeline: tuple[TimelineEntry, ...] = ()
+    extra_sends: tuple[ExtraSend, ...] = ()
+    # Every attribute as stored (plain Python), for the detail page's full listing.
+    attributes: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def queued(self) -> bool:
+        return self.status == Status.QUEUED.value
+
+    def lease_ends_at(self, go_lease_seconds: int) -> int | None:
+        """When a QUEUED row's claim ends (or ended); None for other rows, or when the row does
+        not say when it was claimed."""
+        if not self.queued:
+            return None
+        if self.claim_expires_at is not None:
+            return self.claim_expires_at
+        if self.timestamp is None:
+            return None
+        return self.timestamp + go_lease_seconds
+
+    def stuck(self, *, now: int, go_lease_seconds: int) -> bool:
+        """QUEUED and its claim's lease has ended: nobody is sending it."""
+        lease = self.lease_ends_at(go_lease_seconds)
+        return lease is not None and lease < now

@@ -1,0 +1,57 @@
+"""JournalRow: the one lease rule (Go-era rows included), and the codec that reads rows."""
+
+from __future__ import annotations
+
+from emailops.aws.journal_codec import row_from_item
+
+NOW = 1_750_000_000
+LEASE = 60
+
+
+def test_a_go_queued_row_without_claim_expires_at_is_stuck_lease_seconds_after_its_timestamp():
+    row = row_from_item({"Id": "k", "Status": "QUEUED", "Timestamp": NOW - 3600})
+    assert row.claim_expires_at is None
+    assert row.lease_ends_at(LEASE) == NOW - 3600 + LEASE
+    assert row.stuck(now=NOW, go_lease_seconds=LEASE)
+
+
+def test_a_go_queued_row_within_its_lease_is_not_stuck():
+    row = row_from_item({"Id": "k", "Status": "QUEUED", "Timestamp": NOW - 10})
+    assert not row.stuck(now=NOW, go_lease_seconds=LEASE)
+
+
+def test_our_row_reads_claim_expires_at_and_a_released_claim_is_stuck():
+    live = row_from_item({"Id": "k", "Status": "QUEUED", "Timestamp": 1, "ClaimExpiresAt": NOW})
+    assert live.lease_ends_at(LEASE) == NOW and not live.stuck(now=NOW, go_lease_seconds=LEASE)
+    released = row_from_item({"Id": "k", "Status": "QUEUED", "ClaimExpiresAt": 0})
+    assert released.stuck(now=NOW, go_lease_seconds=LEASE)
+
+
+def test_only_queued_rows_have_a_lease():
+    for status in ("SENT", "FAILED", "SUPPRESSED"):
+        row = row_from_item({"Id": "k", "Status": status, "Timestamp": 1})
+        assert row.lease_ends_at(LEASE) is None and not row.stuck(now=NOW, go_lease_seconds=LEASE)
+
+
+def test_failure_facts_read_from_the_row_and_go_rows_do_not_say():
+    ours = row_from_item({"Id": "k", "Status": "FAILED", "ErrorKind": "SendRejected",
+                          "Permanent": True, "Error": "send email [k]: MessageRejected: no"})  # fmt: skip
+    assert (ours.error_kind, ours.permanent) == ("SendRejected", True)
+    go = row_from_item({"Id": "k", "Status": "FAILED", "Error": "send email [k]: boom"})
+    assert (go.error_kind, go.permanent) == ("", None)
+
+
+def test_delivery_facts_and_timeline():
+    row = row_from_item(
+        {
+            "Id": "k",
+            "DeliveryStatus": "BOUNCED",
+            "BounceType": "Permanent",
+            "BounceSubType": "General",
+            "DiagnosticCode": "smtp; 550 5.1.1 user unknown",
+            "BounceStatusCode": "5.1.1",
+            "DeliveryEvents": [{"Type": "Bounce", "At": "2026-01-01T00:00:00Z", "Id": "e1"}, 7],
+        }
+    )
+    assert row.delivery.permanent_bounce and row.delivery.status_code == "5.1.1"
+    assert [entry.id for entry in row.timeline] == ["e1"]
