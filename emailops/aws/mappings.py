@@ -13,6 +13,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.aws.dynamo import get_item, number_attribute, text_attribute
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from emailops.core.reputation import parse_priority
@@ -21,17 +22,14 @@ __all__ = ["DynamoMappingStore"]
 
 
 def _mapping(item: dict[str, Any]) -> TemplateMapping:
-    def text(name: str) -> str:
-        return item.get(name, {}).get("S", "")
-
     return TemplateMapping(
-        message_id=text("MessageId"),
-        template_file=text("TemplateFile"),
-        subject=text("Subject"),
-        version=int(item.get("Version", {}).get("N", "0")),
-        updated_by=text("UpdatedBy"),
-        updated_at=text("UpdatedAt"),
-        priority=parse_priority(text("Priority")).value,
+        message_id=text_attribute(item, "MessageId"),
+        template_file=text_attribute(item, "TemplateFile"),
+        subject=text_attribute(item, "Subject"),
+        version=number_attribute(item, "Version"),
+        updated_by=text_attribute(item, "UpdatedBy"),
+        updated_at=text_attribute(item, "UpdatedAt"),
+        priority=parse_priority(text_attribute(item, "Priority")).value,
     )
 
 
@@ -41,13 +39,9 @@ class DynamoMappingStore:
         self.table = table
 
     def get_mapping(self, message_id: str) -> TemplateMapping | None:
-        try:
-            response = self.client.get_item(
-                TableName=self.table, Key={"MessageId": {"S": message_id}}, ConsistentRead=True
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, "look up template mapping", key=message_id) from exc
-        item = response.get("Item")
+        item = get_item(
+            self.client, self.table, "MessageId", message_id, what="look up template mapping"
+        )
         return _mapping(item) if item else None
 
     def list_mappings(self) -> list[TemplateMapping]:

@@ -21,6 +21,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.aws.dynamo import get_item, number_attribute, text_attribute
 from emailops.core.contract import suppression_key
 from emailops.core.events import EventLog
 
@@ -47,15 +48,12 @@ class Suppression:
 
 
 def _from_item(item: dict[str, Any]) -> Suppression:
-    def text(name: str) -> str:
-        return item.get(name, {}).get("S", "")
-
     return Suppression(
-        address=text("Address"),
-        reason=text("Reason"),
-        detail=text("Detail"),
-        source=text("Source"),
-        created_at=int(item.get("CreatedAt", {}).get("N", "0")),
+        address=text_attribute(item, "Address"),
+        reason=text_attribute(item, "Reason"),
+        detail=text_attribute(item, "Detail"),
+        source=text_attribute(item, "Source"),
+        created_at=number_attribute(item, "CreatedAt"),
     )
 
 
@@ -113,13 +111,7 @@ class DynamoSuppressionList:
 
     def get(self, address: str) -> Suppression | None:
         key = suppression_key(address)
-        item = self._call(
-            "get_item",
-            "read suppression",
-            key,
-            Key={"Address": {"S": key}},
-            ConsistentRead=True,
-        ).get("Item")
+        item = get_item(self.client, self.table, "Address", key, what="read suppression")
         return _from_item(item) if item else None
 
     def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool:

@@ -1,0 +1,37 @@
+"""Small DynamoDB reads shared by the table adapters (templates, suppression, journal).
+
+Items stay in DynamoDB's wire form (``{"S": ...}``, ``{"N": ...}``) here; each adapter turns them
+into its own type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from botocore.exceptions import BotoCoreError, ClientError
+
+from emailops.aws.clients import translate_error
+
+__all__ = ["get_item", "number_attribute", "text_attribute"]
+
+
+def get_item(
+    client: Any, table: str, key_name: str, key: str, *, what: str
+) -> dict[str, Any] | None:
+    """The item whose string key ``key_name`` is ``key``, read consistently, or None. AWS errors
+    are raised as core errors saying ``what`` failed for ``key``."""
+    try:
+        response = client.get_item(TableName=table, Key={key_name: {"S": key}}, ConsistentRead=True)
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, what, key=key) from exc
+    return response.get("Item") or None
+
+
+def text_attribute(item: dict[str, Any], name: str) -> str:
+    """A string attribute; "" when the item has none (rows written before the attribute existed)."""
+    return item.get(name, {}).get("S", "")
+
+
+def number_attribute(item: dict[str, Any], name: str) -> int:
+    """A whole-number attribute; 0 when the item has none."""
+    return int(item.get(name, {}).get("N", "0"))
