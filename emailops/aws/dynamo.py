@@ -12,19 +12,26 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
 
-__all__ = ["get_item", "number_attribute", "text_attribute"]
+__all__ = ["get_item", "number_attribute", "table_call", "text_attribute"]
+
+
+def table_call(client: Any, table: str, operation: str, what: str, key: str, **kwargs: Any) -> Any:
+    """``client.<operation>(TableName=table, **kwargs)``; AWS errors are raised as core errors
+    saying ``what`` failed for ``key``."""
+    try:
+        return getattr(client, operation)(TableName=table, **kwargs)
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, what, key=key) from exc
 
 
 def get_item(
     client: Any, table: str, key_name: str, key: str, *, what: str
 ) -> dict[str, Any] | None:
-    """The item whose string key ``key_name`` is ``key``, read consistently, or None. AWS errors
-    are raised as core errors saying ``what`` failed for ``key``."""
-    try:
-        response = client.get_item(TableName=table, Key={key_name: {"S": key}}, ConsistentRead=True)
-    except (ClientError, BotoCoreError) as exc:
-        raise translate_error(exc, what, key=key) from exc
-    return response.get("Item") or None
+    """The item whose string key ``key_name`` is ``key``, read consistently, or None."""
+    item = table_call(
+        client, table, "get_item", what, key, Key={key_name: {"S": key}}, ConsistentRead=True
+    ).get("Item")
+    return item or None
 
 
 def text_attribute(item: dict[str, Any], name: str) -> str:

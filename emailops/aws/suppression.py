@@ -21,7 +21,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.aws.dynamo import get_item, number_attribute, text_attribute
+from emailops.aws.dynamo import get_item, number_attribute, table_call, text_attribute
 from emailops.core.contract import suppression_key
 from emailops.core.events import EventLog
 
@@ -99,12 +99,6 @@ class DynamoSuppressionList:
         self.table = table
         self.account_sync = account_sync
 
-    def _call(self, operation: str, what: str, key: str, **kwargs: Any) -> Any:
-        try:
-            return getattr(self.client, operation)(TableName=self.table, **kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, what, key=key) from exc
-
     def suppression_reason(self, address: str) -> str | None:
         found = self.get(address)
         return found.in_words if found else None
@@ -144,7 +138,9 @@ class DynamoSuppressionList:
     def remove(self, address: str) -> Suppression | None:
         """Lift the suppression; returns what was removed, or None when there was none."""
         key = suppression_key(address)
-        old = self._call(
+        old = table_call(
+            self.client,
+            self.table,
             "delete_item",
             "remove suppression",
             key,
@@ -159,7 +155,9 @@ class DynamoSuppressionList:
         """Every suppressed address: a Scan of the key alone (the suppression index's rebuild)."""
         kwargs: dict[str, Any] = {"ProjectionExpression": "Address"}
         while True:
-            page = self._call("scan", "read suppressed addresses", "*", **kwargs)
+            page = table_call(
+                self.client, self.table, "scan", "read suppressed addresses", "*", **kwargs
+            )
             for item in page.get("Items", []):
                 yield item["Address"]["S"]
             last = page.get("LastEvaluatedKey")
@@ -185,7 +183,15 @@ class DynamoSuppressionList:
         while True:
             if start:
                 kwargs["ExclusiveStartKey"] = {"Address": {"S": start}}
-            page = self._call("scan", "search suppressions", prefix or "*", Limit=limit, **kwargs)
+            page = table_call(
+                self.client,
+                self.table,
+                "scan",
+                "search suppressions",
+                prefix or "*",
+                Limit=limit,
+                **kwargs,
+            )
             for item in page.get("Items", []):
                 found.append(_from_item(item))
                 if len(found) == limit:
