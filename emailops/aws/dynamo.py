@@ -10,9 +10,9 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emailops.aws.clients import translate_error
+from emailops.aws.clients import error_code, translate_error
 
-__all__ = ["get_item", "number_attribute", "table_call", "text_attribute"]
+__all__ = ["conditional_call", "get_item", "number_attribute", "table_call", "text_attribute"]
 
 
 def table_call(client: Any, table: str, operation: str, what: str, key: str, **kwargs: Any) -> Any:
@@ -21,6 +21,21 @@ def table_call(client: Any, table: str, operation: str, what: str, key: str, **k
     try:
         return getattr(client, operation)(TableName=table, **kwargs)
     except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, what, key=key) from exc
+
+
+def conditional_call(
+    client: Any, table: str, operation: str, what: str, key: str, **kwargs: Any
+) -> dict[str, Any] | ClientError:
+    """``table_call`` for a conditional write: the answer, or the ``ClientError`` itself (not
+    raised) when the condition failed, for the caller to word or to read the item it returns."""
+    try:
+        return getattr(client, operation)(TableName=table, **kwargs)
+    except ClientError as exc:
+        if error_code(exc) == "ConditionalCheckFailedException":
+            return exc
+        raise translate_error(exc, what, key=key) from exc
+    except BotoCoreError as exc:
         raise translate_error(exc, what, key=key) from exc
 
 

@@ -12,8 +12,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emailops.aws.clients import error_code, translate_error
-from emailops.aws.dynamo import get_item, number_attribute, text_attribute
+from emailops.aws.clients import translate_error
+from emailops.aws.dynamo import conditional_call, get_item, number_attribute, text_attribute
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from emailops.core.reputation import parse_priority
@@ -89,18 +89,19 @@ class DynamoMappingStore:
             condition, values = "attribute_exists(MessageId) AND attribute_not_exists(Version)", {}
         else:
             condition, values = "Version = :v", {":v": {"N": str(expected)}}
-        try:
-            getattr(self.client, operation)(
-                TableName=self.table,
-                ConditionExpression=condition,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                **({"ExpressionAttributeValues": values} if values else {}),
-                **kwargs,
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise translate_error(exc, f"{operation} template mapping", key=message_id) from exc
-            old = exc.response.get("Item")
+        written = conditional_call(
+            self.client,
+            self.table,
+            operation,
+            f"{operation} template mapping",
+            message_id,
+            ConditionExpression=condition,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **({"ExpressionAttributeValues": values} if values else {}),
+            **kwargs,
+        )
+        if isinstance(written, ClientError):
+            old = written.response.get("Item")
             current = _mapping(old) if old else self.get_mapping(message_id)
             reason = (
                 "it already exists"
@@ -113,5 +114,3 @@ class DynamoMappingStore:
             raise ConcurrentUpdate(
                 "save template mapping", key=message_id, reason=reason, current=current
             ) from None
-        except BotoCoreError as exc:
-            raise translate_error(exc, f"{operation} template mapping", key=message_id) from exc

@@ -21,7 +21,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.aws.dynamo import get_item, number_attribute, table_call, text_attribute
+from emailops.aws.dynamo import (
+    conditional_call,
+    get_item,
+    number_attribute,
+    table_call,
+    text_attribute,
+)
 from emailops.core.contract import suppression_key
 from emailops.core.events import EventLog
 
@@ -120,18 +126,17 @@ class DynamoSuppressionList:
             "Source": {"S": source},
             "CreatedAt": {"N": str(int(now))},
         }
-        try:
-            self.client.put_item(
-                TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(Address)",
-            )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise translate_error(exc, "add suppression", key=key) from exc
-        except BotoCoreError as exc:
-            raise translate_error(exc, "add suppression", key=key) from exc
+        written = conditional_call(
+            self.client,
+            self.table,
+            "put_item",
+            "add suppression",
+            key,
+            Item=item,
+            ConditionExpression="attribute_not_exists(Address)",
+        )
+        if isinstance(written, ClientError):
+            return False
         self._mirror("add", key, reason)
         return True
 
