@@ -14,17 +14,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from django import forms
+from django.contrib import messages
 from django.contrib.admin import AdminSite
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db.models import Model
-from django.http import HttpRequest, HttpResponse
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from emailops.core.errors import ConcurrentUpdate, EmailOpsError
 from templates_admin.csp import POLICY, strict_csp
 
-__all__ = ["Area", "Refusal", "attempt", "console_view"]
+__all__ = ["Area", "Refusal", "attempt", "confirmed_action", "console_view"]
 
 T = TypeVar("T")
 
@@ -110,6 +112,28 @@ def attempt(
         if unavailable and isinstance(exc, EmailOpsError) and not isinstance(exc, ConcurrentUpdate):
             return Refusal(f"{unavailable}: {exc.describe()}", 502, exc)
         raise
+
+
+def confirmed_action(
+    request: HttpRequest,
+    form: forms.Form,
+    action: Callable[[dict[str, Any]], T],
+    *,
+    unavailable: str,
+    done: Callable[[T], str],
+    then: str,
+) -> HttpResponseRedirect | str:
+    """A confirmation page's POST: run ``action`` with the valid form's data (through
+    ``attempt``); once done, flash ``done(result)`` and redirect to ``then``. Otherwise the
+    words the page shows above the form: the refusal's text, or "" when the form itself has
+    errors to show."""
+    if not form.is_valid():
+        return ""
+    result = attempt(lambda: action(form.cleaned_data), unavailable=unavailable)
+    if isinstance(result, Refusal):
+        return result.text
+    messages.success(request, done(result))
+    return HttpResponseRedirect(then)
 
 
 def console_view(*permissions: str, policy: str = POLICY) -> Callable:

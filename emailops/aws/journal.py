@@ -28,6 +28,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.aws.dynamo import get_item
 from emailops.aws.journal_codec import (
     LEASE_ENDED,
     LEASE_NAMES,
@@ -359,13 +360,7 @@ class DynamoJournal:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The row as plain Python keyed by attribute name, or None."""
-        try:
-            response = self.client.get_item(
-                TableName=self.table, Key={"Id": {"S": key}}, ConsistentRead=True
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, "read journal row", key=key) from exc
-        item = response.get("Item")
+        item = get_item(self.client, self.table, "Id", key, what="read journal row")
         return item_from_dynamo(item) if item else None
 
     def read(self, key: str) -> JournalRow | None:

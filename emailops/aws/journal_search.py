@@ -6,7 +6,7 @@ there.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import KW_ONLY, dataclass, field, replace
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -111,6 +111,7 @@ class JournalPage:
         return sum(run.scanned for run in self.runs)
 
 
+@dataclass(eq=False)  # an adapter: compared by identity
 class JournalSearch:
     """Paged reads of the journal through its GSIs.
 
@@ -120,20 +121,12 @@ class JournalSearch:
     ``go_rows_until``: when the Go consumer stopped writing (see ``recipient_plan``).
     """
 
-    def __init__(
-        self,
-        client: Any,
-        table: str,
-        *,
-        max_calls: int = 5,
-        max_scanned: int = 2000,
-        go_rows_until: int | None = None,
-    ) -> None:
-        self.client = client
-        self.table = table
-        self.max_calls = max_calls
-        self.max_scanned = max_scanned
-        self.go_rows_until = go_rows_until
+    client: Any
+    table: str
+    _: KW_ONLY
+    max_calls: int = 5
+    max_scanned: int = 2000
+    go_rows_until: int | None = None
 
     def recipient_page(
         self,

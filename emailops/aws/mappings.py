@@ -12,7 +12,8 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emailops.aws.clients import error_code, translate_error
+from emailops.aws.clients import translate_error
+from emailops.aws.dynamo import conditional_call, get_item, number_attribute, text_attribute
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from emailops.core.reputation import parse_priority
@@ -21,17 +22,14 @@ __all__ = ["DynamoMappingStore"]
 
 
 def _mapping(item: dict[str, Any]) -> TemplateMapping:
-    def text(name: str) -> str:
-        return item.get(name, {}).get("S", "")
-
     return TemplateMapping(
-        message_id=text("MessageId"),
-        template_file=text("TemplateFile"),
-        subject=text("Subject"),
-        version=int(item.get("Version", {}).get("N", "0")),
-        updated_by=text("UpdatedBy"),
-        updated_at=text("UpdatedAt"),
-        priority=parse_priority(text("Priority")).value,
+        message_id=text_attribute(item, "MessageId"),
+        template_file=text_attribute(item, "TemplateFile"),
+        subject=text_attribute(item, "Subject"),
+        version=number_attribute(item, "Version"),
+        updated_by=text_attribute(item, "UpdatedBy"),
+        updated_at=text_attribute(item, "UpdatedAt"),
+        priority=parse_priority(text_attribute(item, "Priority")).value,
     )
 
 
@@ -41,13 +39,9 @@ class DynamoMappingStore:
         self.table = table
 
     def get_mapping(self, message_id: str) -> TemplateMapping | None:
-        try:
-            response = self.client.get_item(
-                TableName=self.table, Key={"MessageId": {"S": message_id}}, ConsistentRead=True
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, "look up template mapping", key=message_id) from exc
-        item = response.get("Item")
+        item = get_item(
+            self.client, self.table, "MessageId", message_id, what="look up template mapping"
+        )
         return _mapping(item) if item else None
 
     def list_mappings(self) -> list[TemplateMapping]:
@@ -95,18 +89,19 @@ class DynamoMappingStore:
             condition, values = "attribute_exists(MessageId) AND attribute_not_exists(Version)", {}
         else:
             condition, values = "Version = :v", {":v": {"N": str(expected)}}
-        try:
-            getattr(self.client, operation)(
-                TableName=self.table,
-                ConditionExpression=condition,
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
-                **({"ExpressionAttributeValues": values} if values else {}),
-                **kwargs,
-            )
-        except ClientError as exc:
-            if error_code(exc) != "ConditionalCheckFailedException":
-                raise translate_error(exc, f"{operation} template mapping", key=message_id) from exc
-            old = exc.response.get("Item")
+        written = conditional_call(
+            self.client,
+            self.table,
+            operation,
+            f"{operation} template mapping",
+            message_id,
+            ConditionExpression=condition,
+            ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            **({"ExpressionAttributeValues": values} if values else {}),
+            **kwargs,
+        )
+        if isinstance(written, ClientError):
+            old = written.response.get("Item")
             current = _mapping(old) if old else self.get_mapping(message_id)
             reason = (
                 "it already exists"
@@ -119,5 +114,3 @@ class DynamoMappingStore:
             raise ConcurrentUpdate(
                 "save template mapping", key=message_id, reason=reason, current=current
             ) from None
-        except BotoCoreError as exc:
-            raise translate_error(exc, f"{operation} template mapping", key=message_id) from exc

@@ -54,17 +54,28 @@ def _describe(client: Any, table: str) -> dict[str, Any] | None:
 
 
 def _ensure_keyed_table(
-    client: Any, table: str, key: str, report: Report, *, ttl_attribute: str | None = None
+    client: Any,
+    table: str,
+    key: str,
+    report: Report,
+    *,
+    range_key: str | None = None,
+    ttl_attribute: str | None = None,
+    what: str = "set up table",
 ) -> None:
-    """A PAY_PER_REQUEST table keyed by one string attribute, optionally with TTL."""
+    """A PAY_PER_REQUEST table keyed by one string attribute (and a string range key, if
+    given), optionally with TTL."""
+    keys = [(key, "HASH")] + ([(range_key, "RANGE")] if range_key else [])
     try:
         if _describe(client, table):
             report(f"table {table}: exists")
         else:
             client.create_table(
                 TableName=table,
-                KeySchema=[{"AttributeName": key, "KeyType": "HASH"}],
-                AttributeDefinitions=[{"AttributeName": key, "AttributeType": "S"}],
+                KeySchema=[{"AttributeName": name, "KeyType": kind} for name, kind in keys],
+                AttributeDefinitions=[
+                    {"AttributeName": name, "AttributeType": "S"} for name, _ in keys
+                ],
                 BillingMode="PAY_PER_REQUEST",
             )
             client.get_waiter("table_exists").wait(TableName=table)
@@ -72,7 +83,7 @@ def _ensure_keyed_table(
         if ttl_attribute:
             _ensure_ttl(client, table, ttl_attribute, report)
     except (ClientError, BotoCoreError) as exc:
-        raise translate_error(exc, "set up table", key=table) from exc
+        raise translate_error(exc, what, key=table) from exc
 
 
 def _ensure_ttl(client: Any, table: str, attribute: str, report: Report) -> None:
@@ -179,27 +190,15 @@ def ensure_queue(
 
 def ensure_stats_table(client: Any, table: str, report: Report) -> None:
     """The reputation counters (``emailops.aws.stats``): Scope + Hour, TTL on ExpiresAt."""
-    try:
-        if _describe(client, table):
-            report(f"table {table}: exists")
-        else:
-            client.create_table(
-                TableName=table,
-                KeySchema=[
-                    {"AttributeName": "Scope", "KeyType": "HASH"},
-                    {"AttributeName": "Hour", "KeyType": "RANGE"},
-                ],
-                AttributeDefinitions=[
-                    {"AttributeName": "Scope", "AttributeType": "S"},
-                    {"AttributeName": "Hour", "AttributeType": "S"},
-                ],
-                BillingMode="PAY_PER_REQUEST",
-            )
-            client.get_waiter("table_exists").wait(TableName=table)
-            report(f"table {table}: created")
-        _ensure_ttl(client, table, "ExpiresAt", report)
-    except (ClientError, BotoCoreError) as exc:
-        raise translate_error(exc, "set up stats table", key=table) from exc
+    _ensure_keyed_table(
+        client,
+        table,
+        "Scope",
+        report,
+        range_key="Hour",
+        ttl_attribute="ExpiresAt",
+        what="set up stats table",
+    )
 
 
 def ensure_unmatched_events_table(client: Any, table: str, report: Report) -> None:

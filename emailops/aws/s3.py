@@ -8,7 +8,7 @@ Go service and the consumer never read, so nothing kept there can change what is
 from __future__ import annotations
 
 import mimetypes
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +21,7 @@ from emailops.core.template_cache import TemplateFetch
 __all__ = ["INTERNAL_PREFIX", "PublishedObject", "S3TemplateStore", "object_version"]
 
 INTERNAL_PREFIX = "_emailops/"
+_MISSING_CODES = ("NoSuchKey", "404", "NotFound")  # what S3 answers for an absent key
 VERSION_METADATA = (
     "emailops-version"  # x-amz-meta-emailops-version: our id on an unversioned bucket
 )
@@ -46,6 +47,11 @@ class PublishedObject:
     version: str
     etag: str  # with its quotes, as S3 gives it (what If-Match takes)
 
+    @classmethod
+    def from_response(cls, key: str, data: bytes, response: dict) -> PublishedObject:
+        """The object a GetObject/HeadObject/PutObject answer describes."""
+        return cls(key, data, object_version(response), response.get("ETag", ""))
+
 
 class S3TemplateStore:
     """One boto3 client shared by every thread (clients are thread-safe): a django-storages
@@ -70,7 +76,7 @@ class S3TemplateStore:
             code = error_code(exc)
             if code in ("304", "NotModified") and if_none_match:
                 return TemplateFetch(None, if_none_match, not_modified=True)
-            if code in ("NoSuchKey", "404", "NotFound"):
+            if code in _MISSING_CODES:
                 return TemplateFetch(None)
             raise translate_error(exc, "fetch template", key=key) from exc
         except BotoCoreError as exc:
@@ -97,28 +103,36 @@ class S3TemplateStore:
 
     def read_object(self, key: str) -> PublishedObject | None:
         """An object's exact bytes and version (None if there is none)."""
-        try:
+
+        def read() -> PublishedObject:
             response = self.client.get_object(Bucket=self.bucket, Key=key)
-            data = response["Body"].read()
-        except ClientError as exc:
-            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
-                return None
-            raise translate_error(exc, "read object", key=key) from exc
-        except BotoCoreError as exc:
-            raise translate_error(exc, "read object", key=key) from exc
-        return PublishedObject(key, data, object_version(response), response.get("ETag", ""))
+            return PublishedObject.from_response(key, response["Body"].read(), response)
+
+        return self._unless_missing(read, "read object", key)
 
     def head_object(self, key: str) -> PublishedObject | None:
         """An object's version and ETag without its bytes (``data`` is empty)."""
+        return self._unless_missing(
+            lambda: PublishedObject.from_response(
+                key, b"", self.client.head_object(Bucket=self.bucket, Key=key)
+            ),
+            "look up object",
+            key,
+        )
+
+    @staticmethod
+    def _unless_missing(
+        call: Callable[[], PublishedObject], what: str, key: str
+    ) -> PublishedObject | None:
+        """``call()``, or None when S3 has no such object; other S3 errors as core errors."""
         try:
-            response = self.client.head_object(Bucket=self.bucket, Key=key)
+            return call()
         except ClientError as exc:
-            if error_code(exc) in ("NoSuchKey", "404", "NotFound"):
+            if error_code(exc) in _MISSING_CODES:
                 return None
-            raise translate_error(exc, "look up object", key=key) from exc
+            raise translate_error(exc, what, key=key) from exc
         except BotoCoreError as exc:
-            raise translate_error(exc, "look up object", key=key) from exc
-        return PublishedObject(key, b"", object_version(response), response.get("ETag", ""))
+            raise translate_error(exc, what, key=key) from exc
 
     def publish_template(
         self, key: str, data: bytes, *, version_id: str, replacing: PublishedObject | None
@@ -151,7 +165,7 @@ class S3TemplateStore:
         except BotoCoreError as exc:
             raise translate_error(exc, "publish template", key=key) from exc
         written = {**response, "Metadata": {VERSION_METADATA: version_id}}
-        return PublishedObject(key, data, object_version(written), response.get("ETag", ""))
+        return PublishedObject.from_response(key, data, written)
 
     def write_internal(self, key: str, data: bytes) -> None:
         """Write a draft or history object; only under ``_emailops/``, never a published key."""

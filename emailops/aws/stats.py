@@ -82,7 +82,26 @@ class DynamoStats:
 
     def read(self, *, scope: str, since_hour: str, until_hour: str) -> list[HourCounts]:
         """The scope's hours from ``since_hour`` to ``until_hour`` inclusive, oldest first."""
-        found: list[HourCounts] = []
+        items = self._hours(scope, since_hour, until_hour, what="read reputation counts")
+        return [_hour_counts(item) for item in items]
+
+    def scopes(self, *, since_hour: str, until_hour: str) -> set[str]:
+        """Every messageId and organization scope with counts in the range: the account's items
+        list them (``Scopes``), so finding them is one Query, not a Scan."""
+        items = self._hours(
+            ACCOUNT,
+            since_hour,
+            until_hour,
+            what="read reputation scopes",
+            ProjectionExpression="Scopes",
+        )
+        return {scope for item in items for scope in item.get("Scopes", {}).get("SS", [])}
+
+    def _hours(
+        self, scope: str, since_hour: str, until_hour: str, *, what: str, **extra: Any
+    ) -> list[dict[str, Any]]:
+        """Every item of ``scope`` from ``since_hour`` to ``until_hour`` (one Query, all its
+        pages), oldest first; ``extra`` goes into the Query as it is."""
         kwargs: dict[str, Any] = {
             "TableName": self.table,
             "KeyConditionExpression": "#scope = :scope AND #hour BETWEEN :since AND :until",
@@ -92,42 +111,18 @@ class DynamoStats:
                 ":since": {"S": since_hour},
                 ":until": {"S": until_hour},
             },
+            **extra,
         }
+        items: list[dict[str, Any]] = []
         try:
             while True:
                 page = self.client.query(**kwargs)
-                found += [_hour_counts(item) for item in page.get("Items", [])]
+                items += page.get("Items", [])
                 if "LastEvaluatedKey" not in page:
-                    return found
+                    return items
                 kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, "read reputation counts", key=scope) from exc
-
-    def scopes(self, *, since_hour: str, until_hour: str) -> set[str]:
-        """Every messageId and organization scope with counts in the range: the account's items
-        list them (``Scopes``), so finding them is one Query, not a Scan."""
-        found: set[str] = set()
-        kwargs: dict[str, Any] = {
-            "TableName": self.table,
-            "KeyConditionExpression": "#scope = :scope AND #hour BETWEEN :since AND :until",
-            "ProjectionExpression": "Scopes",
-            "ExpressionAttributeNames": {"#scope": "Scope", "#hour": "Hour"},
-            "ExpressionAttributeValues": {
-                ":scope": {"S": ACCOUNT},
-                ":since": {"S": since_hour},
-                ":until": {"S": until_hour},
-            },
-        }
-        try:
-            while True:
-                page = self.client.query(**kwargs)
-                for item in page.get("Items", []):
-                    found.update(item.get("Scopes", {}).get("SS", []))
-                if "LastEvaluatedKey" not in page:
-                    return found
-                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, "read reputation scopes", key=ACCOUNT) from exc
+            raise translate_error(exc, what, key=scope) from exc
 
 
 def _hour_counts(item: dict[str, Any]) -> HourCounts:

@@ -21,6 +21,13 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.aws.dynamo import (
+    conditional_call,
+    get_item,
+    number_attribute,
+    table_call,
+    text_attribute,
+)
 from emailops.core.contract import suppression_key
 from emailops.core.events import EventLog
 
@@ -47,15 +54,12 @@ class Suppression:
 
 
 def _from_item(item: dict[str, Any]) -> Suppression:
-    def text(name: str) -> str:
-        return item.get(name, {}).get("S", "")
-
     return Suppression(
-        address=text("Address"),
-        reason=text("Reason"),
-        detail=text("Detail"),
-        source=text("Source"),
-        created_at=int(item.get("CreatedAt", {}).get("N", "0")),
+        address=text_attribute(item, "Address"),
+        reason=text_attribute(item, "Reason"),
+        detail=text_attribute(item, "Detail"),
+        source=text_attribute(item, "Source"),
+        created_at=number_attribute(item, "CreatedAt"),
     )
 
 
@@ -101,25 +105,13 @@ class DynamoSuppressionList:
         self.table = table
         self.account_sync = account_sync
 
-    def _call(self, operation: str, what: str, key: str, **kwargs: Any) -> Any:
-        try:
-            return getattr(self.client, operation)(TableName=self.table, **kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, what, key=key) from exc
-
     def suppression_reason(self, address: str) -> str | None:
         found = self.get(address)
         return found.in_words if found else None
 
     def get(self, address: str) -> Suppression | None:
         key = suppression_key(address)
-        item = self._call(
-            "get_item",
-            "read suppression",
-            key,
-            Key={"Address": {"S": key}},
-            ConsistentRead=True,
-        ).get("Item")
+        item = get_item(self.client, self.table, "Address", key, what="read suppression")
         return _from_item(item) if item else None
 
     def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool:
@@ -134,25 +126,26 @@ class DynamoSuppressionList:
             "Source": {"S": source},
             "CreatedAt": {"N": str(int(now))},
         }
-        try:
-            self.client.put_item(
-                TableName=self.table,
-                Item=item,
-                ConditionExpression="attribute_not_exists(Address)",
-            )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return False
-            raise translate_error(exc, "add suppression", key=key) from exc
-        except BotoCoreError as exc:
-            raise translate_error(exc, "add suppression", key=key) from exc
+        written = conditional_call(
+            self.client,
+            self.table,
+            "put_item",
+            "add suppression",
+            key,
+            Item=item,
+            ConditionExpression="attribute_not_exists(Address)",
+        )
+        if isinstance(written, ClientError):
+            return False
         self._mirror("add", key, reason)
         return True
 
     def remove(self, address: str) -> Suppression | None:
         """Lift the suppression; returns what was removed, or None when there was none."""
         key = suppression_key(address)
-        old = self._call(
+        old = table_call(
+            self.client,
+            self.table,
             "delete_item",
             "remove suppression",
             key,
@@ -167,7 +160,9 @@ class DynamoSuppressionList:
         """Every suppressed address: a Scan of the key alone (the suppression index's rebuild)."""
         kwargs: dict[str, Any] = {"ProjectionExpression": "Address"}
         while True:
-            page = self._call("scan", "read suppressed addresses", "*", **kwargs)
+            page = table_call(
+                self.client, self.table, "scan", "read suppressed addresses", "*", **kwargs
+            )
             for item in page.get("Items", []):
                 yield item["Address"]["S"]
             last = page.get("LastEvaluatedKey")
@@ -193,7 +188,15 @@ class DynamoSuppressionList:
         while True:
             if start:
                 kwargs["ExclusiveStartKey"] = {"Address": {"S": start}}
-            page = self._call("scan", "search suppressions", prefix or "*", Limit=limit, **kwargs)
+            page = table_call(
+                self.client,
+                self.table,
+                "scan",
+                "search suppressions",
+                prefix or "*",
+                Limit=limit,
+                **kwargs,
+            )
             for item in page.get("Items", []):
                 found.append(_from_item(item))
                 if len(found) == limit:

@@ -11,7 +11,6 @@ import time
 from typing import Any
 
 from django.conf import settings
-from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import NoReverseMatch, reverse
@@ -21,7 +20,7 @@ from django.utils.http import urlencode
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from templates_admin import roles
-from templates_admin.console import Area, Refusal, attempt, console_view
+from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
 from templates_admin.journal import csv_export, delivery, presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import (
@@ -254,25 +253,22 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     error = ""
     if request.method == "POST":
         form = ResendForm(request.POST)
-        if form.is_valid():
-            action = attempt(
-                lambda: email_resend(
-                    key=key,
-                    reason=form.cleaned_data["reason"],
-                    user=request.user,
-                    dedupe_id=form.cleaned_data["dedupe_id"],
-                ),
-                unavailable="The request could not be queued",
-            )
-            if isinstance(action, Refusal):
-                error = action.text
-            else:
-                messages.success(
-                    request,
-                    f"Resent: queued as SQS message {action.sqs_message_id}; its journal row will "
-                    f"be {action.journal_key}.",
-                )
-                return redirect(detail_url)
+        outcome = confirmed_action(
+            request,
+            form,
+            lambda data: email_resend(
+                key=key, reason=data["reason"], user=request.user, dedupe_id=data["dedupe_id"]
+            ),
+            unavailable="The request could not be queued",
+            done=lambda action: (
+                f"Resent: queued as SQS message {action.sqs_message_id}; its journal row will "
+                f"be {action.journal_key}."
+            ),
+            then=detail_url,
+        )
+        if isinstance(outcome, HttpResponse):
+            return outcome
+        error = outcome
     else:
         form = ResendForm(initial={"dedupe_id": new_resend_dedupe_id()})
     return AREA.page(

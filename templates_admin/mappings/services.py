@@ -81,18 +81,22 @@ def _stamped(mapping: TemplateMapping, user: AbstractBaseUser) -> TemplateMappin
 
 
 def _audited_save(
-    *,
-    action: MappingChange.Action,
-    before: TemplateMapping | None,
     mapping: TemplateMapping,
-    expected_version: int | None,
+    *,
     user: AbstractBaseUser,
+    before: TemplateMapping | None = None,
+    expected_version: int | None = None,
 ) -> TemplateMapping:
+    """Save ``mapping`` over ``before`` as last seen at ``expected_version``, or as a new one
+    (both None: the write fails if it exists), with its entry in the trail."""
     # The audit row is written first and commits only if the DynamoDB write succeeds (a failed
     # write raises and rolls it back), so the trail never records a change that did not happen.
     with transaction.atomic():
         change = MappingChange.objects.create(
-            message_id=mapping.message_id, action=action, user=user, before=_snapshot(before)
+            message_id=mapping.message_id,
+            action=MappingChange.Action.CREATE if before is None else MappingChange.Action.UPDATE,
+            user=user,
+            before=_snapshot(before),
         )
         saved = container.current().mapping_store.save_mapping(
             _stamped(mapping, user), expected_version=expected_version
@@ -126,13 +130,7 @@ def mapping_create(
         subject=subject,
         priority=_priority(priority),
     )
-    return _audited_save(
-        action=MappingChange.Action.CREATE,
-        before=None,
-        mapping=mapping,
-        expected_version=None,
-        user=user,
-    )
+    return _audited_save(mapping, user=user)
 
 
 def _current_or_conflict(message_id: str) -> TemplateMapping:
@@ -169,17 +167,14 @@ def mapping_update(
     mapping = TemplateMapping(
         message_id=message_id, template_file=template_file, subject=subject, priority=priority
     )
-    return _audited_save(
-        action=MappingChange.Action.UPDATE,
-        before=current,
-        mapping=mapping,
-        expected_version=expected_version,
-        user=user,
-    )
+    return _audited_save(mapping, user=user, before=current, expected_version=expected_version)
 
 
-def mapping_delete(*, message_id: str, expected_version: int, user: AbstractBaseUser) -> None:
-    """Delete the mapping last seen at ``expected_version``; raises ConcurrentUpdate otherwise."""
+def mapping_delete(
+    *, message_id: str, expected_version: int, user: AbstractBaseUser
+) -> TemplateMapping:
+    """Delete the mapping last seen at ``expected_version`` and return what was deleted; raises
+    ConcurrentUpdate otherwise."""
     current = _current_or_conflict(message_id)
     with transaction.atomic():  # as in _audited_save: no trail entry unless the delete happened
         MappingChange.objects.create(
@@ -191,6 +186,7 @@ def mapping_delete(*, message_id: str, expected_version: int, user: AbstractBase
         container.current().mapping_store.delete_mapping(
             message_id, expected_version=expected_version
         )
+    return current
 
 
 def send_test_email(

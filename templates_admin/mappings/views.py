@@ -7,9 +7,11 @@ strict CSP. ``admin_site`` is bound by ``urls.admin_urls`` so pages get the admi
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlencode
 
+from django import forms
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import AdminSite
@@ -117,28 +119,27 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
     conflict = None
     if request.method == "POST":
         form = MappingEditForm(request.POST)
-        if form.is_valid():
-            saved = attempt(
-                lambda: services.mapping_update(
-                    message_id=message_id,
-                    template_file=form.cleaned_data["template_file"],
-                    subject=form.cleaned_data["subject"],
-                    priority=form.cleaned_data["priority"],
-                    expected_version=form.cleaned_data["version"],
-                    user=request.user,
-                ),
-                also={ConcurrentUpdate: str},
-            )
-            if isinstance(saved, Refusal):
-                if isinstance(saved.error, ConcurrentUpdate):
-                    conflict, form = _conflicting_edit(request, saved.error)
-                else:
-                    form.add_error(None, saved.error)
+        saved = _versioned_write(
+            form,
+            lambda data: services.mapping_update(
+                message_id=message_id,
+                template_file=data["template_file"],
+                subject=data["subject"],
+                priority=data["priority"],
+                expected_version=data["version"],
+                user=request.user,
+            ),
+        )
+        if isinstance(saved, Refusal):
+            if isinstance(saved.error, ConcurrentUpdate):
+                conflict, form = _conflicting_edit(request, saved.error)
             else:
-                messages.success(
-                    request, f"Saved {message_id} (version {saved.version}).{_pickup_note()}"
-                )
-                return HttpResponseRedirect(_url("detail", message_id=message_id))
+                form.add_error(None, saved.error)
+        elif saved is not None:
+            messages.success(
+                request, f"Saved {message_id} (version {saved.version}).{_pickup_note()}"
+            )
+            return HttpResponseRedirect(_url("detail", message_id=message_id))
     else:
         form = MappingEditForm(initial=_form_values(mapping))
     override_orgs = selectors.override_index().get(mapping.template_file, ()) if mapping else ()
@@ -164,6 +165,17 @@ def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
     }
 
 
+def _versioned_write(
+    form: forms.Form, write: Callable[[dict[str, Any]], TemplateMapping]
+) -> TemplateMapping | Refusal | None:
+    """A posted edit or delete, made with the valid ``form``'s data (None when the form shows
+    errors instead). It carries the version the editor saw: someone else's change meanwhile
+    comes back as a ``ConcurrentUpdate`` refusal, for the page to show what is stored now."""
+    if not form.is_valid():
+        return None
+    return attempt(lambda: write(form.cleaned_data), also={ConcurrentUpdate: str})
+
+
 def _conflicting_edit(
     request: HttpRequest, exc: ConcurrentUpdate
 ) -> tuple[ConcurrentUpdate, MappingEditForm]:
@@ -183,27 +195,24 @@ def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: s
     conflict = None
     if request.method == "POST":
         form = MappingDeleteForm(request.POST)
-        if form.is_valid():
-            deleted = attempt(
-                lambda: services.mapping_delete(
-                    message_id=message_id,
-                    expected_version=form.cleaned_data["version"],
-                    user=request.user,
-                ),
-                also={ConcurrentUpdate: str},
+        deleted = _versioned_write(
+            form,
+            lambda data: services.mapping_delete(
+                message_id=message_id, expected_version=data["version"], user=request.user
+            ),
+        )
+        if isinstance(deleted, Refusal):
+            if not isinstance(deleted.error, ConcurrentUpdate):
+                raise deleted.error  # as before: only a conflict is this page's to show
+            conflict = deleted.error  # confirming again deletes what is stored now
+            if conflict.current is not None:
+                form = MappingDeleteForm(initial={"version": conflict.current.version})
+        elif deleted is not None:
+            messages.success(
+                request, f"Deleted the mapping {message_id}." + _pickup_note(deleted=True)
             )
-            if isinstance(deleted, Refusal):
-                if not isinstance(deleted.error, ConcurrentUpdate):
-                    raise deleted.error  # as before: only a conflict is this page's to show
-                conflict = deleted.error  # confirming again deletes what is stored now
-                if conflict.current is not None:
-                    form = MappingDeleteForm(initial={"version": conflict.current.version})
-            else:
-                messages.success(
-                    request, f"Deleted the mapping {message_id}." + _pickup_note(deleted=True)
-                )
-                changelist = reverse("admin:templates_admin_templatemappingpage_changelist")
-                return HttpResponseRedirect(changelist)
+            changelist = reverse("admin:templates_admin_templatemappingpage_changelist")
+            return HttpResponseRedirect(changelist)
     else:
         form = MappingDeleteForm(initial={"version": mapping.version})
     context = {

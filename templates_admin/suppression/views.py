@@ -15,7 +15,7 @@ from django.utils.http import urlencode
 
 from emailops.aws.suppression import Suppression
 from templates_admin import roles
-from templates_admin.console import Area, Refusal, attempt, console_view
+from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
 from templates_admin.display import local_text, utc_text
 from templates_admin.models import SuppressionListPage
 from templates_admin.suppression import selectors
@@ -115,25 +115,25 @@ def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     error = ""
     if request.method == "POST":
         form = SuppressionRemoveForm(request.POST, complaint=complaint)
-        if form.is_valid():
-            removed = attempt(
-                lambda: suppression_remove(
-                    address=found.address,
-                    reason=form.cleaned_data["reason"],
-                    user=request.user,
-                    recipient_asked=form.cleaned_data.get("recipient_asked", False),
-                ),
-                unavailable="The suppression list could not be changed",
-            )
-            if isinstance(removed, Refusal):
-                error = removed.text
-            else:
-                messages.success(
-                    request,
-                    f"Removed {found.address} from the suppression list: emails to it will be "
-                    "sent again.",
-                )
-                return redirect(detail_url)
+        outcome = confirmed_action(
+            request,
+            form,
+            lambda data: suppression_remove(
+                address=found.address,
+                reason=data["reason"],
+                user=request.user,
+                recipient_asked=data.get("recipient_asked", False),
+            ),
+            unavailable="The suppression list could not be changed",
+            done=lambda _: (
+                f"Removed {found.address} from the suppression list: emails to it will be "
+                "sent again."
+            ),
+            then=detail_url,
+        )
+        if isinstance(outcome, HttpResponse):
+            return outcome
+        error = outcome
     else:
         form = SuppressionRemoveForm(complaint=complaint)
     return AREA.page(

@@ -44,6 +44,40 @@ def test_add_counts_every_scope_and_read_queries_a_range(aws):
     assert int(item["ExpiresAt"]["N"]) == 1_796_119_200 + 400 * 86400  # the hour + 400 days
 
 
+class PagedQueries:
+    """A client whose Query answers one item per page, as DynamoDB does past 1 MB."""
+
+    def __init__(self, items: list[dict]) -> None:
+        self.items = items
+        self.calls: list[dict] = []
+
+    def query(self, **kwargs):
+        self.calls.append(kwargs)
+        at = int(kwargs.get("ExclusiveStartKey", {}).get("At", {}).get("N", "0"))
+        page = {"Items": self.items[at : at + 1]}
+        if at + 1 < len(self.items):
+            page["LastEvaluatedKey"] = {"At": {"N": str(at + 1)}}
+        return page
+
+
+def test_read_and_scopes_follow_every_page_of_the_query():
+    hours = [
+        {"Scope": {"S": "account"}, "Hour": {"S": f"2026-12-01T1{h}"}, "sent": {"N": "1"}}
+        for h in range(3)
+    ]
+    client = PagedQueries(hours)
+    stats = DynamoStats(client, "email-stats")
+
+    read = stats.read(scope="account", since_hour="2026-12-01T00", until_hour="2026-12-01T23")
+
+    assert [c.hour for c in read] == ["2026-12-01T10", "2026-12-01T11", "2026-12-01T12"]
+    client.items = [{"Scopes": {"SS": ["message#a"]}}, {"Scopes": {"SS": ["org#7", "message#b"]}}]
+    client.calls.clear()
+    found = stats.scopes(since_hour="2026-12-01T00", until_hour="2026-12-01T23")
+    assert found == {"message#a", "message#b", "org#7"}
+    assert [c.get("ProjectionExpression") for c in client.calls] == ["Scopes", "Scopes"]
+
+
 # --- buffered: one ADD per (scope, hour), and a failed write loses nothing -----------------------
 
 

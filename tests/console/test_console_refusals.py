@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import pytest
+from django import forms
+from django.contrib.messages.storage.cookie import CookieStorage
 from django.core.exceptions import ValidationError
+from django.http import HttpResponseRedirect
+from django.test import RequestFactory
 
 from emailops.core.errors import ConcurrentUpdate, TransientError
-from templates_admin.console import Refusal, attempt
+from templates_admin.console import Refusal, attempt, confirmed_action
 
 
 class Stale(ValueError):
@@ -58,3 +62,62 @@ def test_the_view_s_own_exceptions_come_first_with_their_words():
 def test_anything_else_is_a_bug_and_is_raised():
     with pytest.raises(KeyError):
         attempt(failing(KeyError("x")), unavailable="Not done", also={Stale: str})
+
+
+# --- confirmed_action: a confirmation page's POST ----------------------------------------------
+
+
+class ReasonForm(forms.Form):
+    reason = forms.CharField()
+
+
+def posted(data: dict):
+    request = RequestFactory().post("/confirm", data)
+    request._messages = CookieStorage(request)
+    return request, ReasonForm(data)
+
+
+def test_a_confirmed_action_runs_with_the_form_s_data_then_flashes_and_redirects():
+    request, form = posted({"reason": "asked"})
+    done = []
+
+    outcome = confirmed_action(
+        request,
+        form,
+        lambda data: done.append(data["reason"]) or "q-1",
+        unavailable="Not queued",
+        done=lambda result: f"Queued as {result}.",
+        then="/detail",
+    )
+
+    assert done == ["asked"]
+    assert isinstance(outcome, HttpResponseRedirect) and outcome.url == "/detail"
+    assert [m.message for m in request._messages] == ["Queued as q-1."]
+
+
+def test_a_confirmed_action_with_form_errors_does_not_run_and_has_no_words_of_its_own():
+    request, form = posted({"reason": ""})
+    ran = []
+
+    outcome = confirmed_action(
+        request, form, ran.append, unavailable="Not queued", done=str, then="/detail"
+    )
+
+    assert (outcome, ran) == ("", [])
+    assert form.errors["reason"]
+
+
+def test_a_refused_confirmed_action_is_the_refusal_s_words_and_flashes_nothing():
+    request, form = posted({"reason": "asked"})
+
+    outcome = confirmed_action(
+        request,
+        form,
+        lambda data: failing(TransientError("SendMessage", key="q", reason="throttled"))(),
+        unavailable="Not queued",
+        done=str,
+        then="/detail",
+    )
+
+    assert outcome == "Not queued: SendMessage [q]: throttled"
+    assert list(request._messages) == []

@@ -217,8 +217,11 @@ def test_a_failed_dynamodb_write_leaves_no_audit_entry(samples, owner, monkeypat
 def test_delete_removes_the_row_and_audits_what_it_was(samples, owner):
     current = stored(ACCEPTED)
 
-    services.mapping_delete(message_id=ACCEPTED, expected_version=current.version, user=owner)
+    deleted = services.mapping_delete(
+        message_id=ACCEPTED, expected_version=current.version, user=owner
+    )
 
+    assert deleted == current  # the page's "deleted" step tells it from a form with errors
     assert stored(ACCEPTED) is None
     change = MappingChange.objects.get()
     assert change.action == MappingChange.Action.DELETE
