@@ -135,3 +135,13 @@ def test_the_web_process_refuses_a_malformed_setting_at_start_up():
     assert result.returncode != 0
     assert "ImproperlyConfigured: SES_MAX_SEND_RATE must be emails per second" in result.stderr
     assert run("-c", "import emailops.wsgi", DJANGO_DEBUG="true").returncode == 0
+
+
+def test_manage_py_check_refuses_a_malformed_setting():
+    """The sections are a system check too: every command (consume_emails, celery's beat through
+    its schedule, bootstrap_aws) and ``manage.py check`` refuse the value, naming it."""
+    result = run("manage.py", "check", DJANGO_DEBUG="true", OPS_TEMPLATE_CHECK_HOUR="24")
+    assert result.returncode != 0
+    assert "(emailops.E001) OPS_TEMPLATE_CHECK_HOUR must be an hour of the day" in result.stderr
+    result = run("manage.py", "check", DJANGO_DEBUG="true", REPUTATION_SLOW_SHARE="2")
+    assert "(emailops.E001) REPUTATION_SLOW_SHARE must be a share" in result.stderr
