@@ -6,8 +6,8 @@ For the account and each organization over the window:
   ``reputation`` OpsReading) and an alert to ``ALERT_WEBHOOK_URL`` when a warning is new;
 - **act**: an automatic pause of ``bulk`` and a slowdown of ``normal`` mail, account-wide or for
   that organization; lifted again once the rates are back under the act line. A pause a person
-  set is never lifted here, and one a person lifted is not set again for
-  an hour (RESUME_HOLD_SECONDS).
+  set is never lifted here, and one a person lifted is not set again for an hour
+  (``services.RESUME_HOLD_SECONDS``).
 """
 
 from __future__ import annotations
