@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.signals import setting_changed
 
 from emailops import pipeline_build
-from emailops.aws.clients import aws_client, lease_client, reset_clients
+from emailops.aws.clients import aws_client, lease_client, reset_clients, size_connection_pools
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
     from emailops.core.pipeline import EmailPipeline
     from emailops.redis.token_rate import TokenRateLimiter
 
-__all__ = ["Container", "current", "reset"]
+__all__ = ["Container", "current", "install", "reset", "with_connections"]
 
 # The guard's pauses are re-read by each consumer this often (was REPUTATION_REFRESH_SECONDS).
 REPUTATION_REFRESH_SECONDS = 5.0
@@ -356,6 +356,14 @@ def reset() -> None:
     pools; tests between AWS stacks)."""
     install(None)
     reset_clients()
+
+
+def with_connections(connections: int) -> Container:
+    """A new container whose AWS clients pool ``connections`` connections each (a consumer: one
+    per thread that may call AWS at once), made the process's."""
+    size_connection_pools(connections)
+    reset()
+    return current()
 
 
 def _forget_on_setting_change(**_: Any) -> None:
