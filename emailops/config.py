@@ -10,7 +10,7 @@ console starts without the consumer's queue and the consumer fails at start-up w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
 from pathlib import Path
@@ -32,10 +32,12 @@ __all__ = [
     "proxy_ssl_header",
     "require",
     "setting",
+    "setting_name",
     "strong_secret_key",
 ]
 
 S = TypeVar("S")
+_COMPUTED = ("from_address", "reply_to")  # SendingConfig's, from EMAIL_SENDER and its fallbacks
 
 
 def require(name: str, value: str) -> str:
@@ -52,15 +54,20 @@ def setting(name: str = "", parse: Callable[[Any], Any] | None = None) -> Any:
     return field(metadata={"setting": name, "parse": parse})
 
 
+def setting_name(section: type, item: Field) -> str:
+    """The setting a section's field reads; empty for one computed from several (the sender)."""
+    if item.name in _COMPUTED:
+        return ""
+    return item.metadata.get("setting") or getattr(section, "PREFIX", "") + item.name.upper()
+
+
 def _read(section: type[S], settings: Any, **computed: Any) -> S:
     values = dict(computed)
-    prefix = getattr(section, "PREFIX", "")
     for item in fields(section):  # type: ignore[arg-type]
         if item.name in values:
             continue
-        name = item.metadata.get("setting") or prefix + item.name.upper()
         parse = item.metadata.get("parse")
-        value = getattr(settings, name)
+        value = getattr(settings, setting_name(section, item))
         values[item.name] = parse(value) if parse else value
     return section(**values)
 
@@ -186,6 +193,16 @@ class Config:
     ops: OpsConfig
     console: ConsoleConfig
     api: ApiConfig
+
+    SECTIONS: ClassVar[tuple[type, ...]] = (
+        AwsConfig,
+        SendingConfig,
+        EventsConfig,
+        ReputationConfig,
+        OpsConfig,
+        ConsoleConfig,
+        ApiConfig,
+    )
 
     @classmethod
     def from_settings(cls, settings: Any = None) -> Config:

@@ -58,6 +58,23 @@ def test_the_beat_schedule_follows_the_ops_section(settings):
     assert schedule["reputation"]["schedule"] == REPUTATION_CHECK_SECONDS == 300.0
 
 
+def test_every_field_reads_a_variable_of_env_example():
+    """A field's setting is its section's PREFIX and its name, or the one it names: a renamed
+    field or variable fails here rather than at a process's start-up."""
+    from dataclasses import fields
+
+    from emailops import config
+
+    example = (ROOT / ".env.example").read_text()
+    read = [
+        config.setting_name(section, item)
+        for section in config.Config.SECTIONS
+        for item in fields(section)
+    ]
+    missing = [n for n in read if n and not re.search(rf"^(# ?)?{n}=", example, re.M)]
+    assert missing == [] and len(read) > 50
+
+
 @pytest.mark.parametrize("hour", [-1, 24])
 def test_an_hour_that_is_not_one_is_refused(settings, hour):
     settings.OPS_TEMPLATE_CHECK_HOUR = hour
