@@ -14,10 +14,12 @@ from dataclasses import Field, dataclass, field, fields
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from django.core import checks
 from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from django.core.checks import CheckMessage
 
 __all__ = [
     "ApiConfig",
@@ -245,9 +247,11 @@ class Config:
             )
 
 
-def check_settings(**_: Any) -> list[checks.CheckMessage]:
+def check_settings(**_: Any) -> list[CheckMessage]:
     """The sections as a Django system check (registered by the worker app), so ``manage.py
     check`` and every management command refuse a malformed value before they start."""
+    from django.core import checks  # here: emailops.settings imports this module
+
     try:
         Config.from_settings()
     except ImproperlyConfigured as exc:
