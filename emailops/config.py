@@ -249,7 +249,8 @@ class Config:
 
 def check_settings(**_: Any) -> list[CheckMessage]:
     """The sections as a Django system check (registered by the worker app), so ``manage.py
-    check`` and every management command refuse a malformed value before they start."""
+    check`` and the commands that run checks refuse a malformed value before they start (the
+    consumers, which skip them, refuse it as they build their container)."""
     from django.core import checks  # here: emailops.settings imports this module
 
     try:

@@ -138,8 +138,9 @@ def test_the_web_process_refuses_a_malformed_setting_at_start_up():
 
 
 def test_manage_py_check_refuses_a_malformed_setting():
-    """The sections are a system check too: every command (consume_emails, celery's beat through
-    its schedule, bootstrap_aws) and ``manage.py check`` refuse the value, naming it."""
+    """The sections are a system check too: ``manage.py check`` (and migrate, bootstrap_aws…)
+    refuses the value, naming it. The consumers skip system checks for a fast start and refuse it
+    when they build their container; the web process at import (above)."""
     result = run("manage.py", "check", DJANGO_DEBUG="true", OPS_TEMPLATE_CHECK_HOUR="24")
     assert result.returncode != 0
     assert "(emailops.E001) OPS_TEMPLATE_CHECK_HOUR must be an hour of the day" in result.stderr
