@@ -11,11 +11,17 @@ import os
 from celery import Celery
 from celery.schedules import crontab
 
+from emailops.config import Config
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "emailops.settings")
 
 app = Celery("emailops")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["worker"])
+
+# A malformed setting stops `celery -A emailops worker|beat` here, naming it: raised in the beat
+# schedule's signal handler below it would only be logged, and beat would run without a schedule.
+Config.from_settings()
 
 
 # The guard judges the rates this often (was REPUTATION_CHECK_SECONDS).
