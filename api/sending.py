@@ -16,8 +16,6 @@ import time
 import uuid
 from dataclasses import dataclass, replace
 
-from django.conf import settings
-
 from emailops import container
 from emailops.core.contract import EmailRequest, parse_complete_request
 from emailops.core.dedupe import dedupe_key
@@ -79,7 +77,7 @@ def send_request_parse(*, body: str | bytes, namespace: str) -> ParsedSend:
     if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it
         body = body.decode(json.detect_encoding(body))
     parsed = ParsedSend(request=request, body=body)
-    limit = settings.API_MAX_RECIPIENTS
+    limit = container.current().config.api.max_recipients
     if parsed.emails > limit:
         raise InvalidRequest(
             "parse request",
@@ -98,7 +96,7 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
     rows' dedupe keys make a retry safe).
     """
     request = parsed.request
-    lease = settings.CLAIM_LEASE_SECONDS or DEFAULT_LEASE_SECONDS
+    lease = container.current().config.sending.claim_lease_seconds or DEFAULT_LEASE_SECONDS
     pipeline = container.current().build_pipeline(lease_seconds=lease)
     outcome = pipeline.process(
         parsed.body, record_id=f"api:{uuid.uuid4()}", namespace=request.namespace
@@ -132,5 +130,5 @@ def _retry_after(outcome: RecordOutcome, *, now: float) -> int:
     if outcome.action is Action.WAIT:
         return max(1, outcome.wait_until - int(now))
     if outcome.action is Action.RETRY:
-        return max(1, settings.RETRY_BACKOFF_BASE_SECONDS)
+        return max(1, container.current().config.sending.retry_backoff_base_seconds)
     return 0

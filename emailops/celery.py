@@ -11,33 +11,44 @@ import os
 from celery import Celery
 from celery.schedules import crontab
 
+from emailops.config import Config
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "emailops.settings")
 
 app = Celery("emailops")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks(["worker"])
 
+# A malformed setting stops `celery -A emailops worker|beat` here, naming it: raised in the beat
+# schedule's signal handler below it would only be logged, and beat would run without a schedule.
+Config.from_settings()
+
+
+# The guard judges the rates this often (was REPUTATION_CHECK_SECONDS).
+REPUTATION_CHECK_SECONDS = 300.0
+
 
 @app.on_after_configure.connect
 def _beat_schedule(sender: Celery, **kwargs) -> None:
-    from django.conf import settings
+    from emailops import container
 
+    ops = container.current().config.ops
     sender.conf.beat_schedule = {
         "dead-letter-depth": {
             "task": "worker.check_dead_letter_depth",
-            "schedule": float(settings.OPS_DLQ_CHECK_SECONDS),
+            "schedule": float(ops.dlq_check_seconds),
         },
         "stuck-claims": {
             "task": "worker.find_stuck_claims",
-            "schedule": float(settings.OPS_STUCK_CLAIMS_SECONDS),
+            "schedule": float(ops.stuck_claims_seconds),
         },
         "daily-template-check": {
             "task": "worker.check_templates_daily",
-            "schedule": crontab(hour=settings.OPS_TEMPLATE_CHECK_HOUR, minute=0),
+            "schedule": crontab(hour=ops.template_check_hour, minute=0),
         },
         "reputation": {
             "task": "worker.evaluate_reputation",
-            "schedule": float(settings.REPUTATION_CHECK_SECONDS),
+            "schedule": REPUTATION_CHECK_SECONDS,
         },
         # AUDIT_RETENTION_DAYS: the audit trails keep this long, no longer.
         "audit-retention": {

@@ -10,12 +10,16 @@ console starts without the consumer's queue and the consumer fails at start-up w
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field, fields
+from dataclasses import Field, dataclass, field, fields
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
-from typing import Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
+
+if TYPE_CHECKING:
+    from django.core.checks import CheckMessage
 
 __all__ = [
     "ApiConfig",
@@ -23,13 +27,19 @@ __all__ = [
     "Config",
     "ConsoleConfig",
     "EventsConfig",
+    "OpsConfig",
     "ReputationConfig",
     "SendingConfig",
+    "check_settings",
+    "proxy_ssl_header",
     "require",
     "setting",
+    "setting_name",
+    "strong_secret_key",
 ]
 
 S = TypeVar("S")
+_COMPUTED = ("from_address", "reply_to")  # SendingConfig's, from EMAIL_SENDER and its fallbacks
 
 
 def require(name: str, value: str) -> str:
@@ -39,10 +49,18 @@ def require(name: str, value: str) -> str:
     return value
 
 
-def setting(name: str, parse: Callable[[Any], Any] | None = None) -> Any:
-    """A section's field read from the Django setting ``name`` (itself the environment variable's
-    name), through ``parse`` (which checks it) when given."""
+def setting(name: str = "", parse: Callable[[Any], Any] | None = None) -> Any:
+    """A field read from the Django setting ``name`` (itself the environment variable's name),
+    through ``parse`` (which checks it) when given. A plain field needs neither: its setting is
+    the section's ``PREFIX`` and the field's name in capitals."""
     return field(metadata={"setting": name, "parse": parse})
+
+
+def setting_name(section: type, item: Field) -> str:
+    """The setting a section's field reads; empty for one computed from several (the sender)."""
+    if item.name in _COMPUTED:
+        return ""
+    return item.metadata.get("setting") or getattr(section, "PREFIX", "") + item.name.upper()
 
 
 def _read(section: type[S], settings: Any, **computed: Any) -> S:
@@ -50,8 +68,8 @@ def _read(section: type[S], settings: Any, **computed: Any) -> S:
     for item in fields(section):  # type: ignore[arg-type]
         if item.name in values:
             continue
-        value = getattr(settings, item.metadata["setting"])
-        parse = item.metadata["parse"]
+        parse = item.metadata.get("parse")
+        value = getattr(settings, setting_name(section, item))
         values[item.name] = parse(value) if parse else value
     return section(**values)
 
@@ -62,36 +80,39 @@ class AwsConfig:
 
     region: str = setting("AWS_REGION")
     s3_addressing_style: str = setting("AWS_S3_ADDRESSING_STYLE")
-    templates_table: str = setting("TEMPLATES_TABLE")
-    journal_table: str = setting("JOURNAL_TABLE")
-    suppression_table: str = setting("SUPPRESSION_TABLE")
-    s3_bucket: str = setting("S3_BUCKET")
     queue_url: str = setting("EMAIL_SERVICE_QUEUE_URL")
+    templates_table: str
+    journal_table: str
+    suppression_table: str
+    s3_bucket: str
 
 
 @dataclass(frozen=True)
 class SendingConfig:
-    """The pipeline: sender, claims, retries, caches, the shared send rate, suppressions."""
+    """The pipeline and the email consumer: sender, claims, retries, caches, the shared send
+    rate, suppressions."""
 
     from_address: str  # empty: neither EMAIL_SENDER nor PENNSIEVE_DOMAIN is set
     reply_to: tuple[str, ...]
-    journal_ttl_days: int = setting("JOURNAL_TTL_DAYS")
-    retry_max_seconds: int = setting("RETRY_MAX_SECONDS")
-    retry_backoff_base_seconds: int = setting("RETRY_BACKOFF_BASE_SECONDS")
-    retry_backoff_cap_seconds: int = setting("RETRY_BACKOFF_CAP_SECONDS")
-    claim_lease_seconds: int = setting("CLAIM_LEASE_SECONDS")
-    claim_send_margin_seconds: int = setting("CLAIM_SEND_MARGIN_SECONDS")
-    template_cache_seconds: int = setting("TEMPLATE_CACHE_SECONDS")
+    journal_ttl_days: int
+    retry_max_seconds: int
+    retry_backoff_base_seconds: int
+    retry_backoff_cap_seconds: int
+    claim_lease_seconds: int  # 0: the queue's visibility timeout
+    claim_send_margin_seconds: int
+    template_cache_seconds: int
+    consumer_concurrency: int
+    consumer_metrics_port: int
+    redis_url: str
+    suppression_index_key: str = setting("SUPPRESSION_INDEX_REDIS_KEY")
     # None: SES's MaxSendRate; 0: no limit
     max_send_rate: float | None = setting("SES_MAX_SEND_RATE", lambda v: _send_rate(v))
     quota_pause_seconds: int = setting("SES_QUOTA_PAUSE_SECONDS")
-    redis_url: str = setting("REDIS_URL")
     rate_redis_key: str = setting("SES_RATE_REDIS_KEY")
     rate_fallback_consumers: int = setting("SES_RATE_FALLBACK_CONSUMERS")
     configuration_set: str = setting("SES_CONFIGURATION_SET")
     simulate_events: bool = setting("SES_SIMULATE_EVENTS")
     account_suppression_sync: bool = setting("SES_ACCOUNT_SUPPRESSION_SYNC")
-    suppression_index_key: str = setting("SUPPRESSION_INDEX_REDIS_KEY")
 
     def addresses(self) -> tuple[str, tuple[str, ...]]:
         """(From, Reply-To); refused when there is no sender at all."""
@@ -106,35 +127,62 @@ class SendingConfig:
 class EventsConfig:
     """SES delivery events: the queue consume_ses_events reads and how it trusts a message."""
 
-    queue_url: str = setting("SES_EVENTS_QUEUE_URL")
-    unmatched_table: str = setting("SES_EVENTS_UNMATCHED_TABLE")
-    topic_name: str = setting("SES_EVENTS_TOPIC_NAME")
-    topic_arns: tuple[str, ...] = setting("SES_EVENTS_TOPIC_ARNS", tuple)
-    verify_signatures: bool = setting("SES_EVENTS_VERIFY_SIGNATURES")
-    raw_delivery: bool = setting("SES_EVENTS_RAW_DELIVERY")
+    PREFIX: ClassVar[str] = "SES_EVENTS_"
+    queue_url: str
+    unmatched_table: str
+    topic_name: str
+    topic_arns: tuple[str, ...] = setting(parse=tuple)
+    verify_signatures: bool
+    raw_delivery: bool
+    concurrency: int
 
 
 @dataclass(frozen=True)
 class ReputationConfig:
-    """Counters and the guard."""
+    """Counters, the rates and the guard (docs/reputation.md)."""
 
+    PREFIX: ClassVar[str] = "REPUTATION_"
     stats_table: str = setting("STATS_TABLE")  # empty: nothing is counted
     stats_flush_seconds: float = setting("STATS_FLUSH_SECONDS")
-    slow_share: float = setting("REPUTATION_SLOW_SHARE", lambda v: _share(v))
-    pause_wait_seconds: int = setting("REPUTATION_PAUSE_WAIT_SECONDS")
+    alert_webhook_url: str = setting("ALERT_WEBHOOK_URL")  # empty: no alert is posted
+    window_hours: int
+    min_volume: int
+    warn_bounce_percent: float
+    warn_complaint_percent: float
+    act_bounce_percent: float
+    act_complaint_percent: float
+    slow_share: float = setting(parse=lambda v: _share(v))
+    pause_wait_seconds: int
+
+
+@dataclass(frozen=True)
+class OpsConfig:
+    """The periodic checks and the console's operations pages."""
+
+    PREFIX: ClassVar[str] = "OPS_"
+    dlq_check_seconds: int
+    stuck_claims_seconds: int
+    scan_max_items: int  # items one journal Scan may read
+    template_check_hour: int = setting(parse=lambda v: _hour(v))
+    dashboard_days: int
+    audit_retention_days: int = setting("AUDIT_RETENTION_DAYS")  # 0: kept
 
 
 @dataclass(frozen=True)
 class ConsoleConfig:
-    """The console's reads of the journal."""
+    """The console's reads of the journal and of the template manifest."""
 
     # epoch seconds when the Go consumer stopped writing
     go_cutover: int | None = setting("JOURNAL_GO_CUTOVER", lambda v: _go_cutover(v))
+    # lowercased; a context key containing one has its value masked
+    sensitive_keys: tuple[str, ...] = setting("JOURNAL_SENSITIVE_KEYS", lambda v: _keys(v))
+    template_variables_path: Path
 
 
 @dataclass(frozen=True)
 class ApiConfig:
-    max_recipients: int = setting("API_MAX_RECIPIENTS")
+    PREFIX: ClassVar[str] = "API_"
+    max_recipients: int
     redis_url: str = setting("REDIS_URL")
 
 
@@ -144,8 +192,19 @@ class Config:
     sending: SendingConfig
     events: EventsConfig
     reputation: ReputationConfig
+    ops: OpsConfig
     console: ConsoleConfig
     api: ApiConfig
+
+    SECTIONS: ClassVar[tuple[type, ...]] = (
+        AwsConfig,
+        SendingConfig,
+        EventsConfig,
+        ReputationConfig,
+        OpsConfig,
+        ConsoleConfig,
+        ApiConfig,
+    )
 
     @classmethod
     def from_settings(cls, settings: Any = None) -> Config:
@@ -160,6 +219,7 @@ class Config:
             sending=_read(SendingConfig, settings, from_address=from_address, reply_to=reply_to),
             events=_read(EventsConfig, settings),
             reputation=_read(ReputationConfig, settings),
+            ops=_read(OpsConfig, settings),
             console=_read(ConsoleConfig, settings),
             api=_read(ApiConfig, settings),
         )
@@ -186,11 +246,18 @@ class Config:
                 "the events topic's ARN (bootstrap_aws prints it)"
             )
 
-    def require(self, name: str) -> str:
-        """The setting ``name`` (as Django's settings spell it), refused when empty."""
-        from django.conf import settings
 
-        return require(name, getattr(settings, name, ""))
+def check_settings(**_: Any) -> list[CheckMessage]:
+    """The sections as a Django system check (registered by the worker app), so ``manage.py
+    check`` and the commands that run checks refuse a malformed value before they start (the
+    consumers, which skip them, refuse it as they build their container)."""
+    from django.core import checks  # here: emailops.settings imports this module
+
+    try:
+        Config.from_settings()
+    except ImproperlyConfigured as exc:
+        return [checks.Error(str(exc), id="emailops.E001")]
+    return []
 
 
 def _sender(sender: str, reply_to: str, domain: str) -> tuple[str, tuple[str, ...]]:
@@ -239,3 +306,51 @@ def _go_cutover(value: str) -> int | None:
             "JOURNAL_GO_CUTOVER must be an ISO date or time, e.g. 2026-12-01T09:00:00Z"
         ) from None
     return int((moment if moment.tzinfo else moment.replace(tzinfo=UTC)).timestamp())
+
+
+def _hour(hour: int) -> int:
+    if not 0 <= hour <= 23:
+        raise ImproperlyConfigured(
+            "OPS_TEMPLATE_CHECK_HOUR must be an hour of the day, 0 to 23 (UTC)"
+        )
+    return hour
+
+
+def _keys(keys: list[str]) -> tuple[str, ...]:
+    return tuple(key.strip().lower() for key in keys if key.strip())
+
+
+# --- Django's own settings, checked as emailops.settings reads them (before Django loads) -------
+
+DEV_SECRET_KEY = "insecure-dev-key-change-me"
+
+
+def strong_secret_key(key: str, *, debug: bool) -> str:
+    """With DEBUG off the key signs sessions and password resets: refuse to start on a weak one.
+    The bar is Django's own (security.W009): 50 characters, 5 distinct, not a generated dev key."""
+    if debug:
+        return key or DEV_SECRET_KEY
+    if (
+        len(key) < 50
+        or len(set(key)) < 5
+        or key == DEV_SECRET_KEY
+        or key.startswith("django-insecure-")
+    ):
+        raise ImproperlyConfigured(
+            "DJANGO_SECRET_KEY must be set to a strong secret when DJANGO_DEBUG is off "
+            "(at least 50 characters, at least 5 distinct, not the development default). "
+            "Generate one: python -c 'import secrets; print(secrets.token_urlsafe(64))'. "
+            "On a development machine set DJANGO_DEBUG=true instead."
+        )
+    return key
+
+
+def proxy_ssl_header(parts: list[str]) -> tuple[str, str] | None:
+    """DJANGO_SECURE_PROXY_SSL_HEADER as Django wants it; empty: none."""
+    if not parts:
+        return None
+    if len(parts) != 2:
+        raise ImproperlyConfigured(
+            "DJANGO_SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
+        )
+    return parts[0], parts[1]

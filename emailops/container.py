@@ -12,14 +12,14 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 from django.core.signals import setting_changed
 
-from emailops.aws.clients import aws_client, lease_client, reset_clients
+from emailops import pipeline_build
+from emailops.aws.clients import aws_client, lease_client, reset_clients, size_connection_pools
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.s3 import S3TemplateStore
@@ -28,15 +28,12 @@ from emailops.aws.sqs import SqsQueue
 from emailops.aws.stats import BufferedStats, DynamoStats
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.config import Config, require
-from emailops.core.compose import Composer
 from emailops.core.events import EventLog
 from emailops.core.local_bucket import LocalBucketStore
-from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ports import JournalReader
 from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.suppression_index import IndexedSuppressionList
-from emailops.core.template_cache import CachedMappingStore, CachedTemplateStore
 from emailops.redis.rate import RedisBucketStore
 from emailops.redis.reputation import ReputationGate, ReputationState
 from emailops.redis.suppression import RedisSuppressionIndex
@@ -50,10 +47,12 @@ if TYPE_CHECKING:
     from emailops.aws.ses_account import SesAccountView
     from emailops.aws.ses_simulator import SimulatingSender
     from emailops.aws.sns_verify import SnsVerifier
+    from emailops.core.compose import Composer
     from emailops.core.delivery_handler import DeliveryEventHandler
+    from emailops.core.pipeline import EmailPipeline
     from emailops.redis.token_rate import TokenRateLimiter
 
-__all__ = ["Container", "current", "reset"]
+__all__ = ["Container", "current", "install", "reset", "with_connections"]
 
 # The guard's pauses are re-read by each consumer this often (was REPUTATION_REFRESH_SECONDS).
 REPUTATION_REFRESH_SECONDS = 5.0
@@ -65,9 +64,6 @@ class Container:
 
     def __init__(self, config: Config) -> None:
         self.config = config
-
-    def require(self, name: str) -> str:
-        return self.config.require(name)
 
     @property
     def sender_addresses(self) -> tuple[str, tuple[str, ...]]:
@@ -321,52 +317,14 @@ class Container:
     # --- the pipeline ----------------------------------------------------------------------------
 
     def composer(self, *, cache_seconds: float = 0) -> Composer:
-        """Mapping + template + renderer; the consumer caches mappings and templates, the console
-        never does (an edit there must show at once)."""
-        mappings, templates = self.mapping_store, self.template_store
-        if cache_seconds > 0:
-            mappings = CachedMappingStore(mappings, seconds=cache_seconds, lock=threading.Lock())
-            templates = CachedTemplateStore(templates, seconds=cache_seconds, lock=threading.Lock())
-        return Composer(mappings=mappings, templates=templates, renderer=self.renderer)
+        """Mapping + template + renderer, cached for ``cache_seconds`` (the consumer's) or not."""
+        return pipeline_build.build_composer(self, cache_seconds=cache_seconds)
 
     def build_pipeline(self, *, lease_seconds: int, recipient_threads: int = 0) -> EmailPipeline:
         """claim → send → mark: the one pipeline of the consumer and the API."""
-        sending = self.config.sending
-        from_address, reply_to = sending.addresses()
-        extra = {}
-        if recipient_threads > 1:
-            pool = ThreadPoolExecutor(recipient_threads, thread_name_prefix="recipient")
-            extra["fan_out"] = _parallel(pool)
-        return EmailPipeline(
-            composer=self.composer(cache_seconds=sending.template_cache_seconds),
-            journal=self.journal,
-            sender=self.sender,
-            suppressions=self.suppression_list,
-            rate_limiter=self.send_rate_limiter,
-            stats=self.stats,
-            gate=self.reputation_gate,
-            slow_limiter=self.slow_rate_limiter,
-            settings=PipelineSettings(
-                from_address=from_address,
-                reply_to=reply_to,
-                lease_seconds=lease_seconds,
-                ttl_days=sending.journal_ttl_days,
-                retry_max_seconds=sending.retry_max_seconds,
-                claim_send_margin_seconds=sending.claim_send_margin_seconds,
-                pause_wait_seconds=self.config.reputation.pause_wait_seconds,
-            ),
-            **extra,
+        return pipeline_build.build_pipeline(
+            self, lease_seconds=lease_seconds, recipient_threads=recipient_threads
         )
-
-
-def _parallel(pool: ThreadPoolExecutor) -> Callable[[Callable, Sequence], list]:
-    """Recipients of one request on their own pool (a record's worker waits for them, so they
-    cannot share its pool); a single recipient stays on the record's thread."""
-
-    def fan_out(fn: Callable, items: Sequence) -> list:
-        return list(pool.map(fn, items)) if len(items) > 1 else [fn(item) for item in items]
-
-    return fan_out
 
 
 # --- the process's container ----------------------------------------------------------------------
@@ -398,6 +356,14 @@ def reset() -> None:
     pools; tests between AWS stacks)."""
     install(None)
     reset_clients()
+
+
+def with_connections(connections: int) -> Container:
+    """A new container whose AWS clients pool ``connections`` connections each (a consumer: one
+    per thread that may call AWS at once), made the process's."""
+    size_connection_pools(connections)
+    reset()
+    return current()
 
 
 def _forget_on_setting_change(**_: Any) -> None:

@@ -7,7 +7,8 @@ from datetime import timedelta
 from pathlib import Path
 
 import environ
-from django.core.exceptions import ImproperlyConfigured
+
+from emailops.config import proxy_ssl_header, strong_secret_key
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -17,29 +18,8 @@ environ.Env.read_env(BASE_DIR / ".env")  # optional; real environment variables 
 # Off unless said otherwise: production is the default. The local stack (devstack) and the test
 # suite (tests/settings.py) turn it on before Django loads, which also allows plain http below.
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
-DEV_SECRET_KEY = "insecure-dev-key-change-me"
-
-
-def _strong_secret_key(key: str) -> str:
-    """With DEBUG off the key signs sessions and password resets: refuse to start on a weak one.
-    The bar is Django's own (security.W009): 50 characters, 5 distinct, not a generated dev key."""
-    if (
-        len(key) < 50
-        or len(set(key)) < 5
-        or key == DEV_SECRET_KEY
-        or key.startswith("django-insecure-")
-    ):
-        raise ImproperlyConfigured(
-            "DJANGO_SECRET_KEY must be set to a strong secret when DJANGO_DEBUG is off "
-            "(at least 50 characters, at least 5 distinct, not the development default). "
-            "Generate one: python -c 'import secrets; print(secrets.token_urlsafe(64))'. "
-            "On a development machine set DJANGO_DEBUG=true instead."
-        )
-    return key
-
-
-SECRET_KEY = env.str("DJANGO_SECRET_KEY", default="")
-SECRET_KEY = (SECRET_KEY or DEV_SECRET_KEY) if DEBUG else _strong_secret_key(SECRET_KEY)
+# Refused at once when weak with DEBUG off (the checks are emailops.config's, like every other).
+SECRET_KEY = strong_secret_key(env.str("DJANGO_SECRET_KEY", default=""), debug=DEBUG)
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -54,19 +34,18 @@ SECURE_HSTS_INCLUDE_SUBDOMAINS = env.bool(
 SECURE_HSTS_PRELOAD = env.bool("DJANGO_SECURE_HSTS_PRELOAD", default=not DEBUG)
 # TLS ends at the load balancer, which says so in X-Forwarded-Proto; without this Django would see
 # http and redirect forever. Empty it when nothing in front sets (and strips) that header.
-_proxy_header = env.list(
-    "DJANGO_SECURE_PROXY_SSL_HEADER",
-    default=[] if DEBUG else ["HTTP_X_FORWARDED_PROTO", "https"],
-)
-if _proxy_header and len(_proxy_header) != 2:
-    raise ImproperlyConfigured(
-        "DJANGO_SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
+SECURE_PROXY_SSL_HEADER = proxy_ssl_header(
+    env.list(
+        "DJANGO_SECURE_PROXY_SSL_HEADER",
+        default=[] if DEBUG else ["HTTP_X_FORWARDED_PROTO", "https"],
     )
-SECURE_PROXY_SSL_HEADER = tuple(_proxy_header) if _proxy_header else None
+)
 # Proxies in front that append the client's address to X-Forwarded-For (the ALB: 1). The login
 # throttle counts failures per client address (emailops.security.client_ip). Default: 1 behind a
 # TLS-terminating proxy (the header above is set), else 0 (REMOTE_ADDR).
-TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=1 if _proxy_header else 0)
+TRUSTED_PROXY_COUNT = env.int(
+    "DJANGO_TRUSTED_PROXY_COUNT", default=1 if SECURE_PROXY_SSL_HEADER else 0
+)
 
 # --- Sessions: signed out after this long without a request (8 hours) --------------------------
 # Every request saves the session, so its expiry slides: an idle timeout, not a fixed lifetime.
@@ -281,12 +260,8 @@ REPUTATION_ACT_BOUNCE_PERCENT = env.float("REPUTATION_ACT_BOUNCE_PERCENT", defau
 REPUTATION_ACT_COMPLAINT_PERCENT = env.float("REPUTATION_ACT_COMPLAINT_PERCENT", default=0.08)
 # Past the act line, normal-priority mail goes at this share of the send rate (bulk waits).
 REPUTATION_SLOW_SHARE = env.float("REPUTATION_SLOW_SHARE", default=0.25)
-# How often beat evaluates the rates and sets or lifts the automatic pauses.
-REPUTATION_CHECK_SECONDS = env.int("REPUTATION_CHECK_SECONDS", default=300)
 # A paused record looks again after this long.
 REPUTATION_PAUSE_WAIT_SECONDS = env.int("REPUTATION_PAUSE_WAIT_SECONDS", default=60)
-# After a pause is lifted by hand, the guard does not set it again automatically for this long.
-REPUTATION_RESUME_HOLD_MINUTES = env.int("REPUTATION_RESUME_HOLD_MINUTES", default=60)
 # Warn alerts are POSTed here as {"text": ...} (a Slack incoming webhook accepts it); empty = none.
 ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
 
@@ -313,11 +288,8 @@ OPS_STUCK_CLAIMS_SECONDS = env.int("OPS_STUCK_CLAIMS_SECONDS", default=3600)
 OPS_SCAN_MAX_ITEMS = env.int("OPS_SCAN_MAX_ITEMS", default=20000)
 # Hour (UTC, 0-23) of the daily template check.
 OPS_TEMPLATE_CHECK_HOUR = env.int("OPS_TEMPLATE_CHECK_HOUR", default=3)
-# The console's front page: days of hourly charts, and rows in each "worst" table.
+# The console's front page: days of hourly charts.
 OPS_DASHBOARD_DAYS = env.int("OPS_DASHBOARD_DAYS", default=7)
-OPS_DASHBOARD_TOP = env.int("OPS_DASHBOARD_TOP", default=10)
-# Days of hourly dead-letter depth readings kept for the dashboard's chart.
-OPS_READING_HISTORY_DAYS = env.int("OPS_READING_HISTORY_DAYS", default=35)
 
 # --- Logging: one logfmt line per event ---------------------------------------------------------
 LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")

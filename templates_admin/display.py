@@ -8,14 +8,15 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
+
+from emailops import container
 
 MASK = "••••••"
 
 
 def sensitive_keys() -> tuple[str, ...]:
-    return tuple(k.strip().lower() for k in settings.JOURNAL_SENSITIVE_KEYS if k.strip())
+    return container.current().config.console.sensitive_keys
 
 
 def mask_context(value: Any, sensitive: Iterable[str] | None = None) -> Any:

@@ -12,9 +12,9 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.utils import timezone
 
+from emailops import container
 from emailops.core.events import EventLog
 from templates_admin.models import (
     EmailAction,
@@ -32,7 +32,7 @@ logger = logging.getLogger("templates_admin.retention")
 def audit_prune(*, days: int | None = None, now: datetime | None = None) -> dict[str, int]:
     """Delete audit rows older than ``days`` (AUDIT_RETENTION_DAYS); returns how many, per
     trail. ``days`` 0 or less keeps everything."""
-    days = settings.AUDIT_RETENTION_DAYS if days is None else days
+    days = container.current().config.ops.audit_retention_days if days is None else days
     if days <= 0:
         return {}
     cutoff = (now or timezone.now()) - timedelta(days=days)

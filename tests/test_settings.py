@@ -135,3 +135,25 @@ def test_the_web_process_refuses_a_malformed_setting_at_start_up():
     assert result.returncode != 0
     assert "ImproperlyConfigured: SES_MAX_SEND_RATE must be emails per second" in result.stderr
     assert run("-c", "import emailops.wsgi", DJANGO_DEBUG="true").returncode == 0
+
+
+def test_manage_py_check_refuses_a_malformed_setting():
+    """The sections are a system check too: ``manage.py check`` (and migrate, bootstrap_aws…)
+    refuses the value, naming it. The consumers skip system checks for a fast start and refuse it
+    when they build their container; the web process at import (above)."""
+    result = run("manage.py", "check", DJANGO_DEBUG="true", OPS_TEMPLATE_CHECK_HOUR="24")
+    assert result.returncode != 0
+    # Raised by the system check, or as the URLs import the Celery app: the same words.
+    assert "OPS_TEMPLATE_CHECK_HOUR must be an hour of the day" in result.stderr
+    result = run("manage.py", "check", DJANGO_DEBUG="true", REPUTATION_SLOW_SHARE="2")
+    assert result.returncode != 0
+    assert "REPUTATION_SLOW_SHARE must be a share" in result.stderr
+
+
+def test_celery_refuses_a_malformed_setting_as_it_loads_the_app():
+    """``celery -A emailops worker|beat`` imports emailops.celery first: a bad value stops it
+    there rather than in a signal handler whose error Celery only logs."""
+    result = run("-c", "import emailops.celery", DJANGO_DEBUG="true", OPS_TEMPLATE_CHECK_HOUR="24")
+    assert result.returncode != 0
+    assert "ImproperlyConfigured: OPS_TEMPLATE_CHECK_HOUR must be an hour" in result.stderr
+    assert run("-c", "import emailops.celery", DJANGO_DEBUG="true").returncode == 0

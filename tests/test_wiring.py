@@ -168,3 +168,17 @@ def test_the_consumer_reads_the_send_quota_at_start_up(aws, settings, monkeypatc
     consumer = build_consumer(concurrency=1, allow_no_dead_letter_queue=True)
     assert reads == [1.0]  # moto's sandbox rate, read once
     assert consumer.pipeline.rate_limiter.max_rate() == 1.0 and reads == [1.0]
+
+
+def test_a_consumers_container_pools_a_connection_per_thread(aws):
+    """with_connections: a new container, whose clients pool that many connections each."""
+    from emailops.aws import clients
+
+    before = container.current()
+    try:
+        built = container.with_connections(40)
+        assert built is container.current() is not before
+        assert built.journal.client.meta.config.max_pool_connections == 40
+    finally:
+        clients.size_connection_pools(10)
+        container.reset()

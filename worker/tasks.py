@@ -13,7 +13,6 @@ import threading
 from dataclasses import asdict
 
 from celery import shared_task
-from django.conf import settings
 from django.db import OperationalError
 
 from emailops import container
@@ -27,7 +26,7 @@ from worker.wiring import build_consumer
 @shared_task(name="worker.consume_emails_batch")
 def consume_emails_batch(max_messages: int = 100) -> dict[str, int]:
     """Process up to ``max_messages`` queued requests, then return the consumer's counts."""
-    stats = build_consumer(concurrency=settings.CONSUMER_CONCURRENCY).run(
+    stats = build_consumer(concurrency=container.current().config.sending.consumer_concurrency).run(
         stop=threading.Event(), until_empty=True, max_messages=max_messages, wait_time=0
     )
     return asdict(stats)

@@ -1,6 +1,7 @@
 """Build the consumer from the container (emailops.container): the pipeline, the queue's facts read
 once at start-up, and the consumer's own settings. Here, not in the container, because the
-container sits below the worker (tests/test_architecture.py)."""
+container sits below the worker and may not import ``Consumer`` (tests/test_architecture.py).
+Every adapter is the container's; this module adds only what the consumer reads at start-up."""
 
 from __future__ import annotations
 
@@ -9,7 +10,6 @@ import logging
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops import container
-from emailops.aws.clients import size_connection_pools
 from emailops.core.events import EventLog
 from emailops.core.retry import RetryPolicy
 from worker.consumer import Consumer, ConsumerSettings
@@ -36,9 +36,7 @@ def build_consumer(
     """Check settings, read the queue's visibility timeout and DLQ, and wire everything."""
     container.current().config.check_sending()  # fail fast, before touching AWS
     # One pooled connection per thread that may call AWS at once: workers, recipients, receivers.
-    size_connection_pools(2 * concurrency + 8)
-    container.reset()
-    built = container.current()
+    built = container.with_connections(2 * concurrency + 8)
     sending = built.config.sending
     queue = built.queue
     info = queue.describe()

@@ -17,9 +17,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
-from django.conf import settings
 from django.urls import reverse
 
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from templates_admin.jobs.monitoring import DLQ_DEPTH, HOUR_SEPARATOR
@@ -35,6 +35,8 @@ T = TypeVar("T")
 # paused at the second pair. They are SES's, not ours, so they are not settings.
 SES_REVIEW = {"bounce": 0.05, "complaint": 0.001}
 SES_PAUSE = {"bounce": 0.10, "complaint": 0.005}
+# Rows in each "worst messageIds / organizations" table (was OPS_DASHBOARD_TOP).
+TOP_ROWS = 10
 
 # Outcomes stacked in the sends chart (a complaint is a delivered email that came back later, so
 # it is in the rates chart, not stacked twice).
@@ -194,8 +196,8 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
     """Everything the front page shows: ``charts`` (JSON for the chart script), ``worst_*``
     tables, ``alerts`` (the banner), ``pauses`` and ``slowdowns``, ``ses`` (SES's own view) and ``problems``."""
     now = now or datetime.now(UTC)
-    days = settings.OPS_DASHBOARD_DAYS
-    window = settings.REPUTATION_WINDOW_HOURS
+    days = container.current().config.ops.dashboard_days
+    window = container.current().config.reputation.window_hours
     hours = hour_labels(now=now, hours=days * 24)
     problems: list[str] = []
 
@@ -223,7 +225,7 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
     slowed = _read("slowdowns", problems, reputation.slowdowns, [])
 
     since = (now - timedelta(hours=window)).date().isoformat()
-    top = settings.OPS_DASHBOARD_TOP
+    top = TOP_ROWS
     charts = {
         "hours": hours,
         "sends": {

@@ -15,7 +15,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops import container
@@ -93,7 +92,7 @@ def recent_sends(*, message_id: str, limit: int = DEFAULT_REPLAY_COUNT) -> Recen
             message_id=message_id,
             since=0,
             until=int(time.time()),
-            max_read=settings.OPS_SCAN_MAX_ITEMS,
+            max_read=container.current().config.ops.scan_max_items,
         )
     except (EmailOpsError, ImproperlyConfigured) as exc:
         reason = exc.describe() if isinstance(exc, EmailOpsError) else str(exc)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import AdminSite
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -15,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from emailops import container
 from emailops.core.template_check import organization_of_key
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
@@ -32,7 +32,7 @@ def _url(name: str, **kwargs: Any) -> str:
 
 
 def _pickup_note() -> str:
-    seconds = settings.TEMPLATE_CACHE_SECONDS
+    seconds = container.current().config.sending.template_cache_seconds
     if seconds <= 0:
         return "Consumers use it from their next email."
     return (

@@ -18,7 +18,6 @@ import hashlib
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from emailops import container
@@ -39,11 +38,8 @@ _SEARCH_PAGES = 40  # per recipient, pages of journal_search.MAX_LIMIT rows
 
 def default_rate() -> float:
     """The shared send rate when set (the consumers apply it anyway), else 5 per second."""
-    rate = getattr(settings, "SES_MAX_SEND_RATE", None)
-    try:
-        return float(rate) if rate and float(rate) > 0 else 5.0
-    except (TypeError, ValueError):
-        return 5.0
+    rate = container.current().config.sending.max_send_rate
+    return rate if rate else 5.0
 
 
 def bulk_resend_inputs(
@@ -118,7 +114,7 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[JournalRow], bool]:
         message_id=inputs["message_id"],
         since=inputs["since"],
         until=inputs["until"],
-        max_read=settings.OPS_SCAN_MAX_ITEMS,
+        max_read=container.current().config.ops.scan_max_items,
     )
     return page.rows, page.next_key is not None
 

@@ -3,7 +3,7 @@
 Each stores its last reading in ``OpsReading`` (the console's index banner reads it; the cache is
 per process, the database is shared) and logs an ERROR line when something needs a person.
 The dead-letter depth also keeps one reading per hour (``dlq_depth@YYYY-MM-DDTHH``, the deepest
-seen that hour) for the dashboard's chart, pruned after ``OPS_READING_HISTORY_DAYS``.
+seen that hour) for the dashboard's chart, pruned after ``READING_HISTORY_DAYS`` (35).
 """
 
 from __future__ import annotations
@@ -13,7 +13,6 @@ import time
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from emailops import container
@@ -35,6 +34,9 @@ log = EventLog(logging.getLogger("templates_admin.jobs"))
 DLQ_DEPTH = "dlq_depth"
 STUCK_CLAIMS = "stuck_claims"
 HOUR_SEPARATOR = "@"  # dlq_depth@2026-12-01T14: hour names sort in time order
+# Days of hourly depth readings kept: the dashboard charts at most a month (was
+# OPS_READING_HISTORY_DAYS).
+READING_HISTORY_DAYS = 35
 _LOGGED_ROWS = 20  # per run; the reading keeps the first 50
 
 
@@ -57,7 +59,7 @@ def _store_hourly(name: str, depth: int, *, now: datetime) -> None:
     previous = reading(key)
     deepest = max(depth, int((previous.value or {}).get("depth", 0)) if previous else 0)
     OpsReading.objects.update_or_create(name=key, defaults={"value": {"depth": deepest}, "at": now})
-    cutoff = (now - timedelta(days=settings.OPS_READING_HISTORY_DAYS)).astimezone(UTC)
+    cutoff = (now - timedelta(days=READING_HISTORY_DAYS)).astimezone(UTC)
     OpsReading.objects.filter(
         name__startswith=f"{name}{HOUR_SEPARATOR}",
         name__lt=f"{name}{HOUR_SEPARATOR}{cutoff.strftime('%Y-%m-%dT%H')}",
@@ -88,8 +90,8 @@ def dead_letter_depth_check() -> dict[str, Any]:
 
 def _lease_for_go_rows() -> int:
     """Rows the Go consumer wrote carry no ClaimExpiresAt: their lease was the visibility timeout."""
-    if settings.CLAIM_LEASE_SECONDS:
-        return settings.CLAIM_LEASE_SECONDS
+    if lease := container.current().config.sending.claim_lease_seconds:
+        return lease
     return container.current().queue.describe().visibility_timeout
 
 
@@ -103,7 +105,7 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
         now=now,
         go_lease_seconds=_lease_for_go_rows(),
         start_key=start_key,
-        max_read=settings.OPS_SCAN_MAX_ITEMS,
+        max_read=container.current().config.ops.scan_max_items,
     )
     rows = [
         {

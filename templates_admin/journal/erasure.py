@@ -12,8 +12,6 @@ import hashlib
 import logging
 from dataclasses import asdict, dataclass
 
-from django.conf import settings
-
 from emailops import container
 from emailops.aws.erasure import RecipientRows
 from emailops.core.events import EventLog
@@ -97,9 +95,9 @@ def recipient_erase(*, address: str, actor: str) -> ErasureReport:
     address = _check(address)
     report, rows, events = _report(address, dry_run=False)
     eraser = container.current().recipient_eraser
-    eraser.delete(settings.JOURNAL_TABLE, rows.all)
+    eraser.delete(container.current().config.aws.journal_table, rows.all)
     if events:
-        eraser.delete(settings.SES_EVENTS_UNMATCHED_TABLE, events)
+        eraser.delete(container.current().config.events.unmatched_table, events)
     _api_audits(address).delete()
     # The log keeps who and how much, not the address itself (it would outlive the erasure).
     EventLog(logger).info(

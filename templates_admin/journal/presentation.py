@@ -7,8 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
-
+from emailops import container
 from emailops.aws.journal_codec import (
     CONTEXT_ATTRIBUTE,
     EPOCH_ATTRIBUTES,  # noqa: F401  (the pages spell these attributes out as times)
@@ -53,7 +52,7 @@ def go_lease_seconds() -> int:
     """How long a claim lasted on a row without ClaimExpiresAt (the Go consumer's): the claim
     lease as configured, else the queue's visibility timeout as ``bootstrap_aws`` creates it.
     The same value on every page and in ``email_log``: no page read asks SQS."""
-    return settings.CLAIM_LEASE_SECONDS or GO_LEASE_SECONDS_DEFAULT
+    return container.current().config.sending.claim_lease_seconds or GO_LEASE_SECONDS_DEFAULT
 
 
 def branding(template_key: str | None) -> str:

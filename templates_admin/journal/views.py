@@ -10,13 +10,13 @@ import json
 import time
 from typing import Any
 
-from django.conf import settings
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
 from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from templates_admin import roles
@@ -69,7 +69,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             "result": result,
             "rows": rows,
             "error": error,
-            "ttl_days": settings.JOURNAL_TTL_DAYS,
+            "ttl_days": container.current().config.sending.journal_ttl_days,
             "older_url": _page_url(request, result.next_cursor) if result else "",
             "newer_url": _page_url(request, result.previous_cursor) if result else "",
             "export_url": _export_url(admin_site, request) if rows else "",

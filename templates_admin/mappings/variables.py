@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from django.conf import settings
+from emailops import container
 
 logger = logging.getLogger(__name__)
 
@@ -31,8 +31,8 @@ _SAMPLES: tuple[tuple[str, bool, str], ...] = (
 
 
 def template_manifest() -> dict[str, list[str]]:
-    """The manifest at settings.TEMPLATE_VARIABLES_PATH; empty (and logged) if unreadable."""
-    path = settings.TEMPLATE_VARIABLES_PATH
+    """The manifest at TEMPLATE_VARIABLES_PATH; empty (and logged) if unreadable."""
+    path = container.current().config.console.template_variables_path
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

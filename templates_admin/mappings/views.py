@@ -12,7 +12,6 @@ from typing import Any
 from urllib.parse import urlencode
 
 from django import forms
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.admin import AdminSite
 from django.http import Http404, HttpRequest, HttpResponse, HttpResponseRedirect
@@ -20,6 +19,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
+from emailops import container
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
@@ -52,7 +52,7 @@ def mapping_or_404(message_id: str, *, missing_ok: bool = False) -> TemplateMapp
 
 def _pickup_note(*, deleted: bool = False) -> str:
     """How long running consumers may keep the old mapping: they cache lookups, hits and misses."""
-    seconds = settings.TEMPLATE_CACHE_SECONDS
+    seconds = container.current().config.sending.template_cache_seconds
     if seconds <= 0:
         return " Consumers use the change from their next email."
     if deleted:

@@ -1,4 +1,4 @@
-"""The reputation guard's periodic evaluation (Celery beat, ``REPUTATION_CHECK_SECONDS``).
+"""The reputation guard's periodic evaluation (Celery beat, every 5 minutes).
 
 For the account and each organization over the window:
 
@@ -6,8 +6,8 @@ For the account and each organization over the window:
   ``reputation`` OpsReading) and an alert to ``ALERT_WEBHOOK_URL`` when a warning is new;
 - **act**: an automatic pause of ``bulk`` and a slowdown of ``normal`` mail, account-wide or for
   that organization; lifted again once the rates are back under the act line. A pause a person
-  set is never lifted here, and one a person lifted is not set again for
-  REPUTATION_RESUME_HOLD_MINUTES.
+  set is never lifted here, and one a person lifted is not set again for an hour
+  (``services.RESUME_HOLD_SECONDS``).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from django.conf import settings
 from django.utils import timezone
 
 from emailops import container
@@ -100,12 +99,13 @@ def reputation_evaluate() -> dict[str, Any]:
     )
     state.store_evaluation({(org or "account"): figures for org, figures in scopes})
     new = [w for w in warnings if w not in before]
-    if new and settings.ALERT_WEBHOOK_URL:
+    webhook = container.current().config.reputation.alert_webhook_url
+    if new and webhook:
         text = "emailops reputation warning:\n" + "\n".join(f"• {w}" for w in new)
         if acting:
             text += "\nThe guard is holding back bulk mail and slowing normal mail."
         try:
-            post_alert(settings.ALERT_WEBHOOK_URL, text)
+            post_alert(webhook, text)
         except OSError as exc:
             log.error("reputation.alert_failed", error=f"{type(exc).__name__}: {exc}")
     return reading

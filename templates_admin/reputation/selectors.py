@@ -6,8 +6,6 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from django.conf import settings
-
 from emailops import container
 from emailops.core.reputation import (
     ACCOUNT,
@@ -30,21 +28,22 @@ __all__ = [
 
 
 def guard_thresholds() -> tuple[Thresholds, Thresholds]:
-    """(warn, act) as fractions, from the percentages in settings."""
+    """(warn, act) as fractions, from the percentages configured."""
+    config = container.current().config.reputation
     warn = Thresholds(
-        bounce=settings.REPUTATION_WARN_BOUNCE_PERCENT / 100,
-        complaint=settings.REPUTATION_WARN_COMPLAINT_PERCENT / 100,
+        bounce=config.warn_bounce_percent / 100, complaint=config.warn_complaint_percent / 100
     )
     act = Thresholds(
-        bounce=settings.REPUTATION_ACT_BOUNCE_PERCENT / 100,
-        complaint=settings.REPUTATION_ACT_COMPLAINT_PERCENT / 100,
+        bounce=config.act_bounce_percent / 100, complaint=config.act_complaint_percent / 100
     )
     return warn, act
 
 
 def _rates(hours: list[HourCounts]) -> Rates:
     warn, act = guard_thresholds()
-    return rates_over(hours, min_volume=settings.REPUTATION_MIN_VOLUME, warn=warn, act=act)
+    return rates_over(
+        hours, min_volume=container.current().config.reputation.min_volume, warn=warn, act=act
+    )
 
 
 def hourly_counts(*, scope: str = ACCOUNT, days: int = 7) -> list[HourCounts]:
@@ -84,7 +83,7 @@ def reputation_summary(*, window_hours: int | None = None) -> dict[str, Any]:
     """The account's, each messageId's and each organization's counts and rates over the window
     (default REPUTATION_WINDOW_HOURS), and the pauses in force: the JSON of
     ``manage.py reputation --json``. One Query per scope."""
-    window = window_hours or settings.REPUTATION_WINDOW_HOURS
+    window = window_hours or container.current().config.reputation.window_hours
     stats = container.current().stats
     since, until = hour_range(time.time(), window)
     account: dict[str, Any] = _rates([]).as_dict()
@@ -104,7 +103,7 @@ def reputation_summary(*, window_hours: int | None = None) -> dict[str, Any]:
         "window_hours": window,
         "since_hour": since,
         "until_hour": until,
-        "min_volume": settings.REPUTATION_MIN_VOLUME,
+        "min_volume": container.current().config.reputation.min_volume,
         "thresholds": {
             "warn": {"bounce_rate": warn.bounce, "complaint_rate": warn.complaint},
             "act": {"bounce_rate": act.bounce, "complaint_rate": act.complaint},

@@ -7,7 +7,6 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
-from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
@@ -19,6 +18,10 @@ from templates_admin.models import ReputationPauseChange
 __all__ = ["pause_lift", "pause_set"]
 
 log = EventLog(logging.getLogger("templates_admin.reputation"))
+
+# After a pause is lifted by hand the guard leaves it lifted this long (was
+# REPUTATION_RESUME_HOLD_MINUTES).
+RESUME_HOLD_SECONDS = 3600
 
 
 def now_text() -> str:
@@ -85,7 +88,7 @@ def pause_lift(
     *, priority: str, organization: str | None, reason: str, user: Any, actor: str = ""
 ) -> dict[str, Any] | None:
     """Lift the pause (or slowdown) of ``priority`` mail; the automatic guard does not set it
-    again for REPUTATION_RESUME_HOLD_MINUTES. Audited. Returns the entry lifted, if any."""
+    again for RESUME_HOLD_SECONDS. Audited. Returns the entry lifted, if any."""
     priority, organization = _checked(priority, organization, reason)
     who = _who(user, actor)
     with transaction.atomic():
@@ -93,7 +96,7 @@ def pause_lift(
         lifted = container.current().reputation_state.lift(
             priority=priority,
             organization=organization,
-            hold_seconds=settings.REPUTATION_RESUME_HOLD_MINUTES * 60,
+            hold_seconds=RESUME_HOLD_SECONDS,
         )
     log.warning(
         "reputation.pause_lifted",

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from email.utils import parseaddr
 
-from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from emailops import container
 from emailops.aws import provision
-from emailops.aws.clients import aws_client
+from emailops.config import require
 from emailops.core.errors import EmailOpsError
 
 
@@ -42,33 +41,34 @@ class Command(BaseCommand):
 
     def handle(self, *args, queue_name, visibility_timeout, max_receive_count, **options):
         report = self.stdout.write
-        queue_name = queue_name or settings.EMAIL_SERVICE_QUEUE_URL.rstrip("/").rsplit("/", 1)[-1]
+        built = container.current()
+        aws = built.config.aws
+        queue_name = queue_name or aws.queue_url.rstrip("/").rsplit("/", 1)[-1]
         if not queue_name:
             raise CommandError("set EMAIL_SERVICE_QUEUE_URL or pass --queue-name")
         try:
-            dynamodb = aws_client("dynamodb", region=settings.AWS_REGION)
-            provision.ensure_templates_table(
-                dynamodb, container.current().require("TEMPLATES_TABLE"), report
-            )
+            dynamodb = built.client("dynamodb")
+            templates = require("TEMPLATES_TABLE", aws.templates_table)
+            provision.ensure_templates_table(dynamodb, templates, report)
             provision.ensure_journal_table(
-                dynamodb, container.current().require("JOURNAL_TABLE"), report
+                dynamodb, require("JOURNAL_TABLE", aws.journal_table), report
             )
             provision.ensure_suppression_table(
-                dynamodb, container.current().require("SUPPRESSION_TABLE"), report
+                dynamodb, require("SUPPRESSION_TABLE", aws.suppression_table), report
             )
-            if settings.STATS_TABLE:
-                provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, report)
+            if stats_table := built.config.reputation.stats_table:
+                provision.ensure_stats_table(dynamodb, stats_table, report)
             provision.ensure_queue(
-                aws_client("sqs", region=settings.AWS_REGION),
+                built.client("sqs"),
                 queue_name,
                 report,
                 visibility_timeout=visibility_timeout,
                 max_receive_count=max_receive_count,
             )
-            container.current().template_store.create_bucket()
-            report(f"bucket {settings.S3_BUCKET}: ready")
-            sender = parseaddr(container.current().sender_addresses[0])[1]
-            container.current().sender.verify_sender(sender)
+            built.template_store.create_bucket()
+            report(f"bucket {aws.s3_bucket}: ready")
+            sender = parseaddr(built.config.sending.addresses()[0])[1]
+            built.sender.verify_sender(sender)
             report(f"sender {sender}: verification requested")
             self._delivery_events(dynamodb, visibility_timeout, report)
         except EmailOpsError as exc:
@@ -76,35 +76,36 @@ class Command(BaseCommand):
 
     def _delivery_events(self, dynamodb, visibility_timeout: int, report) -> None:
         """Events queue + DLQ, unmatched-events table, SNS topic, configuration set → topic."""
-        queue_name = settings.SES_EVENTS_QUEUE_URL.rstrip("/").rsplit("/", 1)[-1]
+        built = container.current()
+        events = built.config.events
+        queue_name = events.queue_url.rstrip("/").rsplit("/", 1)[-1]
         if not queue_name:
             report("delivery events: SES_EVENTS_QUEUE_URL is not set, nothing created")
             return
-        region = settings.AWS_REGION
-        sqs = aws_client("sqs", region=region)
+        sqs = built.client("sqs")
         # Unreadable events are dead-lettered by the consumer at once; SQS's own count only
         # catches events that kept meeting AWS trouble, so it may be generous.
         queue_url = provision.ensure_queue(
             sqs, queue_name, report, visibility_timeout=visibility_timeout, max_receive_count=10
         )
         provision.ensure_unmatched_events_table(
-            dynamodb, container.current().require("SES_EVENTS_UNMATCHED_TABLE"), report
+            dynamodb, require("SES_EVENTS_UNMATCHED_TABLE", events.unmatched_table), report
         )
         topic_arn = provision.ensure_events_topic(
-            aws_client("sns", region=region),
+            built.client("sns"),
             sqs,
-            container.current().require("SES_EVENTS_TOPIC_NAME"),
+            require("SES_EVENTS_TOPIC_NAME", events.topic_name),
             queue_url,
             report,
         )
-        if topic_arn not in settings.SES_EVENTS_TOPIC_ARNS:
+        if topic_arn not in events.topic_arns:
             # consume_ses_events refuses to start with verification on and no allow-list.
             report(f"delivery events: set SES_EVENTS_TOPIC_ARNS={topic_arn}")
-        if settings.SES_CONFIGURATION_SET:
+        if configuration_set := built.config.sending.configuration_set:
             provision.ensure_configuration_set(
-                aws_client("ses", region=region),
-                aws_client("sesv2", region=region),
-                settings.SES_CONFIGURATION_SET,
+                built.client("ses"),
+                built.client("sesv2"),
+                configuration_set,
                 topic_arn,
                 report,
             )

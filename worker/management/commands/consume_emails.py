@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
-
 from emailops import container
 from worker.cli import QueueCommand, add_range_argument, stop_signals
 from worker.stats import serve_metrics
@@ -46,7 +44,9 @@ class Command(QueueCommand):
         )
 
     def handle(self, *args, **options):
-        concurrency = self.concurrency(options["concurrency"], settings.CONSUMER_CONCURRENCY)
+        concurrency = self.concurrency(
+            options["concurrency"], container.current().config.sending.consumer_concurrency
+        )
         first = f"finishing in-flight records (up to {options['stop_timeout']:g} s), then stopping"
         with stop_signals(self.stderr.write, first) as (stop, force):
             consumer = build_consumer(
@@ -55,7 +55,9 @@ class Command(QueueCommand):
                 allow_no_dead_letter_queue=options["allow_no_dead_letter_queue"],
             )
             port = options["metrics_port"]
-            port = settings.CONSUMER_METRICS_PORT if port is None else port
+            port = (
+                container.current().config.sending.consumer_metrics_port if port is None else port
+            )
             if port:
                 state = container.current().reputation_state
                 serve_metrics(
