@@ -59,8 +59,7 @@ REPUTATION_REFRESH_SECONDS = 5.0
 
 
 class Container:
-    """Adapters built from one ``Config``. Attribute names are those of the old
-    ``emailops.wiring`` factories: ``container.current().journal`` is ``current().journal``."""
+    """Adapters built from one ``Config``, each on first use: ``container.current().journal``."""
 
     def __init__(self, config: Config) -> None:
         self.config = config
