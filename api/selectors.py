@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from api.models import ApiToken
@@ -20,7 +21,12 @@ def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRow
     and of those, sensitive-looking ones masked as in the console."""
     declared = set(manifest.get(row.message_id, ()))
     allowed: dict[str, Any] = {k: v for k, v in row.context.items() if k in declared}
-    return journal_row_out(row, context=mask_context(allowed))
+    return journal_row_out(
+        row,
+        context=mask_context(allowed),
+        now=int(time.time()),
+        go_lease_seconds=container.current().config.sending.go_lease_seconds,
+    )
 
 
 def journal_row_for_token(*, token: ApiToken, id: str) -> JournalRowOut | None:

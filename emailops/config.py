@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from django.core.exceptions import ImproperlyConfigured
 
 __all__ = [
+    "GO_LEASE_SECONDS_DEFAULT",
     "ApiConfig",
     "AwsConfig",
     "Config",
@@ -30,6 +31,10 @@ __all__ = [
 ]
 
 S = TypeVar("S")
+
+# A Go row's claim (it has no ClaimExpiresAt) when CLAIM_LEASE_SECONDS is unset: the visibility
+# timeout bootstrap_aws gives the queue (``emailops.aws.provision.ensure_queue``).
+GO_LEASE_SECONDS_DEFAULT = 60
 
 
 def require(name: str, value: str) -> str:
@@ -92,6 +97,12 @@ class SendingConfig:
     simulate_events: bool = setting("SES_SIMULATE_EVENTS")
     account_suppression_sync: bool = setting("SES_ACCOUNT_SUPPRESSION_SYNC")
     suppression_index_key: str = setting("SUPPRESSION_INDEX_REDIS_KEY")
+
+    @property
+    def go_lease_seconds(self) -> int:
+        """How long a claim lasted on a row without ClaimExpiresAt (the Go consumer's): the one
+        value every page, ``email_log``, the API and the stuck-claims check apply (none asks SQS)."""
+        return self.claim_lease_seconds or GO_LEASE_SECONDS_DEFAULT
 
     def addresses(self) -> tuple[str, tuple[str, ...]]:
         """(From, Reply-To); refused when there is no sender at all."""

@@ -15,14 +15,17 @@ from emailops.core.ports import Status
 
 __all__ = [
     "DELIVERY_STATUSES",
+    "ClaimWords",
     "DeliveryWords",
     "FailureWords",
     "bounce_kind",
     "bounce_reason",
     "bounce_status_code",
     "bounce_summary",
+    "claim_words",
     "delivery_words",
     "failure_words",
+    "row_state",
     "suppression_detail",
 ]
 
@@ -214,3 +217,39 @@ def failure_words(row: JournalRow) -> FailureWords:
             "A FAILED row is claimed again whenever the request is delivered again.",
         ],
     )
+
+
+@dataclass(frozen=True)
+class ClaimWords:
+    """A QUEUED row's claim: is a consumer still sending it? (JournalRow's one lease rule.)"""
+
+    state: str  # in-progress, stuck, or claimed (the row does not say when its claim ends)
+    lease_ends_at: int | None  # when the claim ends, or ended (epoch seconds)
+
+
+def claim_words(row: JournalRow, *, now: int, go_lease_seconds: int) -> ClaimWords | None:
+    """The claim of a QUEUED row; None for any other row."""
+    if not row.queued:
+        return None
+    lease_ends_at = row.lease_ends_at(go_lease_seconds)
+    if lease_ends_at is None:
+        return ClaimWords("claimed", None)
+    stuck = row.stuck(now=now, go_lease_seconds=go_lease_seconds)
+    return ClaimWords("stuck" if stuck else "in-progress", lease_ends_at)
+
+
+def row_state(row: JournalRow, *, now: int, go_lease_seconds: int) -> str:
+    """The row in one word, in the order the detail page explains it: what SES reported once it
+    accepted the email (delivered, bounced, ..., no-report), suppressed, the claim's state
+    (in-progress, stuck, claimed), failed; a foreign status as written, in lower case."""
+    delivery = delivery_words(row)
+    if delivery is not None and (row.status == Status.SENT or row.delivery.status):
+        return delivery.state
+    if row.status == Status.SUPPRESSED:
+        return "suppressed"
+    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds)
+    if claim is not None:
+        return claim.state
+    if row.status == Status.FAILED:
+        return "failed"
+    return row.status.lower() or "unknown"

@@ -86,22 +86,18 @@ def dead_letter_depth_check() -> dict[str, Any]:
     return value
 
 
-def _lease_for_go_rows() -> int:
-    """Rows the Go consumer wrote carry no ClaimExpiresAt: their lease was the visibility timeout."""
-    if settings.CLAIM_LEASE_SECONDS:
-        return settings.CLAIM_LEASE_SECONDS
-    return container.current().queue.describe().visibility_timeout
-
-
 def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
     """QUEUED rows past their lease, found by a bounded Scan (``OPS_SCAN_MAX_ITEMS`` items a run)
     that resumes where the previous run stopped, so a large table is covered over several runs."""
     now = int(time.time()) if now is None else now
     previous = reading(STUCK_CLAIMS)
     start_key = (previous.value or {}).get("next_key") if previous else None
-    page = container.current().journal_scan.stuck_claims(
+    built = container.current()
+    # The pages' and the API's value: a row the check reports stuck reads stuck there too.
+    go_lease_seconds = built.config.sending.go_lease_seconds
+    page = built.journal_scan.stuck_claims(
         now=now,
-        go_lease_seconds=_lease_for_go_rows(),
+        go_lease_seconds=go_lease_seconds,
         start_key=start_key,
         max_read=settings.OPS_SCAN_MAX_ITEMS,
     )
@@ -111,7 +107,7 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
             "messageId": row.message_id,
             "recipient": row.recipient,
             "timestamp": row.timestamp,
-            "leaseEndedAt": row.claim_expires_at,
+            "leaseEndedAt": row.lease_ends_at(go_lease_seconds),
         }
         for row in page.rows
     ]

@@ -7,15 +7,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from django.conf import settings
-
+from emailops import container
 from emailops.aws.journal_codec import (
     CONTEXT_ATTRIBUTE,
     EPOCH_ATTRIBUTES,  # noqa: F401  (the pages spell these attributes out as times)
     ordered_attributes,
 )
 from emailops.core.journal_row import JournalRow
-from emailops.core.journal_words import failure_words
+from emailops.core.journal_words import ClaimWords, claim_words, failure_words
 from emailops.core.ports import Status
 
 # Shared with the other areas (display); re-exported here for the journal's own callers.
@@ -30,9 +29,6 @@ from templates_admin.display import (  # noqa: F401
 from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
 
 EXCERPT_LENGTH = 140
-# A Go row's claim, when CLAIM_LEASE_SECONDS is unset: the visibility timeout bootstrap_aws gives
-# the queue (emailops.aws.provision).
-GO_LEASE_SECONDS_DEFAULT = 60
 
 _CUSTOM_TEMPLATE = re.compile(r"^custom/O(?P<org>[^/]+)/")
 
@@ -50,10 +46,9 @@ def masked_row(row: JournalRow) -> dict[str, Any]:
 
 
 def go_lease_seconds() -> int:
-    """How long a claim lasted on a row without ClaimExpiresAt (the Go consumer's): the claim
-    lease as configured, else the queue's visibility timeout as ``bootstrap_aws`` creates it.
-    The same value on every page and in ``email_log``: no page read asks SQS."""
-    return settings.CLAIM_LEASE_SECONDS or GO_LEASE_SECONDS_DEFAULT
+    """How long a claim lasted on a row without ClaimExpiresAt: the one configured value
+    (``SendingConfig.go_lease_seconds``), the API's and the stuck-claims check's too."""
+    return container.current().config.sending.go_lease_seconds
 
 
 def branding(template_key: str | None) -> str:
@@ -146,9 +141,9 @@ def explain_status(row: JournalRow, *, now: int) -> StatusExplanation:
                 "then resend.",
             ],
         )
-    if status == Status.QUEUED:
-        lease_ends_at = row.lease_ends_at(go_lease_seconds())
-        return _explain_queued(claimed, now=now, lease_ends_at=lease_ends_at)
+    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds())
+    if claim is not None:
+        return _explain_queued(claimed, claim)
     if status == Status.FAILED:
         words = failure_words(row)
         return StatusExplanation(words.tone, words.headline, words.details)
@@ -209,15 +204,15 @@ def _explain_delivery(row: JournalRow, accepted: str) -> StatusExplanation:
     )
 
 
-def _explain_queued(claimed: str, *, now: int, lease_ends_at: int | None) -> StatusExplanation:
-    if lease_ends_at is None:
+def _explain_queued(claimed: str, claim: ClaimWords) -> StatusExplanation:
+    if claim.lease_ends_at is None:
         return StatusExplanation(
             "pending",
             f"Claimed at {claimed}; not sent yet.",
             ["The claim's length is unknown, so whether it is still in progress is too."],
         )
-    lease_end = local_text(lease_ends_at)
-    if lease_ends_at >= now:
+    lease_end = local_text(claim.lease_ends_at)
+    if claim.state == "in-progress":
         return StatusExplanation(
             "pending",
             f"In progress: a consumer claimed it at {claimed} and is sending it.",
