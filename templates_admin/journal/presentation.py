@@ -98,16 +98,15 @@ class RowSummary:
         return f"{self.status} (stuck)" if self.stuck else self.status
 
 
+# The summary's fields that are the row's own, as stored.
+_AS_STORED = ("key", "recipient", "message_id", "status", "subject", "timestamp")
+
+
 def summarize(row: JournalRow, *, now: int) -> RowSummary:
     return RowSummary(
-        key=row.key,
-        recipient=row.recipient,
-        message_id=row.message_id,
-        status=row.status,
-        subject=row.subject,
+        **{name: getattr(row, name) for name in _AS_STORED},
         branding=branding(row.template_key),
         error=excerpt(row.error),
-        timestamp=row.timestamp,
         local_time=local_text(row.timestamp),
         utc_time=utc_text(row.timestamp),
         stuck=row.stuck(now=now, go_lease_seconds=go_lease_seconds()),
