@@ -23,10 +23,13 @@ __all__ = [
     "bounce_status_code",
     "bounce_summary",
     "claim_words",
+    "complaint_detail",
     "delivery_words",
     "failure_words",
     "row_state",
     "suppression_detail",
+    "suppression_reason",
+    "suppression_words",
 ]
 
 DELIVERY_STATUSES = ("DELIVERED", "BOUNCED", "COMPLAINED", "DELAYED", "REJECTED")
@@ -122,6 +125,29 @@ def suppression_detail(bounce_type: str, sub_type: str, diagnostic: str = "") ->
     The suppression's own kind ("hard bounce") is added where the entry is worded, not here."""
     reason = bounce_reason(bounce_type, sub_type, diagnostic)
     return reason + (f" ({diagnostic})" if diagnostic else "")
+
+
+# Why an address is on the suppression list (the table's Reason), in words.
+_SUPPRESSION_REASONS = {
+    "BOUNCE": "hard bounce",
+    "COMPLAINT": "complaint",
+    "MANUAL": "added by hand",
+}
+
+
+def suppression_reason(reason: str) -> str:
+    return _SUPPRESSION_REASONS.get(reason, reason.lower())
+
+
+def suppression_words(reason: str, detail: str) -> str:
+    """A suppression in one line: "hard bounce: mailbox does not exist (smtp; 550 5.1.1 …)"."""
+    words = suppression_reason(reason)
+    return f"{words}: {detail}" if detail else words
+
+
+def complaint_detail(feedback_type: str) -> str:
+    """A complaint's suppression detail; the kind ("complaint") is added where it is worded."""
+    return f"marked as spam ({feedback_type or 'no feedback type given'})"
 
 
 def bounce_summary(who: str, bounce_type: str, sub_type: str, diagnostic: str = "") -> str:
