@@ -9,7 +9,7 @@ from api.models import ApiToken
 from api.schemas import JournalRowOut, journal_row_out
 from emailops import container
 from emailops.core.journal_row import JournalRow
-from templates_admin.journal.presentation import mask_context
+from templates_admin.display import mask_context
 from templates_admin.mappings.variables import template_manifest
 
 __all__ = ["journal_row_for_token", "producer_view"]
