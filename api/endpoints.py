@@ -277,7 +277,9 @@ def send(request: HttpRequest, response: HttpResponse):
     description="The journal row with this Id (a `results[].id` of a send) if this token wrote "
     "it (any other row is a 404), attributes as stored; of the context, only the variables the "
     "template manifest declares for its messageId, sensitive-looking ones masked as in the "
-    "console. Every read is audited.",
+    "console. The camelCase fields read the row as the console does: `state`, `stuck` and "
+    "`stuckSince` (the same lease rule), `delivery` and `failure` (the same words). Every read "
+    "is audited.",
     openapi_extra={"responses": {429: {"headers": _RETRY_AFTER}, 503: {"headers": _RETRY_AFTER}}},
 )
 def send_detail(request: HttpRequest, id: str):

@@ -3,13 +3,16 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
 from typing import Any
 
 from ninja import Schema
-from pydantic import ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from emailops.aws.journal_codec import ordered_attributes
 from emailops.core.journal_row import JournalRow
+from emailops.core.journal_words import claim_words, delivery_words, failure_words, row_state
+from emailops.core.ports import Status
 
 
 class RecipientDoc(Schema):
@@ -86,11 +89,53 @@ class ErrorOut(Schema):
     )
 
 
-class JournalRowOut(Schema):
-    """A journal row, attributes as stored; context values under sensitive keys are masked.
-    Built by ``journal_row_out`` from a JournalRow, field by field."""
+class DeliveryOut(Schema):
+    """What SES reported after accepting the email, in the console's words."""
+
+    state: str = Field(
+        description="delivered, bounced, complained, delayed, rejected, suppressed or no-report."
+    )
+    text: str = Field(description='One line, e.g. "bounced: mailbox does not exist".')
+    bounce: str | None = Field(None, description='A bounce\'s type/subtype: "Permanent/General".')
+    diagnostic: str | None = Field(
+        None, description="The receiving server's reply, as SES gave it."
+    )
+
+
+class FailureOut(Schema):
+    """A FAILED row's failure, as recorded when it failed."""
+
+    kind: str | None = Field(description="Which failure; null on rows that do not record it.")
+    permanent: bool | None = Field(
+        description="Whether retrying cannot help; null when the row does not say (Go rows)."
+    )
+    text: str = Field(description="The console's headline for it.")
+
+
+class JournalRowOut(BaseModel):
+    """A journal row, attributes as stored (PascalCase, as the Go service writes them); context
+    values under sensitive keys are masked. Built by ``journal_row_out`` from a JournalRow, field
+    by field, with the row read as the console reads it (camelCase fields, added).
+
+    A plain pydantic model: ninja's ``Schema`` validates through attribute access, which drops
+    the undeclared (extra) attributes this one carries."""
 
     model_config = ConfigDict(extra="allow")
+
+    state: str = Field(
+        description="The row in one word, as the console reads it: in-progress, stuck or claimed "
+        "(QUEUED), failed, suppressed, or what SES reported (delivered, bounced, complained, "
+        "delayed, rejected, no-report)."
+    )
+    stuck: bool = Field(description="QUEUED and its claim's lease has ended: nobody is sending it.")
+    leaseEndsAt: int | None = Field(
+        None, description="A QUEUED row's claim ends (or ended) then, epoch seconds."
+    )
+    stuckSince: str | None = Field(
+        None, description="When a stuck row's lease ended (RFC 3339, UTC); null unless stuck."
+    )
+    delivery: DeliveryOut | None = None
+    failure: FailureOut | None = None
 
     Id: str
     MessageId: str | None = None
@@ -102,17 +147,52 @@ class JournalRowOut(Schema):
     Context: Any = None
 
 
-def journal_row_out(row: JournalRow, *, context: Any) -> JournalRowOut:
+def _utc(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
+
+
+def _delivery_out(row: JournalRow) -> DeliveryOut | None:
+    words = delivery_words(row)
+    if words is None:
+        return None
+    return DeliveryOut(
+        state=words.state,
+        text=words.text,
+        bounce=words.bounce or None,
+        diagnostic=words.diagnostic or None,
+    )
+
+
+def _failure_out(row: JournalRow) -> FailureOut | None:
+    if row.status != Status.FAILED:
+        return None
+    text = failure_words(row).headline
+    return FailureOut(kind=row.error_kind or None, permanent=row.permanent, text=text)
+
+
+def journal_row_out(
+    row: JournalRow, *, context: Any, now: int, go_lease_seconds: int
+) -> JournalRowOut:
     """The API's view of ``row``: the declared fields mapped from JournalRow's, then every other
-    attribute as stored (the schema allows extras); ``context``: what the producer may see."""
+    attribute as stored (the schema allows extras); ``context``: what the producer may see. The
+    row is read by JournalRow's lease rule and worded by ``journal_words``, as on the console."""
     declared = set(JournalRowOut.model_fields)
     extras = {
         name: value
         for name, value in ordered_attributes(dict(row.attributes)).items()
         if name not in declared
     }
+    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds)
+    stuck = claim is not None and claim.state == "stuck"
+    lease_ends_at = claim.lease_ends_at if claim else None
     return JournalRowOut(
         **extras,
+        state=row_state(row, now=now, go_lease_seconds=go_lease_seconds),
+        stuck=stuck,
+        leaseEndsAt=lease_ends_at,
+        stuckSince=_utc(lease_ends_at) if stuck and lease_ends_at is not None else None,
+        delivery=_delivery_out(row),
+        failure=_failure_out(row),
         Id=row.key,
         MessageId=row.message_id or None,
         Recipient=row.recipient or None,

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from api.models import ApiToken
 from api.schemas import JournalRowOut, journal_row_out
 from emailops import container
 from emailops.core.journal_row import JournalRow
-from templates_admin.journal.presentation import mask_context
+from templates_admin.display import mask_context
 from templates_admin.mappings.variables import template_manifest
 
 __all__ = ["journal_row_for_token", "producer_view"]
@@ -20,7 +21,12 @@ def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRow
     and of those, sensitive-looking ones masked as in the console."""
     declared = set(manifest.get(row.message_id, ()))
     allowed: dict[str, Any] = {k: v for k, v in row.context.items() if k in declared}
-    return journal_row_out(row, context=mask_context(allowed))
+    return journal_row_out(
+        row,
+        context=mask_context(allowed),
+        now=int(time.time()),
+        go_lease_seconds=container.current().config.sending.go_lease_seconds,
+    )
 
 
 def journal_row_for_token(*, token: ApiToken, id: str) -> JournalRowOut | None:

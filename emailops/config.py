@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
 __all__ = [
+    "GO_LEASE_SECONDS_DEFAULT",
     "ApiConfig",
     "AwsConfig",
     "Config",
@@ -40,6 +41,10 @@ __all__ = [
 
 S = TypeVar("S")
 _COMPUTED = ("from_address", "reply_to")  # SendingConfig's, from EMAIL_SENDER and its fallbacks
+
+# A Go row's claim (it has no ClaimExpiresAt) when CLAIM_LEASE_SECONDS is unset: the visibility
+# timeout bootstrap_aws gives the queue (``emailops.aws.provision.ensure_queue``).
+GO_LEASE_SECONDS_DEFAULT = 60
 
 
 def require(name: str, value: str) -> str:
@@ -113,6 +118,12 @@ class SendingConfig:
     configuration_set: str = setting("SES_CONFIGURATION_SET")
     simulate_events: bool = setting("SES_SIMULATE_EVENTS")
     account_suppression_sync: bool = setting("SES_ACCOUNT_SUPPRESSION_SYNC")
+
+    @property
+    def go_lease_seconds(self) -> int:
+        """How long a claim lasted on a row without ClaimExpiresAt (the Go consumer's): the one
+        value every page, ``email_log``, the API and the stuck-claims check apply (none asks SQS)."""
+        return self.claim_lease_seconds or GO_LEASE_SECONDS_DEFAULT
 
     def addresses(self) -> tuple[str, tuple[str, ...]]:
         """(From, Reply-To); refused when there is no sender at all."""

@@ -6,11 +6,20 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from emailops.aws.journal_codec import ATTRIBUTE_ORDER
+
 ROOT = Path(__file__).resolve().parent.parent
-NAMES = (
-    "Id|Status|SesMessageId|Recipient|MessageId|DeliveryStatus|Error|ClaimExpiresAt|Timestamp|"
-    "LoggedOnly|BounceType|BounceSubType|DiagnosticCode|DeliveryEvents|Context|Producer|"
-    "TemplateKey|TemplateVersion|Subject|MessageSent|ContextTrimmed|ErrorKind|Permanent"
+# Every attribute the codec knows (ATTRIBUTE_ORDER), and those it reads that a page never lists.
+NAMES = "|".join(
+    (
+        *ATTRIBUTE_ORDER,
+        "ContextTrimmed",
+        "Producer",
+        "LoggedOnly",
+        "ExtraSends",
+        "DeliveryOrder",
+        "DeliveryEventCount",
+    )
 )
 READ = re.compile(rf"""\[\s*["']({NAMES})["']\s*\]|\.get\(\s*["']({NAMES})["']""")
 # Rows that are not journal rows: a mappings file's lines (messageId, templateFile, subject).

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -36,7 +35,9 @@ from emailops.aws.journal_codec import (
     failure_attributes,
     from_dynamo,
     item_from_dynamo,
+    rfc3339,
     row_from_item,
+    sent_attributes,
     to_dynamo,
 )
 from emailops.core.errors import ForeignRow
@@ -88,10 +89,6 @@ _av = attribute_value
 
 def sent_at_key(timestamp: int) -> str:
     return f"{timestamp:020d}"
-
-
-def rfc3339(timestamp: int) -> str:
-    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _size(value: Any) -> int:
@@ -247,11 +244,7 @@ class DynamoJournal:
     def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
         result = self._conditional_update(
             key,
-            sets={
-                "Status": Status.SENT.value,
-                "SesMessageId": provider_id,
-                "MessageSent": rfc3339(sent_at),
-            },
+            sets=sent_attributes(provider_id, sent_at=sent_at),
             # Or already ours and SENT with this very send: a retried call whose first reply was
             # lost (the write landed) is the same mark, not a lost lease.
             condition=(
@@ -291,11 +284,7 @@ class DynamoJournal:
         # No claim fence on purpose: SES accepted this send, so the row is SENT whoever holds it.
         result = self._conditional_update(
             key,
-            sets={
-                "Status": Status.SENT.value,
-                "SesMessageId": provider_id,
-                "MessageSent": rfc3339(sent_at),
-            },
+            sets=sent_attributes(provider_id, sent_at=sent_at),
             condition=f"{_EXISTS} AND #status <> :sent",
             values={"sent": Status.SENT.value},
             extra="REMOVE #err, ErrorKind, Permanent",

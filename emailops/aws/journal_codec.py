@@ -14,12 +14,14 @@ from __future__ import annotations
 
 import json
 import math
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any
 
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from emailops.core.journal_row import DeliveryState, ExtraSend, JournalRow, TimelineEntry
+from emailops.core.ports import Status
 
 __all__ = [
     "ATTRIBUTE_ORDER",
@@ -33,8 +35,10 @@ __all__ = [
     "from_dynamo",
     "item_from_dynamo",
     "ordered_attributes",
+    "rfc3339",
     "row_from_dynamo",
     "row_from_item",
+    "sent_attributes",
     "to_dynamo",
 ]
 
@@ -100,6 +104,20 @@ def item_from_dynamo(raw: dict[str, Any]) -> dict[str, Any]:
         if isinstance(context, dict):
             item["Context"] = context
     return item
+
+
+def rfc3339(timestamp: int) -> str:
+    """MessageSent's format (the Go consumer's): "2026-01-02T03:04:05Z"."""
+    return datetime.fromtimestamp(timestamp, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sent_attributes(ses_message_id: str, *, sent_at: int) -> dict[str, Any]:
+    """What a SENT mark writes: the pipeline's, an earlier send's, an event's reconciliation."""
+    return {
+        "Status": Status.SENT.value,
+        "SesMessageId": ses_message_id,
+        "MessageSent": rfc3339(sent_at),
+    }
 
 
 def failure_attributes(error: str, *, kind: str, permanent: bool | None) -> dict[str, Any]:

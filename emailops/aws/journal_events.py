@@ -34,9 +34,8 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.aws.journal import rfc3339
 from emailops.aws.journal_codec import attribute_value as _av
-from emailops.aws.journal_codec import item_from_dynamo, row_from_dynamo
+from emailops.aws.journal_codec import item_from_dynamo, row_from_dynamo, sent_attributes
 from emailops.aws.journal_search import SES_ID_INDEX
 from emailops.core.contract import organization_id_of
 from emailops.core.delivery_events import RANK, DeliveryEvent, timestamp_ms
@@ -313,11 +312,8 @@ def merged_update(row: JournalRow, events: Sequence[DeliveryEvent], *, now: int)
         default=None,
     )
     if proof is not None:
-        sets |= {
-            "Status": Status.SENT.value,
-            "SesMessageId": proof.ses_message_id,
-            "MessageSent": rfc3339(timestamp_ms(proof.sent_at or proof.at) // 1000),
-        }
+        sent_at = timestamp_ms(proof.sent_at or proof.at) // 1000
+        sets |= sent_attributes(proof.ses_message_id, sent_at=sent_at)
         removes += ["#err", "ErrorKind", "Permanent"]
         names["#err"] = "Error"
         names["#status"] = "Status"

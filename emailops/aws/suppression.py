@@ -30,13 +30,13 @@ from emailops.aws.dynamo import (
 )
 from emailops.core.contract import suppression_key
 from emailops.core.events import EventLog
+from emailops.core.journal_words import suppression_words
 
 __all__ = ["REASONS", "DynamoSuppressionList", "SesAccountSuppression", "Suppression"]
 
 logger = logging.getLogger("emailops.aws.suppression")
 
 REASONS = ("BOUNCE", "COMPLAINT", "MANUAL")
-_WORDS = {"BOUNCE": "hard bounce", "COMPLAINT": "complaint", "MANUAL": "suppressed by hand"}
 
 
 @dataclass(frozen=True)
@@ -49,8 +49,7 @@ class Suppression:
 
     @property
     def in_words(self) -> str:
-        words = _WORDS.get(self.reason, self.reason.lower())
-        return f"{words}: {self.detail}" if self.detail else words
+        return suppression_words(self.reason, self.detail)
 
 
 def _from_item(item: dict[str, Any]) -> Suppression:

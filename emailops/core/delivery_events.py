@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from emailops.core.errors import PermanentError
-from emailops.core.journal_words import bounce_summary, suppression_detail
+from emailops.core.journal_words import bounce_summary, complaint_detail, suppression_detail
 
 __all__ = [
     "JOURNAL_KEY_TAG",
@@ -222,8 +222,8 @@ class DeliveryEvent:
                 for r in self.recipients
             ]
         if self.type is EventType.COMPLAINT:
-            kind = self.complaint_feedback_type or "no feedback type given"
-            return [(r, "COMPLAINT", f"marked as spam ({kind})") for r in self.recipients]
+            detail = complaint_detail(self.complaint_feedback_type)
+            return [(r, "COMPLAINT", detail) for r in self.recipients]
         return []
 
 

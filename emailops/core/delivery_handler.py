@@ -106,27 +106,17 @@ class EventOutcome:
     event: DeliveryEvent | None = None
 
 
+@dataclass(eq=False, kw_only=True)
 class DeliveryEventHandler:
-    def __init__(
-        self,
-        *,
-        journal: EventJournal,
-        suppressions: Suppressions,
-        unmatched: UnmatchedEvents,
-        verify: Verifier,
-        clock: Callable[[], float],
-        unmatched_retries: int = 1,
-        stats: Stats | None = None,
-    ) -> None:
-        self.journal = journal
-        self.suppressions = suppressions
-        self.unmatched = unmatched
-        self.verify = verify
-        self.clock = clock
-        # An event can overtake the journal write it belongs to (our mark_sent, or the SES id
-        # index catching up): an unmatched event is retried this many times before it is stored.
-        self.unmatched_retries = unmatched_retries
-        self.stats = stats
+    journal: EventJournal
+    suppressions: Suppressions
+    unmatched: UnmatchedEvents
+    verify: Verifier
+    clock: Callable[[], float]
+    # An event can overtake the journal write it belongs to (our mark_sent, or the SES id index
+    # catching up): an unmatched event is retried this many times before it is stored.
+    unmatched_retries: int = 1
+    stats: Stats | None = None
 
     def handle(self, body: str, *, receive_count: int = 1) -> EventOutcome:
         return self.handle_batch([(body, receive_count)])[0]

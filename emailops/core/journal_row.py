@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from emailops.core.ports import Status
 
@@ -50,8 +50,7 @@ class TimelineEntry:
     summary: str = ""
 
 
-@dataclass(frozen=True)
-class ExtraSend:
+class ExtraSend(NamedTuple):
     """A send SES accepted after its claim was lost (another consumer's send is the row's)."""
 
     ses_message_id: str

@@ -15,15 +15,21 @@ from emailops.core.ports import Status
 
 __all__ = [
     "DELIVERY_STATUSES",
+    "ClaimWords",
     "DeliveryWords",
     "FailureWords",
     "bounce_kind",
     "bounce_reason",
     "bounce_status_code",
     "bounce_summary",
+    "claim_words",
+    "complaint_detail",
     "delivery_words",
     "failure_words",
+    "row_state",
     "suppression_detail",
+    "suppression_reason",
+    "suppression_words",
 ]
 
 DELIVERY_STATUSES = ("DELIVERED", "BOUNCED", "COMPLAINED", "DELAYED", "REJECTED")
@@ -121,6 +127,29 @@ def suppression_detail(bounce_type: str, sub_type: str, diagnostic: str = "") ->
     return reason + (f" ({diagnostic})" if diagnostic else "")
 
 
+# Why an address is on the suppression list (the table's Reason), in words.
+_SUPPRESSION_REASONS = {
+    "BOUNCE": "hard bounce",
+    "COMPLAINT": "complaint",
+    "MANUAL": "added by hand",
+}
+
+
+def suppression_reason(reason: str) -> str:
+    return _SUPPRESSION_REASONS.get(reason, reason.lower())
+
+
+def suppression_words(reason: str, detail: str) -> str:
+    """A suppression in one line: "hard bounce: mailbox does not exist (smtp; 550 5.1.1 …)"."""
+    words = suppression_reason(reason)
+    return f"{words}: {detail}" if detail else words
+
+
+def complaint_detail(feedback_type: str) -> str:
+    """A complaint's suppression detail; the kind ("complaint") is added where it is worded."""
+    return f"marked as spam ({feedback_type or 'no feedback type given'})"
+
+
 def bounce_summary(who: str, bounce_type: str, sub_type: str, diagnostic: str = "") -> str:
     """A bounce's timeline entry: the same reason the row's headline gives."""
     return f"Bounced, {who}: {suppression_detail(bounce_type, sub_type, diagnostic)}"
@@ -214,3 +243,39 @@ def failure_words(row: JournalRow) -> FailureWords:
             "A FAILED row is claimed again whenever the request is delivered again.",
         ],
     )
+
+
+@dataclass(frozen=True)
+class ClaimWords:
+    """A QUEUED row's claim: is a consumer still sending it? (JournalRow's one lease rule.)"""
+
+    state: str  # in-progress, stuck, or claimed (the row does not say when its claim ends)
+    lease_ends_at: int | None  # when the claim ends, or ended (epoch seconds)
+
+
+def claim_words(row: JournalRow, *, now: int, go_lease_seconds: int) -> ClaimWords | None:
+    """The claim of a QUEUED row; None for any other row."""
+    if not row.queued:
+        return None
+    lease_ends_at = row.lease_ends_at(go_lease_seconds)
+    if lease_ends_at is None:
+        return ClaimWords("claimed", None)
+    stuck = row.stuck(now=now, go_lease_seconds=go_lease_seconds)
+    return ClaimWords("stuck" if stuck else "in-progress", lease_ends_at)
+
+
+def row_state(row: JournalRow, *, now: int, go_lease_seconds: int) -> str:
+    """The row in one word, in the order the detail page explains it: what SES reported once it
+    accepted the email (delivered, bounced, ..., no-report), suppressed, the claim's state
+    (in-progress, stuck, claimed), failed; a foreign status as written, in lower case."""
+    delivery = delivery_words(row)
+    if delivery is not None and (row.status == Status.SENT or row.delivery.status):
+        return delivery.state
+    if row.status == Status.SUPPRESSED:
+        return "suppressed"
+    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds)
+    if claim is not None:
+        return claim.state
+    if row.status == Status.FAILED:
+        return "failed"
+    return row.status.lower() or "unknown"

@@ -88,22 +88,18 @@ def dead_letter_depth_check() -> dict[str, Any]:
     return value
 
 
-def _lease_for_go_rows() -> int:
-    """Rows the Go consumer wrote carry no ClaimExpiresAt: their lease was the visibility timeout."""
-    if lease := container.current().config.sending.claim_lease_seconds:
-        return lease
-    return container.current().queue.describe().visibility_timeout
-
-
 def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
     """QUEUED rows past their lease, found by a bounded Scan (``OPS_SCAN_MAX_ITEMS`` items a run)
     that resumes where the previous run stopped, so a large table is covered over several runs."""
     now = int(time.time()) if now is None else now
     previous = reading(STUCK_CLAIMS)
     start_key = (previous.value or {}).get("next_key") if previous else None
-    page = container.current().journal_scan.stuck_claims(
+    built = container.current()
+    # The pages' and the API's value: a row the check reports stuck reads stuck there too.
+    go_lease_seconds = built.config.sending.go_lease_seconds
+    page = built.journal_scan.stuck_claims(
         now=now,
-        go_lease_seconds=_lease_for_go_rows(),
+        go_lease_seconds=go_lease_seconds,
         start_key=start_key,
         max_read=container.current().config.ops.scan_max_items,
     )
@@ -113,7 +109,7 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
             "messageId": row.message_id,
             "recipient": row.recipient,
             "timestamp": row.timestamp,
-            "leaseEndedAt": row.claim_expires_at,
+            "leaseEndedAt": row.lease_ends_at(go_lease_seconds),
         }
         for row in page.rows
     ]

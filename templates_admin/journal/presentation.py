@@ -14,7 +14,7 @@ from emailops.aws.journal_codec import (
     ordered_attributes,
 )
 from emailops.core.journal_row import JournalRow
-from emailops.core.journal_words import failure_words
+from emailops.core.journal_words import ClaimWords, claim_words, failure_words
 from emailops.core.ports import Status
 
 # Shared with the other areas (display); re-exported here for the journal's own callers.
@@ -29,9 +29,6 @@ from templates_admin.display import (  # noqa: F401
 from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
 
 EXCERPT_LENGTH = 140
-# A Go row's claim, when CLAIM_LEASE_SECONDS is unset: the visibility timeout bootstrap_aws gives
-# the queue (emailops.aws.provision).
-GO_LEASE_SECONDS_DEFAULT = 60
 
 _CUSTOM_TEMPLATE = re.compile(r"^custom/O(?P<org>[^/]+)/")
 
@@ -49,10 +46,9 @@ def masked_row(row: JournalRow) -> dict[str, Any]:
 
 
 def go_lease_seconds() -> int:
-    """How long a claim lasted on a row without ClaimExpiresAt (the Go consumer's): the claim
-    lease as configured, else the queue's visibility timeout as ``bootstrap_aws`` creates it.
-    The same value on every page and in ``email_log``: no page read asks SQS."""
-    return container.current().config.sending.claim_lease_seconds or GO_LEASE_SECONDS_DEFAULT
+    """How long a claim lasted on a row without ClaimExpiresAt: the one configured value
+    (``SendingConfig.go_lease_seconds``), the API's and the stuck-claims check's too."""
+    return container.current().config.sending.go_lease_seconds
 
 
 def branding(template_key: str | None) -> str:
@@ -102,16 +98,15 @@ class RowSummary:
         return f"{self.status} (stuck)" if self.stuck else self.status
 
 
+# The summary's fields that are the row's own, as stored.
+_AS_STORED = ("key", "recipient", "message_id", "status", "subject", "timestamp")
+
+
 def summarize(row: JournalRow, *, now: int) -> RowSummary:
     return RowSummary(
-        key=row.key,
-        recipient=row.recipient,
-        message_id=row.message_id,
-        status=row.status,
-        subject=row.subject,
+        **{name: getattr(row, name) for name in _AS_STORED},
         branding=branding(row.template_key),
         error=excerpt(row.error),
-        timestamp=row.timestamp,
         local_time=local_text(row.timestamp),
         utc_time=utc_text(row.timestamp),
         stuck=row.stuck(now=now, go_lease_seconds=go_lease_seconds()),
@@ -145,9 +140,9 @@ def explain_status(row: JournalRow, *, now: int) -> StatusExplanation:
                 "then resend.",
             ],
         )
-    if status == Status.QUEUED:
-        lease_ends_at = row.lease_ends_at(go_lease_seconds())
-        return _explain_queued(claimed, now=now, lease_ends_at=lease_ends_at)
+    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds())
+    if claim is not None:
+        return _explain_queued(claimed, claim)
     if status == Status.FAILED:
         words = failure_words(row)
         return StatusExplanation(words.tone, words.headline, words.details)
@@ -208,15 +203,15 @@ def _explain_delivery(row: JournalRow, accepted: str) -> StatusExplanation:
     )
 
 
-def _explain_queued(claimed: str, *, now: int, lease_ends_at: int | None) -> StatusExplanation:
-    if lease_ends_at is None:
+def _explain_queued(claimed: str, claim: ClaimWords) -> StatusExplanation:
+    if claim.lease_ends_at is None:
         return StatusExplanation(
             "pending",
             f"Claimed at {claimed}; not sent yet.",
             ["The claim's length is unknown, so whether it is still in progress is too."],
         )
-    lease_end = local_text(lease_ends_at)
-    if lease_ends_at >= now:
+    lease_end = local_text(claim.lease_ends_at)
+    if claim.state == "in-progress":
         return StatusExplanation(
             "pending",
             f"In progress: a consumer claimed it at {claimed} and is sending it.",

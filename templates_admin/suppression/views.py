@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils.http import urlencode
 
 from emailops.aws.suppression import Suppression
+from emailops.core.journal_words import suppression_reason
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
 from templates_admin.display import local_text, utc_text
@@ -23,13 +24,6 @@ from templates_admin.suppression.forms import SuppressionRemoveForm, Suppression
 from templates_admin.suppression.services import suppression_remove
 
 AREA = Area("templates_admin/suppression/", SuppressionListPage, "templates_admin/journal.css")
-
-
-REASON_WORDS = {
-    "BOUNCE": "hard bounce",
-    "COMPLAINT": "complaint (marked as spam)",
-    "MANUAL": "added by hand",
-}
 
 
 def _url(admin_site, name: str, address: str) -> str:
@@ -45,7 +39,7 @@ def _shown(entry: Suppression, admin_site) -> dict[str, Any]:
     """An entry with its words, times and links, for the templates."""
     return {
         "entry": entry,
-        "reason": REASON_WORDS.get(entry.reason, entry.reason),
+        "reason": suppression_reason(entry.reason),
         "since": local_text(entry.created_at),
         "since_utc": utc_text(entry.created_at),
         "url": _url(admin_site, "detail", entry.address),

@@ -83,6 +83,14 @@ def test_the_document_describes_the_api(client):
     )
     assert set(send["responses"]) == {"200", "400", "401", "413", "422", "429", "503"}
     assert "/api/v1/sends/{id}" in document["paths"]
+    row = document["components"]["schemas"]["JournalRowOut"]
+    # The console's reading of the row, beside the attributes (which stay as stored).
+    assert {"state", "stuck", "leaseEndsAt", "stuckSince", "delivery", "failure"} <= set(
+        row["properties"]
+    )
+    assert {"Id", "state", "stuck"} <= set(row["required"]) and row["additionalProperties"]
+    failure = document["components"]["schemas"]["FailureOut"]["properties"]
+    assert set(failure) == {"kind", "permanent", "text"}
 
 
 @schema.parametrize()

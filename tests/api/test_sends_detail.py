@@ -52,3 +52,34 @@ def test_reading_needs_a_token(aws, client):
 
     assert client.get(f"/api/v1/sends/{ROW['Id']}").status_code == 401
     assert not JournalReadAudit.objects.exists()
+
+
+def test_a_row_carries_the_consoles_reading_of_it(aws, api_client, token):
+    """Beside the attributes, the API reads the row as the console does: its state, and the
+    failure's kind and permanence as recorded, worded by journal_words."""
+    mine = {"Producer": token.token.namespace}
+    failed = journal_row("ann@example.com", at=BASE_TIME, status="FAILED", key="f:ann") | mine | {
+        "Error": "SES refused it", "ErrorKind": "SendRejected", "Permanent": True
+    }  # fmt: skip
+    bounced = journal_row("bo@example.com", at=BASE_TIME, key="b:bo") | mine | {
+        "DeliveryStatus": "BOUNCED", "BounceType": "Permanent", "BounceSubType": "NoEmail"
+    }  # fmt: skip
+    put_rows(aws.dynamodb, "email-journal", [failed, bounced])
+
+    failure = api_client.row("f:ann").json()
+    delivery = api_client.row("b:bo").json()
+
+    assert failure["state"] == "failed" and not failure["stuck"] and failure["delivery"] is None
+    assert failure["failure"] == {
+        "kind": "SendRejected",
+        "permanent": True,
+        "text": "Failed permanently: SES refused it",
+    }
+    assert delivery["state"] == "bounced" and delivery["failure"] is None
+    assert delivery["delivery"] == {
+        "state": "bounced",
+        "text": "bounced: address does not exist",
+        "bounce": "Permanent/NoEmail",
+        "diagnostic": None,
+    }
+    assert delivery["DeliveryStatus"] == "BOUNCED"  # the attributes too, as stored

@@ -10,9 +10,9 @@ from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from emailops import container
+from emailops.config import GO_LEASE_SECONDS_DEFAULT
 from emailops.core.errors import EmailOpsError
 from templates_admin.journal import selectors
-from templates_admin.journal.presentation import GO_LEASE_SECONDS_DEFAULT
 from templates_admin.journal.selectors import (
     InvalidCursor,
     JournalSearchError,

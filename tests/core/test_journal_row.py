@@ -55,3 +55,29 @@ def test_delivery_facts_and_timeline():
     )
     assert row.delivery.permanent_bounce and row.delivery.status_code == "5.1.1"
     assert [entry.id for entry in row.timeline] == ["e1"]
+
+
+def test_claim_words_and_the_rows_one_word_state_follow_the_lease_rule():
+    from emailops.core.journal_words import claim_words, row_state
+
+    def read(item):
+        row = row_from_item({"Id": "k", **item})
+        claim = claim_words(row, now=NOW, go_lease_seconds=LEASE)
+        return (claim.state, claim.lease_ends_at) if claim else None, row_state(
+            row, now=NOW, go_lease_seconds=LEASE
+        )
+
+    assert read({"Status": "QUEUED", "Timestamp": NOW - 3600}) == (
+        ("stuck", NOW - 3600 + LEASE),
+        "stuck",
+    )
+    assert read({"Status": "QUEUED", "Timestamp": NOW - 5}) == (
+        ("in-progress", NOW - 5 + LEASE),
+        "in-progress",
+    )
+    assert read({"Status": "QUEUED"}) == (("claimed", None), "claimed")
+    assert read({"Status": "FAILED", "Timestamp": NOW}) == (None, "failed")
+    assert read({"Status": "SENT", "Timestamp": NOW}) == (None, "no-report")
+    assert read({"Status": "SENT", "DeliveryStatus": "DELIVERED"}) == (None, "delivered")
+    assert read({"Status": "SUPPRESSED"}) == (None, "suppressed")
+    assert read({"Status": "ODD"}) == (None, "odd")
