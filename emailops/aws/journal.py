@@ -24,10 +24,9 @@ import json
 import re
 from typing import Any
 
-from botocore.exceptions import BotoCoreError, ClientError
+from botocore.exceptions import ClientError
 
-from emailops.aws.clients import error_code, translate_error
-from emailops.aws.dynamo import get_item
+from emailops.aws.dynamo import conditional_call, get_item
 from emailops.aws.journal_codec import (
     LEASE_ENDED,
     LEASE_NAMES,
@@ -181,22 +180,19 @@ class DynamoJournal:
             exprs.append(f"#a{i} = :a{i}")
         update = f"SET {', '.join(exprs)} {extra}" if exprs else extra
         used = set(re.findall(r"#\w+", update + " " + condition))
-        try:
-            return self.client.update_item(
-                TableName=self.table,
-                Key={"Id": {"S": key}},
-                UpdateExpression=update,
-                ConditionExpression=condition,
-                ExpressionAttributeNames={k: v for k, v in names.items() if k in used},
-                ExpressionAttributeValues=attr_values,
-                **kwargs,
-            )
-        except ClientError as exc:
-            if error_code(exc) == "ConditionalCheckFailedException":
-                return exc
-            raise translate_error(exc, what, key=key) from exc
-        except BotoCoreError as exc:
-            raise translate_error(exc, what, key=key) from exc
+        return conditional_call(
+            self.client,
+            self.table,
+            "update_item",
+            what,
+            key,
+            Key={"Id": {"S": key}},
+            UpdateExpression=update,
+            ConditionExpression=condition,
+            ExpressionAttributeNames={k: v for k, v in names.items() if k in used},
+            ExpressionAttributeValues=attr_values,
+            **kwargs,
+        )
 
     def _claim_values(self, claim: Claim) -> dict[str, Any]:
         return {
