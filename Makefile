@@ -15,12 +15,13 @@ run: $(PY)  ## the product: moto + console on :8000 + consumer, sample templates
 	$(PY) manage.py devstack
 
 # One pytest process per CPU (pytest-xdist); a test file stays on one process, so its module-scoped
-# stack starts once. PYTEST_ARGS adds to it (PYTEST_ARGS="-n 0 -x" runs in this process).
+# stack starts once. Files go out in tests/conftest.py's order, the longest first (xdist would
+# sort them by their number of tests). PYTEST_ARGS adds to it (PYTEST_ARGS="-n 0 -x" runs here).
 PYTEST_ARGS ?=
 test: $(PY)  ## lint, then every test (browser tests need Debian's chromium)
 	$(PY) -m ruff check .
 	$(PY) -m ruff format --check .
-	$(PY) -m pytest -n auto --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n auto --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # Sizes of the long benchmark and of the chaos run; override on the command line.
 BENCH_RSS_MESSAGES ?= 20000

@@ -26,9 +26,7 @@ def e2e_stack_options() -> dict:
 
 @pytest.fixture
 def db_env(tmp_path, e2e_stack) -> dict[str, str]:
-    env = {"DATABASE_URL": f"sqlite:///{tmp_path / 'console.sqlite3'}"}
-    e2e_stack.manage("migrate", "--noinput", env=env)
-    return env
+    return e2e_stack.console_database(tmp_path / "console.sqlite3")
 
 
 def _go_row(stack, key: str, recipient: str, at: int) -> None:

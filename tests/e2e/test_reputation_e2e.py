@@ -42,8 +42,7 @@ def stack(e2e_stack, tmp_path_factory):
     import redis
 
     db = tmp_path_factory.mktemp("reputation-db") / "db.sqlite3"
-    e2e_stack.env["DATABASE_URL"] = f"sqlite:///{db}"
-    e2e_stack.manage("migrate", "--noinput", timeout=180)
+    e2e_stack.env.update(e2e_stack.console_database(db))
     for message_id, priority in (("team-news", "bulk"), ("team-reset", "critical")):
         e2e_stack.dynamodb.put_item(
             TableName="email-message-templates",

@@ -21,8 +21,7 @@ CONTEXT = {"teamName": "Imaging", "host": "app.pennsieve.test", "organizationNod
 def cli(e2e_stack, tmp_path_factory):
     """``manage.py templates ...`` on the stack, with its own SQLite database (migrated)."""
     db = tmp_path_factory.mktemp("templates-db") / "db.sqlite3"
-    env = {"DATABASE_URL": f"sqlite:///{db}"}
-    e2e_stack.manage("migrate", "--noinput", env=env, timeout=180)
+    env = e2e_stack.console_database(db)
 
     def run(*args: str, check: bool = True) -> subprocess.CompletedProcess:
         result = subprocess.run(

@@ -36,11 +36,10 @@ def worker(e2e_stack, tmp_path):
         skip_or_fail("Redis is not listening on 127.0.0.1:6379")
     database = tmp_path / "console.sqlite3"
     env = {
-        "DATABASE_URL": f"sqlite:///{database}",
+        **e2e_stack.console_database(database),
         "CELERY_BROKER_URL": BROKER,
         "CELERY_TASK_DEFAULT_QUEUE": f"emailops-e2e-{uuid.uuid4().hex[:12]}",
     }
-    e2e_stack.manage("migrate", "--noinput", "-v", "0", env=env)
     process = e2e_stack.start_process(
         "celery-worker",
         [sys.executable, "-m", "celery", "-A", "emailops", "worker", "--pool", "solo"],

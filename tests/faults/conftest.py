@@ -8,7 +8,7 @@ tests/conftest.py), the fault proxy in this one, and real ``consume_emails`` pro
 | FAULTS_CONCURRENCY | 8 | --concurrency of each (when the consumer has the flag) |
 | FAULTS_CHAOS_SECONDS | 30 | how long consumers are killed and fault bursts fire |
 | FAULTS_DRAIN_SECONDS | 90 | then, the bound on waiting for the queue to drain |
-| FAULTS_OUTAGE_SECONDS | 60 | the SES outage |
+| FAULTS_OUTAGE_SECONDS | 30 | the SES outage (longer than 3 receives of 8 s) |
 | FAULTS_SLOW_SES_REQUESTS | 16 | requests in the slow-SES run (7 s sends, 6 s visibility) |
 | FAULTS_POISON_REQUESTS | 30 | requests in the poison-state run (every other one poisoned) |
 | FAULTS_STOP_RECIPIENTS | 200 | recipients of the request stopped mid-way (2 s per send) |

@@ -171,8 +171,9 @@ def test_a_stop_during_a_large_request_stops_and_another_consumer_finishes(moto_
             sends_at_exit = len(proxy.ses_sends())
             time.sleep(3)  # nothing of the first consumer may still be sending
             after_exit = len(proxy.ses_sends()) - sends_at_exit
+            # Many sends at once (a recipient thread per slot): the rest at 2 s each, in ~10 s.
             second = stack.start_consumer(
-                "stop2", stack.consumer_args(concurrency=16, wait_time=1, until_empty=True)
+                "stop2", stack.consumer_args(concurrency=40, wait_time=1, until_empty=True)
             )
             second.wait(timeout=150)
     finally:

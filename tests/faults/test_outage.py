@@ -1,5 +1,5 @@
-"""An SES outage longer than the queue's patience: 5xx on every SES call for 60 s, on a queue whose
-RedrivePolicy dead-letters after 3 receives. Transient trouble must not use up those receives:
+"""An SES outage longer than the queue's patience: 5xx on every SES call for 30 s, on a queue whose
+RedrivePolicy dead-letters after 3 receives (of an 8 s visibility timeout). Transient trouble must not use up those receives:
 afterwards everything is delivered and the dead-letter queue is empty."""
 
 from __future__ import annotations
@@ -18,8 +18,14 @@ from tests.support.stack import Stack
 pytestmark = pytest.mark.faults
 
 
+MAX_RECEIVE_COUNT = 3
+
+
 def test_ses_outage_leaves_nothing_dead_lettered(moto_server, proxy):
-    outage_seconds = knob("FAULTS_OUTAGE_SECONDS", 60)
+    # Longer than the queue's patience: had the retries used up receives, 3 of them would have
+    # dead-lettered every record within 3 visibility timeouts (24 s), whatever the back-off.
+    outage_seconds = knob("FAULTS_OUTAGE_SECONDS", MAX_RECEIVE_COUNT * VISIBILITY_SECONDS + 6)
+    assert outage_seconds > MAX_RECEIVE_COUNT * VISIBILITY_SECONDS
     stack = Stack(
         moto_server,
         endpoint=proxy.url,
@@ -32,7 +38,7 @@ def test_ses_outage_leaves_nothing_dead_lettered(moto_server, proxy):
     policy = stack.sqs.get_queue_attributes(
         QueueUrl=stack.direct(stack.queue_url), AttributeNames=["RedrivePolicy"]
     )["Attributes"]["RedrivePolicy"]
-    assert int(json.loads(policy)["maxReceiveCount"]) == 3
+    assert int(json.loads(policy)["maxReceiveCount"]) == MAX_RECEIVE_COUNT
     bodies = requests("outage", 40, several_every=4, several=2)
     expected = expected_keys(bodies)
     args = stack.consumer_args(concurrency=4, wait_time=1)

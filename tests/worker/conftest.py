@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import re
+import threading
+import time
+from concurrent.futures import thread as futures_thread
 
 import pytest
 
@@ -71,3 +75,53 @@ def make_consumer(
             **{"dead_letter_url": dead_letter_url, "retry": retry} | overrides
         ),
     )
+
+
+# A consumer thread that outlives its test keeps working after the in-process moto has gone and
+# calls real AWS (seen in CI: a hung worker released at the end of its test logged
+# EndpointConnectionError for sqs.us-east-1.amazonaws.com during a later test). The threads the
+# consumers' supervision starts (worker/queue_worker.py), by name:
+CONSUMER_THREAD = re.compile(
+    r"(receiver|worker|lease-keeper|consumer-stats|watchdog|events-(loop|receiver|counters))(-\d+)?"
+)
+THREAD_GRACE_SECONDS = 5.0
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item):
+    """Fail a test whose call leaves a consumer thread or a non-daemon thread it started running.
+    Checked before the test's fixtures are torn down (moto is still there); the threads get a
+    few seconds to finish. ``@pytest.mark.leaves_threads("name", reason=...)`` names one the
+    product is known to leave idle."""
+    before = set(threading.enumerate())
+    try:
+        result = yield
+    except BaseException:
+        left_running(before, set())  # failed already: only keep its threads from the next test
+        raise
+    known = {name for mark in item.iter_markers("leaves_threads") for name in mark.args}
+    left = left_running(before, known)
+    if left:
+        pytest.fail(f"threads the test started are still running: {left}")
+    return result
+
+
+def holds_up_exit(thread: threading.Thread) -> bool:
+    """Non-daemon, and not an executor's worker (those are told to stop at exit and do)."""
+    return not thread.daemon and getattr(thread, "_target", None) is not futures_thread._worker
+
+
+def left_running(before: set[threading.Thread], known: set[str]) -> list[str]:
+    """Names of the threads started since ``before`` that matter and are still alive after the
+    grace: consumer threads, and non-daemon ones (they would hold up the interpreter's exit)."""
+    deadline = time.monotonic() + THREAD_GRACE_SECONDS
+    left = []
+    for thread in set(threading.enumerate()) - before:
+        if thread.name in known or not (
+            CONSUMER_THREAD.fullmatch(thread.name) or holds_up_exit(thread)
+        ):
+            continue
+        thread.join(max(0.0, deadline - time.monotonic()))
+        if thread.is_alive():
+            left.append(thread.name)
+    return sorted(left)
