@@ -62,7 +62,7 @@ def test_a_hung_loop_is_reported_and_its_batch_handed_back(aws_events):
     try:
         consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
         assert handler.entered.is_set()
-        assert consumer.failure == "events-loop-0"
+        assert consumer.failure == "events-worker-0"
         assert not consumer.health.healthy and "hung" in consumer.health.fault
         assert visible(aws_events, url) == 1  # handed back at once, not after its timeout
     finally:
