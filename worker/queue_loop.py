@@ -284,6 +284,9 @@ class QueueWorker(Generic[Outcome]):
             wanted = run.capacity.take(
                 most, timeout=0 if held else 0.5, starving=run.work.empty if not held else _always
             )
+            if run.stop.is_set():  # came while waiting for a slot: no receive after a stop
+                run.capacity.give(wanted)
+                break
             wanted = run.reserve(wanted)
             if not wanted:
                 break
