@@ -274,7 +274,7 @@ class QueueWorker(Generic[Outcome]):
 
     def _gather(self, run: ReceiveRun) -> tuple[bool, list[Held]]:
         """Receives until ``gather`` messages are held or one comes back short (the first
-        long-polls, the others do not wait); whether any receive went out, and what is held."""
+        long-polls, the others do not wait); whether the queue answered, and what is held."""
         held: list[Held] = []
         asked = False
         while len(held) < run.gather and not run.stop.is_set():
@@ -290,10 +290,10 @@ class QueueWorker(Generic[Outcome]):
             wanted = run.reserve(wanted)
             if not wanted:
                 break
-            asked = True
             got = self._receive(run, wanted, wait_time=0 if held else run.wait_time, held=held)
-            if got is None:
+            if got is None:  # failed, or stopped: not an answer that the queue is empty
                 break
+            asked = True
             held += got
             if len(got) < most:
                 break
