@@ -43,10 +43,6 @@ _DONE: list[Held] = []  # tells a worker thread to exit (compared by identity)
 Outcome = TypeVar("Outcome")
 
 
-def _always() -> bool:
-    return True
-
-
 class Handler(Protocol[Outcome]):
     def __call__(self, unit: Sequence[Held], /) -> Sequence[Outcome]:
         """One outcome per message of ``unit``, in order; trouble is an outcome, not a raise."""
@@ -105,6 +101,8 @@ class ReceiveRun:
     per_call: int
     stop: threading.Event
     receivers: int  # still receiving (--until-empty retires them one by one)
+    workers: int
+    busy: int = 0  # workers on a unit now
     drained: threading.Event = field(default_factory=threading.Event)
     received: int = 0  # messages received so far, by every receiver
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -119,6 +117,14 @@ class ReceiveRun:
         if not allowed:
             self.drained.set()
         return allowed
+
+    def starving(self) -> bool:
+        """A worker is idle with nothing to take."""
+        return self.work.empty() and self.busy < self.workers
+
+    def note_busy(self, delta: int) -> None:
+        with self._lock:
+            self.busy += delta
 
     def note_received(self, count: int) -> None:
         with self._lock:
@@ -191,6 +197,7 @@ class QueueWorker(Generic[Outcome]):
             per_call=s.per_call,
             stop=stop,
             receivers=s.receivers,
+            workers=s.workers,
         )
         self.finished = False
         self.supervisor.start(stop)
@@ -280,9 +287,9 @@ class QueueWorker(Generic[Outcome]):
         while len(held) < run.gather and not run.stop.is_set():
             most = min(run.per_receive, run.gather - len(held))
             # A slot freed one at a time must not become a receive of one (each receive is a
-            # billed call) unless the workers would sit idle.
+            # billed call) unless a worker would sit idle.
             wanted = run.capacity.take(
-                most, timeout=0 if held else 0.5, starving=run.work.empty if not held else _always
+                most, timeout=0 if held else 0.5, starving=(lambda: True) if held else run.starving
             )
             if run.stop.is_set():  # came while waiting for a slot: no receive after a stop
                 run.capacity.give(wanted)
@@ -364,6 +371,7 @@ class QueueWorker(Generic[Outcome]):
             if unit is _DONE:
                 return
             messages = [h.message for h in unit]
+            run.note_busy(1)
             try:
                 if run.stop.is_set():  # checked between units too
                     hand_back(self.hand_back_queue, messages)
@@ -379,6 +387,7 @@ class QueueWorker(Generic[Outcome]):
             finally:
                 for message in messages:
                     self.inflight.remove(message)
+                run.note_busy(-1)  # before the slots: a receiver woken by them sees it idle
                 run.capacity.give(len(unit))
 
     def handle(self, unit: Sequence[Held]) -> list[Outcome]:

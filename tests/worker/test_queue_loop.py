@@ -29,13 +29,23 @@ class FakeQueue:
         ]
         self.released: list[str] = []
         self.receives = 0
+        self.asked: list[int] = []  # max_messages of each receive
         self._lock = threading.Lock()
 
     def receive(self, *, max_messages: int = 10, wait_seconds: int = 20) -> list[QueueMessage]:
         with self._lock:
             self.receives += 1
+            self.asked.append(max_messages)
             got, self.visible = self.visible[:max_messages], self.visible[max_messages:]
         return got
+
+    def add(self, count: int) -> None:
+        with self._lock:
+            start = len(self.visible) + self.receives * 100
+            self.visible += [
+                QueueMessage(message_id=f"n{i}", receipt_handle=f"n{i}", body=f"n{i}")
+                for i in range(start, start + count)
+            ]
 
     def release(self, messages: list[QueueMessage]) -> list[str]:
         with self._lock:
@@ -162,3 +172,24 @@ def test_a_unit_that_crashes_its_disposition_touches_no_other():
     assert keep.crashed_bodies == ["b1"]
     assert sorted(keep.settled) == [("b0", "B0"), ("b2", "B2")]
     assert not worker.failure and worker.health.healthy
+
+
+def test_a_busy_worker_is_not_fed_a_part_batch_while_it_works():
+    """Each receive is a billed call: while the only worker is busy, the slots its unit left free
+    do not become a receive of fewer; it receives a whole batch once the worker is free."""
+    queue, handler, keep = FakeQueue(3), Upper(block=True), Keep()
+    worker = tiny_worker(queue, handler, keep, per_call=10, gather=10, prefetch=0)
+    stop = threading.Event()
+    runner = threading.Thread(target=worker.run, kwargs={"stop": stop, "wait_time": 0})
+    runner.start()
+    try:
+        assert handler.entered.wait(10)  # a unit of 3: 7 slots free
+        queue.add(10)
+        assert not wait_until(lambda: queue.receives > 1, timeout=1.5)
+    finally:
+        handler.release.set()
+    assert wait_until(lambda: len(keep.settled) == 13, timeout=10)
+    stop.set()
+    runner.join(10)
+    assert set(queue.asked) == {10}, queue.asked
+    assert [len(unit) for unit in handler.units[:2]] == [3, 10]
