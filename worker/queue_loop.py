@@ -13,9 +13,8 @@ threads, which pass what they take to a *handler* and its outcomes to a *disposi
   what no worker started (visible again at once), and lets started units finish within
   ``stop_timeout``; ``force`` does not wait. Units still running after that are handed back too
   when ``hand_back_unfinished`` (events: applying one twice is a no-op).
-- Every thread, the consumer's companions too (the lease keeper, the stats line, the counters
-  flusher), runs under the ``Supervisor``: one that dies or stops beating ends the run with
-  ``failure`` set, and everything held is handed back (``worker.queue_worker``).
+- Every thread, the consumer's companions too (lease keeper, stats, counters), runs under the
+  ``Supervisor`` (``worker.queue_worker``): one that dies or hangs ends the run, all handed back.
 """
 
 from __future__ import annotations
@@ -221,13 +220,17 @@ class QueueWorker(Generic[Outcome]):
                 receivers[0].join(0.2)
             for _ in workers:
                 run.work.put(_DONE)
-            deadline = time.monotonic() + s.stop_timeout if stop.is_set() else math.inf
+            deadline = math.inf  # drained: the workers finish what they hold, unless stopped
             while any(t.is_alive() for t in workers) and not force.is_set():
+                if stop.is_set() and deadline == math.inf:  # a hang found now stops it too
+                    deadline = time.monotonic() + s.stop_timeout
                 if time.monotonic() > deadline:
                     EventLog(logger).warning(
                         "consumer.stop_timeout",
                         inFlight=len(self.inflight),
-                        consequence="their claims end with their lease; the records reappear",
+                        consequence="handed back at once"
+                        if s.hand_back_unfinished
+                        else "their claims end with their lease; the records reappear",
                     )
                     break
                 workers[0].join(0.2)
@@ -241,8 +244,8 @@ class QueueWorker(Generic[Outcome]):
             self.supervisor.close()
 
     def _hand_back_at_end(self, run: ReceiveRun, workers: int) -> None:
-        """What no worker started goes back at once; what one did, too if a thread failed (or,
-        with ``hand_back_unfinished``, if it is still running)."""
+        """What no worker started goes back; started, too if a thread failed (or is still
+        running, with ``hand_back_unfinished``)."""
         while True:  # not started: a late worker must not begin on them after this
             try:
                 run.work.get_nowait()

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import threading
 
+import pytest
+
 from emailops.aws.sqs import QueueMessage
 from tests.support.stack import wait_until
 from tests.worker.conftest import make_consumer
@@ -152,11 +154,20 @@ def test_a_stop_lets_the_started_unit_finish_and_hands_back_the_rest():
     assert len(worker.inflight) == 0 and exit_status(worker.failure, worker.health)[0] == 0
 
 
-def test_a_hung_tiny_handler_is_reported_and_what_it_holds_handed_back():
+@pytest.mark.parametrize(
+    "ends", [{"until_empty": True}, {"max_messages": 1}], ids=["receiving", "drained"]
+)
+def test_a_hung_tiny_handler_is_reported_and_what_it_holds_handed_back(ends):
+    """Also once the budget has drained the receivers: the hang still ends the run."""
     queue, handler = FakeQueue(1), Upper(block=True)
     worker = tiny_worker(queue, handler, Keep(), hung_seconds=0.3, stop_timeout=0.2)
+    runner = threading.Thread(
+        target=worker.run, kwargs={"stop": threading.Event(), "wait_time": 0, **ends}, daemon=True
+    )
     try:
-        worker.run(stop=threading.Event(), until_empty=True, wait_time=0)
+        runner.start()
+        runner.join(10)
+        assert not runner.is_alive(), "the run never ended"
         assert handler.entered.is_set()
         assert worker.failure == "tiny-worker-0" and "hung" in worker.health.fault
         assert queue.released == ["b0"]  # started, but its thread failed: handed back
