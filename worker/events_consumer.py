@@ -75,7 +75,7 @@ class EventsConsumer(Supervised):
         # what an idle consumer still holds within a second, and the rest when it stops.
         self.counters = getattr(handler, "stats", None)  # a test's handler may have none
         flusher = Companion("events-counters", self._flush_every_second, 60.0)
-        loops = max(1, -(-self.concurrency // 10))  # each with a batch in hand, no more
+        loops = max(1, -(-self.concurrency // 10))  # a receiver and a worker per 10 handlers
         self.worker: QueueWorker[EventOutcome] = QueueWorker(
             queue=queue,
             handler=self.handle_batch,
@@ -85,7 +85,10 @@ class EventsConsumer(Supervised):
                 workers=loops,
                 per_call=self.batch_size,
                 gather=self.batch_size,
-                prefetch=0,
+                # Each worker with a batch in hand while its next is gathered: capacity shared
+                # with no prefetch let a busy worker's neighbour gather only part batches (more
+                # BatchGetItems, fewer events merged per write).
+                prefetch=loops * self.batch_size,
                 # On a stop, how long the workers may take to finish their batch (Docker: 10 s);
                 # what is still running then is handed back (applying it twice is a no-op).
                 stop_timeout=stop_timeout,
