@@ -1,5 +1,5 @@
-"""The consume loop: receivers feed a bounded set of worker threads; each record's outcome is acted
-on as soon as it is known.
+"""The email consumer: the queue worker (``worker.queue_loop.QueueWorker``) with the pipeline as
+its handler, one record at a time, and ``EmailDisposition`` as its disposition policy.
 
 - A few receiver threads long-poll at once, so workers never sit idle behind one poll; they take
   capacity slots first, so at most ``concurrency + batch_size`` records are held.
@@ -11,35 +11,34 @@ on as soon as it is known.
 - A stop stops receiving, hands back records not yet started (visible again at once), and lets
   started ones finish within ``stop_timeout``: sends under way complete, no new one starts (the
   record's other recipients are left to its next delivery); a second stop (``force``) does not wait.
-- Every long-lived thread is watched: one that dies makes the consumer unhealthy, hand back what
-  it holds and return with ``failure`` set, so the command exits non-zero and is restarted whole.
+- Every long-lived thread is watched, the lease keeper and the stats line too (companions of the
+  worker): one that dies or hangs makes the consumer unhealthy, hand back what it holds and
+  return with ``failure`` set, so the command exits non-zero and is restarted whole.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-import queue
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from emailops.aws.sqs import QueueMessage, SqsQueue
-from emailops.core.errors import ConfigurationFault, EmailOpsError
 from emailops.core.events import EventLog, logfmt
 from emailops.core.pipeline import Action, EmailPipeline, RecordOutcome
 from emailops.core.ports import Journal
 from emailops.core.retry import RetryPolicy, RetryState
 from worker.email_disposition import EmailDisposition, carried_state
-from worker.inflight import Capacity, DeleteBatcher, Held, InFlight, LeaseKeeper
-from worker.queue_worker import MessageBudget, ReceiveRun, Supervised, hand_back
+from worker.inflight import DeleteBatcher, Held, InFlight, LeaseKeeper
+from worker.queue_loop import Companion, QueueWorker, WorkerSettings
+from worker.queue_worker import Supervised
 from worker.stats import ConsumerStats, stats_line_fields
 
 __all__ = ["Consumer", "ConsumerSettings", "ConsumerStats"]
 
 logger = logging.getLogger("worker.consumer")
-_DONE = object()  # tells a worker thread to exit
 
 
 @dataclass(frozen=True)
@@ -77,7 +76,6 @@ class Consumer(Supervised):
         self.settings = settings
         self.clock = clock
         self.stats = ConsumerStats()
-        self.inflight = InFlight()
         self.deletes = DeleteBatcher(
             queue, on_deleted=lambda n: self.stats.add(deleted=n), on_died=self.supervisor.died
         )
@@ -91,17 +89,43 @@ class Consumer(Supervised):
             stats=self.stats,
             health=self.health,
             clock=clock,
+            max_receive_count=settings.max_receive_count,
         )
+        inflight = InFlight()
         self.keeper = LeaseKeeper(
-            inflight=self.inflight,
+            inflight=inflight,
             queue=self.lease_queue,
             journal=lease_journal,
             visibility_seconds=settings.visibility_seconds,
             lease_seconds=settings.lease_seconds,
             clock=clock,
         )
+        concurrency = max(1, settings.concurrency)
+        ticking = max(60.0, 20 * self.keeper.tick)
+        self.worker: QueueWorker[RecordOutcome] = QueueWorker(
+            queue=queue,
+            handler=self.process,
+            disposition=self.disposition,
+            settings=WorkerSettings(
+                receivers=max(1, min(4, math.ceil(concurrency / 8))),
+                workers=concurrency,
+                per_call=1,
+                stop_timeout=settings.stop_timeout,
+                hung_seconds=settings.hung_seconds,
+            ),
+            supervisor=self.supervisor,
+            stats=self.stats,
+            inflight=inflight,
+            hand_back_queue=self.lease_queue,
+            companions=[
+                Companion("lease-keeper", self._keep_leases, ticking),
+                Companion("consumer-stats", self._log_stats, ticking),
+            ],
+        )
 
-    # --- the loop ------------------------------------------------------------------------------
+    @property
+    def inflight(self) -> InFlight:
+        return self.worker.inflight
 
     def run(
         self,
@@ -113,147 +137,20 @@ class Consumer(Supervised):
         wait_time: int = 20,
         batch_size: int = 10,
     ) -> ConsumerStats:
-        force = force or threading.Event()
-        concurrency = max(1, self.settings.concurrency)
-        receivers_wanted = max(1, min(4, math.ceil(concurrency / 8)))
-        run = ReceiveRun(
-            capacity=Capacity(concurrency + batch_size),
-            work=queue.Queue(),
-            budget=MessageBudget(max_messages),
-            until_empty=until_empty,
-            wait_time=wait_time,
-            batch_size=batch_size,
-            stop=stop,
-            receivers=receivers_wanted,
-        )
-        self.supervisor.start(stop)
-        watch, hung = self.supervisor.watch, self.settings.hung_seconds
-        receivers = [
-            watch(self._receive_loop, run, name=f"receiver-{i}", hung_after=hung)
-            for i in range(receivers_wanted)
-        ]
-        workers = [
-            watch(self._work_loop, run, name=f"worker-{i}", hung_after=hung)
-            for i in range(concurrency)
-        ]
-        keeper_stop = threading.Event()
-        ticking = max(60.0, 20 * self.keeper.tick)
-        keeper = watch(self._keep_leases, keeper_stop, name="lease-keeper", hung_after=ticking)
-        stats = watch(self._log_stats, keeper_stop, name="consumer-stats", hung_after=ticking)
-
-        # Receivers end when drained; on a stop, nobody waits for a long poll to come back.
-        while any(t.is_alive() for t in receivers) and not (stop.is_set() or force.is_set()):
-            receivers[0].join(0.2)
-        for _ in workers:
-            run.work.put(_DONE)
-        deadline = time.monotonic() + self.settings.stop_timeout if stop.is_set() else math.inf
-        while any(t.is_alive() for t in workers) and not force.is_set():
-            if time.monotonic() > deadline:
-                EventLog(logger).warning(
-                    "consumer.stop_timeout",
-                    inFlight=len(self.inflight),
-                    consequence="their claims end with their lease; the records reappear",
-                )
-                break
-            workers[0].join(0.2)
-        self._hand_back_unstarted(run)
-        if self.failure:
-            self._hand_back_held()
-        # The keeper stops only now: every send that started has returned (or timed out above).
-        keeper_stop.set()
-        self.deletes.close()
-        keeper.join(2)
-        stats.join(1)
-        self.keeper.close()
-        self.supervisor.close()
-        self.pipeline.flush_counters()
+        try:
+            self.worker.run(
+                stop=stop,
+                force=force,
+                until_empty=until_empty,
+                max_messages=max_messages,
+                wait_time=wait_time,
+                per_receive=batch_size,
+            )
+        finally:
+            self.deletes.close()
+            self.keeper.close()
+            self.pipeline.flush_counters()
         return self.stats
-
-    def _hand_back_held(self) -> None:
-        """Make every record still held visible again at once (a dead thread's too)."""
-        held = [h.message for h in self.inflight.snapshot()]
-        hand_back(self.lease_queue, held)
-        for message in held:
-            self.inflight.remove(message)
-
-    def _receive_loop(self, run: ReceiveRun) -> None:
-        while not run.stop.is_set() and not run.drained.is_set():
-            self.supervisor.beat()
-            wanted = run.capacity.take(run.batch_size, timeout=0.5, starving=run.work.empty)
-            wanted = run.reserve(wanted)
-            if not wanted:
-                continue
-            # Records held now, or received by others meanwhile, may still become copies.
-            seen, holding = run.received, len(self.inflight)
-            try:
-                batch = self.queue.receive(max_messages=wanted, wait_seconds=run.wait_time)
-                # Their visibility runs from now, not from when a worker (or a refresh) gets to
-                # them: the keeper's first extension is timed from here.
-                received_at = time.monotonic()
-            except EmailOpsError as exc:
-                run.capacity.give(wanted)
-                run.unreserve(wanted)
-                self._receive_failed(exc)
-                run.stop.wait(min(run.wait_time, 5) or 1)
-                continue
-            run.capacity.give(wanted - len(batch))
-            run.unreserve(wanted - len(batch))
-            self.stats.add(received=len(batch))
-            # Held at once: if this thread dies below, the batch is handed back with the rest.
-            held = [
-                self.inflight.add(m, received_at=received_at, stopping=run.stop.is_set)
-                for m in batch
-            ]
-            run.note_received(len(batch))  # after holding them: a receiver that sees no change
-            # Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
-            # them: a consumer killed meanwhile would use up one more receive of each.
-            worn = [h for h in held if self._near_max_receives(h.message)]
-            refreshed = {id(h) for h in worn}
-            if worn:
-                self.disposition.refresh([h.message for h in worn])
-                for h in worn:
-                    self.inflight.remove(h.message)
-                run.capacity.give(len(worn))
-            for one in held:
-                if id(one) in refreshed:
-                    continue
-                if run.stop.is_set():  # a stop came during the long poll: give it back now
-                    self.disposition.hand_back_one(one.message)
-                    self.inflight.remove(one.message)
-                    run.capacity.give(1)
-                else:
-                    run.work.put(one)
-            if not batch:
-                # --until-empty: this receiver is done once the queue answers it empty while
-                # nothing is held and nobody received meanwhile (a held record may still become a
-                # copy: a refresh, a retry). The others go on, so a copy made from a record one of
-                # them is receiving right now is still received; the run drains with the last.
-                if run.until_empty and not (holding or len(self.inflight)) and run.received == seen:
-                    run.retire()
-                    return
-                elif not run.wait_time:  # no long poll to wait in: do not spin on an empty queue
-                    run.stop.wait(0.1)
-
-    def _work_loop(self, run: ReceiveRun) -> None:
-        while True:
-            self.supervisor.beat()  # idle, or done with a record: a hang is one record too long
-            try:
-                held = run.work.get(timeout=1.0)
-            except queue.Empty:
-                continue
-            if held is _DONE:
-                return
-            try:
-                if run.stop.is_set():
-                    self.disposition.hand_back_one(held.message)  # checked between records too
-                else:
-                    self.handle(held)
-            except Exception:  # one record's bug must not take the thread (and others) down
-                logger.exception(logfmt("record.crashed", sqsMessageId=held.message.message_id))
-                self.disposition.crashed(held.message)
-            finally:
-                self.inflight.remove(held.message)
-                run.capacity.give(1)
 
     def _keep_leases(self, stop: threading.Event) -> None:
         # Record trouble is handled inside (logged, tried again next tick); anything that escapes
@@ -279,28 +176,20 @@ class Consumer(Supervised):
     # --- one record ----------------------------------------------------------------------------
 
     def handle(self, held: Held) -> RecordOutcome:
-        message = held.message
-        state = carried_state(message)
-        if state.dead_letter:  # decided before; only the move to the DLQ failed
-            outcome = RecordOutcome(Action.DEAD_LETTER, reason=state.dead_letter, state=state)
-        else:
-            outcome = self._process(message, state, held)
-        # No more lease extensions: the action below sets the record's visibility for good.
-        self.inflight.remove(message)
-        self.disposition.act(message, outcome)
-        return outcome
+        """One record through the pipeline and the disposition, as a worker thread runs it."""
+        return self.worker.handle([held])[0]
 
-    def _near_max_receives(self, message: QueueMessage) -> bool:
-        """SQS dead-letters a record received maxReceiveCount times, with no reason: a record
-        that came back that often (crashed consumers, waits) starts again as a fresh copy. Not
-        one whose move to the DLQ failed: refreshing that forever would loop; SQS ends it."""
-        most = self.settings.max_receive_count
-        return (
-            bool(most)
-            and message.receive_count > 1
-            and message.receive_count >= most - 1
-            and not carried_state(message, quiet=True).dead_letter
-        )
+    def process(self, unit: Sequence[Held]) -> list[RecordOutcome]:
+        """The queue worker's handler: each record's outcome (units are of one record)."""
+        outcomes = []
+        for held in unit:
+            state = carried_state(held.message)
+            if state.dead_letter:  # decided before; only the move to the DLQ failed
+                outcome = RecordOutcome(Action.DEAD_LETTER, reason=state.dead_letter, state=state)
+            else:
+                outcome = self._process(held.message, state, held)
+            outcomes.append(outcome)
+        return outcomes
 
     def _process(self, message: QueueMessage, state: RetryState, held: Held) -> RecordOutcome:
         log = EventLog(logger, sqsMessageId=message.message_id, receiveCount=message.receive_count)
@@ -336,19 +225,3 @@ class Consumer(Supervised):
                 Action.DEAD_LETTER, reason=f"retry budget exhausted: {reason}", state=state
             )
         return RecordOutcome(Action.RETRY, reason=reason, state=state)
-
-    def _hand_back_unstarted(self, run: ReceiveRun) -> None:
-        while True:
-            try:
-                held = run.work.get_nowait()
-            except queue.Empty:
-                return
-            if held is not _DONE:
-                self.disposition.hand_back_one(held.message)
-                self.inflight.remove(held.message)
-
-    def _receive_failed(self, exc: EmailOpsError) -> None:
-        if isinstance(exc, ConfigurationFault):
-            self.health.fault_seen(exc.fix, exc.describe())
-        else:
-            EventLog(logger).warning("receive.failed", error=exc.describe())

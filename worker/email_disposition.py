@@ -1,5 +1,7 @@
 """What the email consumer does with a record once its outcome is known: delete it (batched),
-re-enqueue a fresh copy carrying its RetryState, put it back to wait, or dead-letter it.
+re-enqueue a fresh copy carrying its RetryState, put it back to wait, or dead-letter it. The email
+consumer's disposition policy on the queue worker (``worker.queue_loop.Disposition``): it also
+refreshes a record received near maxReceiveCount as it comes, before any worker gets to it.
 
 Back-off and the retry budget are ``emailops.core.retry.RetryPolicy``'s (RETRY_BACKOFF_*,
 RETRY_MAX_SECONDS), the same rule the pipeline applies to transient trouble.
@@ -8,7 +10,7 @@ RETRY_MAX_SECONDS), the same rule the pipeline applies to transient trouble.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from emailops.aws.sqs import OriginalKept, QueueMessage, SqsQueue
@@ -49,6 +51,31 @@ class EmailDisposition:
     stats: ConsumerStats
     health: Health
     clock: Callable[[], float]
+    max_receive_count: int | None = None
+
+    def on_received(self, messages: Sequence[QueueMessage]) -> list[QueueMessage]:
+        """Near maxReceiveCount: refreshed at once, all together, not when a worker gets to
+        them: a consumer killed meanwhile would use up one more receive of each."""
+        worn = [m for m in messages if self.worn_out(m)]
+        if worn:
+            self.refresh(worn)
+        return worn
+
+    def worn_out(self, message: QueueMessage) -> bool:
+        """SQS dead-letters a record received maxReceiveCount times, with no reason: a record
+        that came back that often (crashed consumers, waits) starts again as a fresh copy. Not
+        one whose move to the DLQ failed: refreshing that forever would loop; SQS ends it."""
+        most = self.max_receive_count
+        return (
+            bool(most)
+            and message.receive_count > 1
+            and message.receive_count >= most - 1
+            and not carried_state(message, quiet=True).dead_letter
+        )
+
+    def settle(self, messages: Sequence[QueueMessage], outcomes: Sequence[RecordOutcome]) -> None:
+        for message, outcome in zip(messages, outcomes, strict=True):
+            self.act(message, outcome)
 
     def act(self, message: QueueMessage, outcome: RecordOutcome) -> None:
         log = EventLog(logger, sqsMessageId=message.message_id, messageId=outcome.message_id)
@@ -80,11 +107,12 @@ class EmailDisposition:
             log.error("dead_letter.unavailable", reason=outcome.reason)
             self.set_visibility(message, self.retry.backoff_cap, log)
 
-    def crashed(self, message: QueueMessage) -> None:
+    def crashed(self, messages: Sequence[QueueMessage]) -> None:
         """A bug outside the pipeline (it returns outcomes, never raises for a record): the
         record looks again after the base back-off."""
-        log = EventLog(logger, sqsMessageId=message.message_id)
-        self.set_visibility(message, self.retry.backoff_base, log)
+        for message in messages:
+            log = EventLog(logger, sqsMessageId=message.message_id)
+            self.set_visibility(message, self.retry.backoff_base, log)
 
     def refresh(self, messages: list[QueueMessage]) -> None:
         """Fresh copies, in one call (a per-record fallback if the batch call fails)."""
@@ -159,6 +187,3 @@ class EmailDisposition:
         except EmailOpsError as exc:
             # Without the change the record simply reappears after the visibility timeout.
             log.warning("visibility.failed", seconds=seconds, error=exc.describe())
-
-    def hand_back_one(self, message: QueueMessage) -> None:
-        self.set_visibility(message, 0, EventLog(logger, sqsMessageId=message.message_id))

@@ -68,6 +68,7 @@ class Held:
     claims: HeldClaims = field(default_factory=HeldClaims)
     # When its visibility was last set (received, or extended successfully), time.monotonic().
     extended_at: float = field(default_factory=time.monotonic)
+    started: bool = False  # a worker has begun on it: no longer simply handed back at a stop
 
 
 class InFlight:

@@ -1,8 +1,8 @@
-"""What every queue consumer of ours shares: watched threads with heartbeats, the message budget
+"""The queue worker's supervision: watched threads with heartbeats, the message budget
 (``--max-messages``), hand-back of held messages, and the exit codes.
 
 Both consumers (``worker.consumer`` for email requests, ``worker.events_consumer`` for SES events)
-run their long-lived threads through a ``Supervisor``:
+are built on ``worker.queue_loop.QueueWorker``, which runs every thread through a ``Supervisor``:
 
 - a thread that raises is reported (``consumer.thread_died``);
 - a thread that stops beating for longer than its ``hung_after`` is reported too
@@ -19,23 +19,19 @@ fault kept records from going out; 4 (``THREAD_FAILED``) one of its threads died
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from enum import IntEnum
 
 from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog, logfmt
-from worker.inflight import Capacity
 from worker.stats import Health
 
 __all__ = [
     "ExitCode",
     "MessageBudget",
-    "ReceiveRun",
     "Supervised",
     "Supervisor",
     "exit_status",
@@ -223,46 +219,3 @@ def hand_back(queue: SqsQueue, messages: Sequence[QueueMessage]) -> None:
             EventLog(logger).warning(
                 "consumer.hand_back_failed", count=len(chunk), error=exc.describe()
             )
-
-
-@dataclass(eq=False, kw_only=True)
-class ReceiveRun:
-    """One run's shared bookkeeping between its receivers and workers: capacity (bounded
-    in-flight), the work queue, the message budget, whether it drained."""
-
-    capacity: Capacity
-    work: queue.Queue
-    budget: MessageBudget
-    until_empty: bool
-    wait_time: int
-    batch_size: int
-    stop: threading.Event
-    receivers: int  # still receiving (--until-empty retires them one by one)
-    drained: threading.Event = field(default_factory=threading.Event)
-    received: int = 0  # records received so far, by every receiver
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def reserve(self, wanted: int) -> int:
-        """Limit a receive to what --max-messages still allows; drained once it allows none."""
-        if not wanted:
-            return wanted
-        allowed = self.budget.reserve(wanted)
-        if allowed < wanted:
-            self.capacity.give(wanted - allowed)
-        if not allowed:
-            self.drained.set()
-        return allowed
-
-    def note_received(self, count: int) -> None:
-        with self._lock:
-            self.received += count
-
-    def retire(self) -> None:
-        """One receiver found the queue empty; the run is drained when the last one has."""
-        with self._lock:
-            self.receivers -= 1
-            if not self.receivers:
-                self.drained.set()
-
-    def unreserve(self, count: int) -> None:
-        self.budget.give_back(count)

@@ -115,7 +115,7 @@ def test_a_receiver_that_dies_is_noticed_and_its_records_are_handed_back(aws, pa
     def broken(message):
         raise RecursionError("a bug on the receiver's own path")
 
-    consumer._near_max_receives = broken
+    consumer.disposition.worn_out = broken
     run_bounded(consumer)
     assert consumer.failure == "receiver-0" and not consumer.health.healthy
     assert sender.sent == [] and len(aws.queue_messages(aws.queue_url)) == 3  # visible again
@@ -182,7 +182,7 @@ def test_a_dead_letter_move_that_keeps_failing_does_not_loop_through_refreshes(a
     assert RetryState.from_json(copy.string_attribute(STATE_ATTRIBUTE)).dead_letter
     queue.change_visibility(copy, 0)
     (copy,) = queue.receive(wait_seconds=0)
-    assert copy.receive_count == 2 and not consumer._near_max_receives(copy)
+    assert copy.receive_count == 2 and not consumer.disposition.worn_out(copy)
     queue.change_visibility(copy, 0)
     before = consumer.stats.copy()
     stats = consumer.run(stop=threading.Event(), max_messages=1, wait_time=0)  # receive 3
@@ -217,7 +217,7 @@ def test_a_receiver_that_finds_the_queue_empty_while_another_refreshes_does_not_
                 b_looked.set()
             return super().__len__()
 
-    consumer.inflight = consumer.keeper.inflight = Watched()
+    consumer.worker.inflight = consumer.keeper.inflight = Watched()
     real_receive, calls, lock = queue.receive, [], threading.Lock()
 
     def receive(**kwargs):

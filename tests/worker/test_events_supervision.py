@@ -12,11 +12,12 @@ from django.core.management import call_command
 from emailops import container
 from emailops.aws.sqs import SqsQueue
 from emailops.core.delivery_handler import EventAction, EventOutcome
+from emailops.core.errors import ConfigurationFault
 from emailops.core.retry import RetryPolicy
 from tests.support.stack import wait_until
 from tests.worker.test_events_consumer import BatchRecorder, BlockingQueue
 from worker.events_consumer import EventsConsumer, build_events_consumer
-from worker.queue_worker import ExitCode
+from worker.queue_worker import ExitCode, exit_status
 
 
 class VisibilityQueue(SqsQueue):
@@ -62,7 +63,7 @@ def test_a_hung_loop_is_reported_and_its_batch_handed_back(aws_events):
     try:
         consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
         assert handler.entered.is_set()
-        assert consumer.failure == "events-loop-0"
+        assert consumer.failure == "events-worker-0"
         assert not consumer.health.healthy and "hung" in consumer.health.fault
         assert visible(aws_events, url) == 1  # handed back at once, not after its timeout
     finally:
@@ -123,3 +124,36 @@ def test_the_counters_say_only_what_was_received_while_a_poll_is_out(aws_events)
         queue.answer.set()
         loop.join(10)
     assert wait_until(lambda: not loop.is_alive(), timeout=10)
+
+
+class RefusedOnce(SqsQueue):
+    """The real adapter, whose first receive is refused as a missing permission would be."""
+
+    def __init__(self, *args, health=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.calls, self.healthy_at_retry = 0, None
+        self.health = health
+
+    def receive(self, *, max_messages=10, wait_seconds=20):
+        self.calls += 1
+        if self.calls == 1:
+            raise ConfigurationFault("receive messages", reason="AccessDenied", fix="grant it")
+        if self.calls == 2:
+            self.healthy_at_retry = self.health.healthy
+        return super().receive(max_messages=max_messages, wait_seconds=wait_seconds)
+
+
+def test_a_configuration_fault_receiving_makes_the_events_consumer_unhealthy_until_it_applies(
+    aws_events, caplog
+):
+    """As for the email consumer: an operator's fault is one clear ERROR and an unhealthy
+    consumer (exit 3 if stopped so), healthy again once an event is applied."""
+    url = aws_events.events_queue_url
+    aws_events.sqs.send_message(QueueUrl=url, MessageBody="e0")
+    queue = RefusedOnce(aws_events.sqs, url)
+    consumer = EventsConsumer(queue=queue, handler=BatchRecorder(), dead_letter_url=None)
+    queue.health = consumer.health
+    stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
+    assert queue.healthy_at_retry is False and "consumer.configuration_fault" in caplog.text
+    assert stats.applied == 1 and consumer.health.healthy
+    assert exit_status(consumer.failure, consumer.health)[0] is ExitCode.OK
