@@ -5,18 +5,11 @@ from __future__ import annotations
 
 import threading
 
-import pytest
-
 from tests.support.stack import wait_until
 from tests.worker.conftest import make_consumer, request
 from tests.worker.test_consumer_failures import run_bounded
 
 
-@pytest.mark.leaves_threads(
-    "worker-0",
-    reason="Consumer.run hands back what is still queued, the hung worker's end-of-work token "
-    "with it: released after the run, the worker idles until the process exits",
-)
 def test_a_worker_stuck_on_a_record_is_reported_hung(aws, parts, caplog):
     pipeline, sender, queue = parts
     aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=request("u@example.com"))
