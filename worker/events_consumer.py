@@ -20,10 +20,7 @@ import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 
-from django.conf import settings
-
 from emailops import container
-from emailops.aws.clients import size_connection_pools
 from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
 from emailops.core.events import EventLog, logfmt
@@ -177,13 +174,13 @@ class EventsConsumer(Supervised):
 
 def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
     """Check settings, read the events queue's DLQ once, and wire the handler."""
-    container.current().config.check_events()
+    config = container.current().config
+    config.check_events()
     if concurrency is None:
-        concurrency = settings.SES_EVENTS_CONCURRENCY
-    if concurrency > 1:  # one pooled connection per handler thread and receive loop
-        size_connection_pools(concurrency + 8)
-        container.reset()
+        concurrency = config.events.concurrency
     built = container.current()
+    if concurrency > 1:  # one pooled connection per handler thread and receive loop
+        built = container.with_connections(concurrency + 8)
     verifier = built.sns_verifier
     queue = built.events_queue
     info = queue.describe()
