@@ -1,4 +1,4 @@
-"""Fixtures shared by the console's template tests (drafts, publishing)."""
+"""Fixtures shared by the console's template tests (drafts, mappings, publishing)."""
 
 from __future__ import annotations
 

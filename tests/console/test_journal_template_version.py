@@ -22,11 +22,6 @@ CONTEXT = {"teamName": "Curators", "host": "app.pennsieve.test", "organizationNo
 
 
 @pytest.fixture
-def owner(make_user):
-    return make_user("Template owners")
-
-
-@pytest.fixture
 def support(client, make_user):
     client.force_login(make_user("Support"))
     return client

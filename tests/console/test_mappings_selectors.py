@@ -17,12 +17,6 @@ ACCEPTED = "dataset-publication-accepted"
 ACCEPTED_FILE = "dataset-publication-accepted.html"
 
 
-@pytest.fixture
-def samples(aws):
-    aws.load_samples()
-    return aws
-
-
 def upload(key: str, source: str) -> None:
     container.current().template_store.write_template(key, source)
 

@@ -19,17 +19,6 @@ pytestmark = pytest.mark.django_db
 ACCEPTED = "dataset-publication-accepted"
 
 
-@pytest.fixture
-def samples(aws):
-    aws.load_samples()
-    return aws
-
-
-@pytest.fixture
-def owner(make_user):
-    return make_user("Template owners")
-
-
 def stored(message_id: str):
     return container.current().mapping_store.get_mapping(message_id)
 

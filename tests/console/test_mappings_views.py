@@ -25,12 +25,6 @@ PAGE = f"{BASE}mapping/{ACCEPTED}/"
 
 
 @pytest.fixture
-def samples(aws):
-    aws.load_samples()
-    return aws
-
-
-@pytest.fixture
 def owner_client(client, make_user):
     client.force_login(make_user("Template owners"))
     return client
