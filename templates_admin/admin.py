@@ -47,7 +47,7 @@ class PlaceholderAdmin(ReadOnlyAdmin):
 
     ``view_permission`` decides who sees the index entry; every custom view checks its own.
     ``feature`` names the package with ``admin_urls()`` and ``changelist()``; it is imported on
-    first use, because the features pull in the AWS wiring.
+    first use, because the features pull in the AWS adapters (the container).
     """
 
     view_permission = ""
@@ -120,7 +120,7 @@ admin.site.index_template = admin.site.index_template or "templates_admin/index.
 
 
 def _dashboard_index(request, extra_context=None):
-    # Imported on first use, like the features: the dashboard pulls in the AWS wiring.
+    # Imported on first use, like the features: the dashboard pulls in the AWS adapters.
     from templates_admin.dashboard.views import index_view
 
     return index_view(admin.site, django_index)(request, extra_context)
