@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from playwright.sync_api import expect
 
 from emailops import container
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
@@ -41,15 +42,16 @@ def test_support_searches_an_address_and_reads_why_it_bounced(login, make_user, 
     page.fill("#id_q", "Ned@Example.com")
     page.click("#journal-search-form input[type=submit]")
     row = page.locator("tr.journal-row")
-    assert row.count() == 1
+    expect(row).to_have_count(1)
     assert "bounced: mailbox does not exist" in row.locator("td.journal-delivery").inner_text()
 
     row.locator("a").first.click()
     status = page.locator("#journal-status").inner_text()
     assert "Bounced: mailbox does not exist." in status and "550 5.1.1" in status
     events = page.locator("#journal-timeline tbody tr")
-    assert events.count() == 2 and "Bounce" in events.nth(1).inner_text()
+    expect(events).to_have_count(2)
+    assert "Bounce" in events.nth(1).inner_text()
 
     page.click("#journal-suppression-link")  # Support may look, not remove
     assert "is suppressed: hard bounce" in page.locator("#suppression-status").inner_text()
-    assert page.locator("#suppression-remove-link").count() == 0
+    expect(page.locator("#suppression-remove-link")).to_have_count(0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from templates_admin.models import EmailAction
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, send_through_pipeline
@@ -35,7 +36,7 @@ def test_support_lead_finds_the_email_views_it_and_resends_it(login, make_user, 
     page.fill("#id_q", "kim@EXAMPLE.com")
     page.click("#journal-search-form input[type=submit]")
     row = page.locator("tr.journal-row")
-    assert row.count() == 1
+    expect(row).to_have_count(1)
     assert "SENT" in row.inner_text() and "default" in row.inner_text()
     assert "UTC" in row.locator("time").get_attribute("title")
 
@@ -76,13 +77,13 @@ def test_support_pages_through_results_and_cannot_resend(login, make_user, live_
     )
     page = login(make_user("Support"))
     page.goto(f"{live_server.url}/admin/templates_admin/emailjournalpage/?q=lee@example.com")
-    assert page.locator("tr.journal-row").count() == 50
+    expect(page.locator("tr.journal-row")).to_have_count(50)
 
     page.click("#journal-older")
-    assert page.locator("tr.journal-row").count() == 5
+    expect(page.locator("tr.journal-row")).to_have_count(5)
     page.click("#journal-newer")
-    assert page.locator("tr.journal-row").count() == 50
+    expect(page.locator("tr.journal-row")).to_have_count(50)
 
     page.locator("tr.journal-row a").first.click()
     assert page.locator("#journal-status").is_visible()
-    assert page.locator("#journal-resend-link").count() == 0
+    expect(page.locator("#journal-resend-link")).to_have_count(0)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from playwright.sync_api import expect
 
 from templates_admin.models import Job
 from tests.celery_worker import celery_worker  # noqa: F401 (a fixture)
@@ -47,7 +48,7 @@ def test_support_lead_redrives_a_dead_letter_and_watches_it_finish(login, make_u
     page.wait_for_selector("#job-result", timeout=30_000)
     page.click("#job-dlq-link")
     rows = page.locator("tr.ops-dead-letter")
-    assert rows.count() == 4
+    expect(rows).to_have_count(4)
     kim = rows.filter(has_text="kim@example.com")
     assert REASON in kim.locator(".ops-reason").inner_text()
     assert "not a valid request" in rows.filter(has_text="not json").inner_text()
@@ -76,6 +77,6 @@ def test_support_lead_redrives_a_dead_letter_and_watches_it_finish(login, make_u
     ]
     assert all(set(m["MessageAttributes"]) == {"EmailOpsState"} for m in back)
     page.click("text=Operations")
-    assert page.locator("tr.ops-job-row").count() == 2  # the listing and the redrive
+    expect(page.locator("tr.ops-job-row")).to_have_count(2)  # the listing and the redrive
     page.click("#ops-dlq-link")
-    assert page.locator("tr.ops-dead-letter").count() == 1  # the bad one stays
+    expect(page.locator("tr.ops-dead-letter")).to_have_count(1)  # the bad one stays
