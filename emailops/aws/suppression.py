@@ -1,6 +1,6 @@
 """The suppression list (``SUPPRESSION_TABLE``): addresses the consumer must not send to.
 
-One row per address as ``suppression_key`` spells it (lowercased, needless quotes removed; key
+One row per address as ``address_key`` spells it (lowercased, needless quotes removed; key
 ``Address``) with ``Reason`` (BOUNCE | COMPLAINT | MANUAL), a
 ``Detail`` in plain words, the ``Source`` event and ``CreatedAt`` (epoch seconds). Hard bounces and
 complaints add rows (``emailops.aws.delivery``); Support leads remove them from the console.
@@ -28,7 +28,7 @@ from emailops.aws.dynamo import (
     table_call,
     text_attribute,
 )
-from emailops.core.contract import suppression_key
+from emailops.core.contract import address_key
 from emailops.core.events import EventLog
 from emailops.core.journal_words import suppression_words
 
@@ -109,7 +109,7 @@ class DynamoSuppressionList:
         return found.in_words if found else None
 
     def get(self, address: str) -> Suppression | None:
-        key = suppression_key(address)
+        key = address_key(address)
         item = get_item(self.client, self.table, "Address", key, what="read suppression")
         return _from_item(item) if item else None
 
@@ -117,7 +117,7 @@ class DynamoSuppressionList:
         """Suppress ``address``; False (and the first entry kept) when it already is."""
         if reason not in REASONS:
             raise ValueError(f"reason must be one of {', '.join(REASONS)}, not {reason!r}")
-        key = suppression_key(address)
+        key = address_key(address)
         item = {
             "Address": {"S": key},
             "Reason": {"S": reason},
@@ -141,7 +141,7 @@ class DynamoSuppressionList:
 
     def remove(self, address: str) -> Suppression | None:
         """Lift the suppression; returns what was removed, or None when there was none."""
-        key = suppression_key(address)
+        key = address_key(address)
         old = table_call(
             self.client,
             self.table,

@@ -23,11 +23,11 @@ __all__ = [
     "EmailRequest",
     "Recipient",
     "RejectedRecipient",
+    "address_key",
     "address_problem",
     "parse_complete_request",
     "parse_request",
     "request_to_json",
-    "suppression_key",
 ]
 
 
@@ -191,12 +191,17 @@ def address_problem(address: str) -> str | None:
     return _domain_problem(domain)
 
 
-def suppression_key(address: str) -> str:
-    """One spelling per mailbox, for suppression lookups: trimmed, lowercased, and a quoted local
+def address_key(address: str) -> str:
+    """The one spelling of a mailbox, for every lookup by address (suppression, erasure,
+    preferences; the queue path and the API alike): a display-name form (``"Erin" <erin@x>``, as
+    SES reports named recipients) reduced to its address, trimmed, lowercased, and a quoted local
     part that needs no quotes unquoted (RFC 5321 4.1.2: ``"victim"@example.com`` and
     ``"vic\\tim"@example.com`` are ``victim@example.com``). A quoted part that does need them
     (``"john doe"``) is another mailbox and stays quoted."""
-    key = address.strip().lower()
+    key = address.strip()
+    if key.endswith(">") and "<" in key:
+        key = key[key.rindex("<") + 1 : -1].strip()
+    key = key.lower()
     local, at, domain = key.rpartition("@")
     if at and _QUOTED.fullmatch(local):
         bare = re.sub(r"\\(.)", r"\1", local[1:-1])

@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Protocol
 
+from emailops.core.contract import address_key
 from emailops.core.errors import SharedStateUnavailable
 from emailops.core.events import EventLog
 
@@ -87,7 +88,7 @@ class IndexedSuppressionList:
         self._log = EventLog(logger)
 
     def suppression_reason(self, address: str) -> str | None:
-        key = address.strip().lower()
+        key = address_key(address)
         now = self.clock()
         if now >= self._skip_until:
             try:
@@ -115,7 +116,7 @@ class IndexedSuppressionList:
         return getattr(self.table, name)
 
     def _index_write(self, action: str, address: str) -> None:
-        key = address.strip().lower()
+        key = address_key(address)
         try:
             if action == "add":
                 self.index.added(key)

@@ -538,7 +538,22 @@ def test_a_complete_request_refuses_what_the_consumer_would_only_partly_send():
         ("  bob@example.com ", "bob@example.com"),
     ],
 )
-def test_suppression_key_unquotes_what_needs_no_quotes(address, key):
-    from emailops.core.contract import suppression_key
+def test_address_key_unquotes_what_needs_no_quotes(address, key):
+    from emailops.core.contract import address_key
 
-    assert suppression_key(address) == key
+    assert address_key(address) == key
+
+
+@pytest.mark.parametrize(
+    "spelling",
+    [
+        '"Erin Example" <Erin@Example.com>',
+        "  erin@example.COM ",
+        '"erin"@example.com',
+        "<erin@example.com>",
+    ],
+)
+def test_address_key_gives_every_spelling_of_a_mailbox_one_key(spelling):
+    from emailops.core.contract import address_key
+
+    assert address_key(spelling) == "erin@example.com"
