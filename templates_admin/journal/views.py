@@ -21,7 +21,7 @@ from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
-from templates_admin.journal import csv_export, delivery, presentation, selectors
+from templates_admin.journal import csv_export, delivery, no_result, presentation, selectors
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import (
     email_resend,
@@ -42,7 +42,7 @@ def _entry_url(admin_site, name: str, key: str) -> str:
 @console_view(roles.SEARCH_JOURNAL)
 def search(request: HttpRequest, admin_site) -> HttpResponse:
     form = JournalSearchForm(request.GET or None)
-    result, error, status = None, "", 200
+    result, error, status, empty = None, "", 200, None
     if form.is_valid() and form.cleaned_data["q"].strip():
         _audit(request, "search", form.cleaned_data["q"], form.search_arguments())
         found = attempt(
@@ -54,6 +54,12 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             error, status = found.text, found.status
         else:
             result = found
+            empty = attempt(
+                lambda: no_result.journal_search_empty_reason(found, form.search_arguments()),
+                unavailable="Why nothing matched could not be read",
+            )
+            if isinstance(empty, Refusal):
+                error, empty = empty.text, None
     now = int(time.time())
     rows = [
         (presentation.summarize(row, now=now), _entry_url(admin_site, "detail", row.key))
@@ -74,9 +80,18 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             "newer_url": _page_url(request, result.previous_cursor) if result else "",
             "export_url": _export_url(admin_site, request) if rows else "",
             "export_max_rows": selectors.EXPORT_MAX_ROWS,
+            "empty": empty,
+            "unfiltered_url": _without(request, "message_id", "status", "delivery"),
+            "unwindowed_url": _without(request, "since", "until"),
         },
         status=status,
     )
+
+
+def _without(request: HttpRequest, *names: str) -> str:
+    """This search again without the filters ``names`` (and from its first page)."""
+    dropped = {*names, "cursor"}
+    return "?" + urlencode({k: v for k, v in request.GET.items() if k not in dropped and v})
 
 
 def _export_url(admin_site, request: HttpRequest) -> str:

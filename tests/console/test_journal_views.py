@@ -112,7 +112,7 @@ def test_search_by_journal_id_and_by_ses_message_id(sent, support):
 def test_an_empty_result_explains_itself_and_shows_the_queries(sent, support):
     page = text(search(support, q="nobody@example.com", status="SENT"))
 
-    assert "No journal row matches" in page
+    assert "No journal row for this address." in page
     assert "never queued" in page and "producer" in page and "dead-letter queue" in page
     assert 'RecipientKeySentAtIndex: RecipientKey = "nobody@example.com"' in page
     assert 'filter Status = "SENT"' in page
