@@ -14,7 +14,13 @@ from emailops.aws.journal_codec import (
     ordered_attributes,
 )
 from emailops.core.journal_row import JournalRow
-from emailops.core.journal_words import ClaimWords, claim_words, failure_words
+from emailops.core.journal_words import (
+    ClaimWords,
+    claim_words,
+    delivery_words,
+    failure_words,
+    row_state,
+)
 from emailops.core.ports import Status
 
 # Shared with the other areas (display); re-exported here for the journal's own callers.
@@ -92,10 +98,48 @@ class RowSummary:
     utc_time: str
     stuck: bool  # QUEUED and its claim's lease has ended
     delivery: DeliveryOutcome | None = None  # what SES reported after accepting it
+    pill: StatusPill | None = None
 
     @property
     def status_label(self) -> str:
         return f"{self.status} (stuck)" if self.stuck else self.status
+
+
+# row_state's words for a row still on its claim, and for one SES accepted without a report yet:
+# the pill shows the row's status for them, and the delivery outcome for every other SENT state.
+_CLAIM_STATES = ("in-progress", "claimed", "stuck")
+_STATUS_STATES = (*_CLAIM_STATES, "no-report", "suppressed", "failed")
+
+
+@dataclass(frozen=True)
+class StatusPill:
+    """The row at a glance: ``label`` (BOUNCED, SENT, QUEUED), its colour class ``state`` and,
+    under a delivery outcome, the SES acceptance it followed (``secondary``)."""
+
+    label: str
+    state: str  # row_state's word: the pill's colour (journal-<state>)
+    tone: str  # ok, pending, warning, error
+    secondary: str = ""
+
+
+def status_pill(row: JournalRow, *, now: int) -> StatusPill:
+    """The pill from the one state function (``journal_words.row_state``): a delivery outcome when
+    there is one (DELIVERED, BOUNCED, COMPLAINED, DELAYED...), else the row's status."""
+    state = row_state(row, now=now, go_lease_seconds=go_lease_seconds())
+    words = delivery_words(row)
+    if state in _STATUS_STATES or not state:
+        label = row.status or state.upper() or "?"
+        if state == "stuck":
+            label += " · stuck"
+        tone = {"stuck": "warning", "failed": "error", "suppressed": "warning"}.get(state, "")
+        return StatusPill(label, state or "unknown", tone or ("ok" if words else "pending"))
+    accepted = "accepted by SES" if row.status == Status.SENT else row.status
+    return StatusPill(
+        state.replace("-", " ").upper(),
+        state,
+        words.tone if words else "warning",
+        secondary=accepted if accepted != state.upper() else "",
+    )
 
 
 # The summary's fields that are the row's own, as stored.
@@ -111,6 +155,7 @@ def summarize(row: JournalRow, *, now: int) -> RowSummary:
         utc_time=utc_text(row.timestamp),
         stuck=row.stuck(now=now, go_lease_seconds=go_lease_seconds()),
         delivery=delivery_outcome(row),
+        pill=status_pill(row, now=now),
     )
 
 

@@ -157,6 +157,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     context |= {
         "subtitle": f"{row.message_id} to {row.recipient}",
         "explanation": presentation.explain_status(row, now=int(time.time())),
+        "pill": presentation.status_pill(row, now=int(time.time())),
         "attributes": _attributes(row),
         "delivery": delivery.delivery_outcome(row),
         "timeline": delivery.timeline(row),
