@@ -67,7 +67,8 @@ def _store_hourly(name: str, depth: int, *, now: datetime) -> None:
 
 
 def dead_letter_depth_check() -> dict[str, Any]:
-    """Read the dead-letter queue's depth; log an error when it holds anything."""
+    """Read the dead-letter queue's depth; log an error when it holds anything and the depth
+    changed since the last reading (once per change), an info line when it emptied."""
     _, queue = dlq.dead_letter_queues()
     depth = queue.depth()
     value = {
@@ -76,15 +77,21 @@ def dead_letter_depth_check() -> dict[str, Any]:
         "in_flight": depth.in_flight,
         "queue": queue.url,
     }
+    previous = reading(DLQ_DEPTH)
+    before = int((previous.value or {}).get("depth", 0)) if previous else 0
     _store(DLQ_DEPTH, value)
     _store_hourly(DLQ_DEPTH, depth.total, now=timezone.now())
-    if depth.total:
+    # Once per change, not every run: a dead letter nobody has redriven yet is one report.
+    if depth.total and depth.total != before:
         log.error(
             "dlq.not_empty",
             depth=depth.total,
             queue=queue.url,
+            previous=before,
             fix="look at the console's dead-letter page (or `manage.py dlq list`) and redrive",
         )
+    elif before and not depth.total:
+        log.info("dlq.empty", previous=before, queue=queue.url)
     return value
 
 

@@ -25,6 +25,26 @@ def test_dead_letter_depth_is_stored_and_logged_as_an_error(aws, caplog):
     assert any("event=dlq.not_empty depth=1" in e for e in errors)
 
 
+def test_a_non_empty_dead_letter_queue_is_reported_once_per_change(aws, caplog):
+    caplog.set_level(logging.INFO, logger="templates_admin")
+
+    def reports() -> list[str]:
+        return [r.getMessage() for r in caplog.records if "dlq." in r.getMessage()]
+
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
+    for _minute in range(3):  # beat's every-minute check, three times over the same depth
+        monitoring.dead_letter_depth_check()
+    assert len([r for r in reports() if "dlq.not_empty" in r]) == 1
+    aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
+    monitoring.dead_letter_depth_check()
+    monitoring.dead_letter_depth_check()
+    assert [r for r in reports() if "dlq.not_empty" in r][-1].count("depth=2") == 1
+    assert len([r for r in reports() if "dlq.not_empty" in r]) == 2
+    aws.sqs.purge_queue(QueueUrl=aws.dlq_url)
+    monitoring.dead_letter_depth_check()
+    assert "event=dlq.empty" in reports()[-1]
+
+
 def test_stuck_claims_are_found_and_the_scan_resumes_where_it_stopped(aws, settings, caplog):
     now = BASE_TIME + 1000
     put_rows(
