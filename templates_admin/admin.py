@@ -20,6 +20,7 @@ from django.http import Http404
 from django.urls import path, re_path
 
 from templates_admin import roles
+from templates_admin.console import refused_page
 from templates_admin.models import (
     EmailJournalPage,
     JournalReadAudit,
@@ -141,3 +142,13 @@ class JournalReadAuditAdmin(ReadOnlyAdmin):
     search_fields = ("actor", "query", "token_prefix")
     date_hierarchy = "at"
     list_select_related = ("user",)
+
+    def changelist_view(self, request, extra_context=None):
+        if not self.has_view_permission(request):
+            return refused_page(request, self.admin_site, [roles.VIEW_READ_AUDIT])
+        return super().changelist_view(request, extra_context)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if not self.has_view_permission(request):
+            return refused_page(request, self.admin_site, [roles.VIEW_READ_AUDIT])
+        return super().change_view(request, object_id, form_url, extra_context)

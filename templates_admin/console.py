@@ -17,16 +17,17 @@ from typing import Any, TypeVar
 from django import forms
 from django.contrib import messages
 from django.contrib.admin import AdminSite
-from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.exceptions import ValidationError
 from django.db.models import Model
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from emailops.core.errors import ConcurrentUpdate, EmailOpsError
+from templates_admin import roles
 from templates_admin.csp import POLICY, strict_csp
 
-__all__ = ["Area", "Refusal", "attempt", "confirmed_action", "console_view"]
+__all__ = ["Area", "Refusal", "attempt", "confirmed_action", "console_view", "refused_page"]
 
 T = TypeVar("T")
 
@@ -136,15 +137,29 @@ def confirmed_action(
     return HttpResponseRedirect(then)
 
 
+def refused_page(
+    request: HttpRequest, admin_site: AdminSite, permissions: tuple[str, ...] | list[str]
+) -> TemplateResponse:
+    """The 403 as a console page: the site's navigation and one line naming the group that
+    grants ``permissions``."""
+    context = {
+        **admin_site.each_context(request),
+        "title": "Not open to you",
+        "refusal": roles.refusal_words(permissions),
+    }
+    return TemplateResponse(request, "templates_admin/refused.html", context, status=403)
+
+
 def console_view(*permissions: str, policy: str = POLICY) -> Callable:
-    """Decorate a view taking ``admin_site`` as a keyword: 403 without ``permissions``; the page
-    gets the Content-Security-Policy ``policy``."""
+    """Decorate a view taking ``admin_site`` as a keyword: without ``permissions``, the 403
+    console page naming the group that grants them; the page gets the Content-Security-Policy
+    ``policy``."""
 
     def decorate(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
         @functools.wraps(view)
         def wrapped(request: HttpRequest, *args: Any, admin_site: AdminSite, **kwargs: Any):
             if not request.user.has_perms(permissions):
-                raise PermissionDenied
+                return refused_page(request, admin_site, permissions)
             try:
                 return view(request, *args, admin_site=admin_site, **kwargs)
             except ConcurrentUpdate:

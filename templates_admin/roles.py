@@ -57,3 +57,25 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
         CHECK_TEMPLATES,
     ],
 }
+
+
+def groups_granting(permissions: tuple[str, ...] | list[str]) -> list[str]:
+    """The console groups that hold every one of ``permissions``, in GROUP_PERMISSIONS' order."""
+    return [
+        group
+        for group, held in GROUP_PERMISSIONS.items()
+        if all(permission in held for permission in permissions)
+    ]
+
+
+def refusal_words(permissions: tuple[str, ...] | list[str]) -> str:
+    """One line for a refused page: which group grants access."""
+    groups = groups_granting(permissions)
+    if not groups:
+        return "Only a superuser may open this page."
+    named = " or ".join(groups)
+    plural = "groups" if len(groups) > 1 else "group"
+    return (
+        f"This page is for the {named} {plural}: ask a console administrator to add you "
+        f"to {'one of them' if len(groups) > 1 else 'it'}."
+    )

@@ -214,14 +214,24 @@ class FailureWords:
 def failure_words(row: JournalRow) -> FailureWords:
     """A FAILED row's failure, from what the row records (``Permanent``), never from its text."""
     error = row.error or "no error recorded"
+    if row.error_kind == "UnknownMessageId":
+        return FailureWords(
+            "error",
+            f"Failed permanently: no template mapping has the messageId {row.message_id!r}.",
+            [
+                "A resend or a redrive fails the same way until the messageId has a mapping.",
+                "Check the messageId the producer sent against the template mappings (a typo, "
+                "or a template not added yet); a Template owner adds or fixes the mapping.",
+            ],
+        )
     if row.permanent:
         return FailureWords(
             "error",
             f"Failed permanently: {error}",
             [
                 "Retrying as things stand cannot help; fix the cause first.",
-                "The request was moved to the dead-letter queue; redrive it to retry (a FAILED "
-                "row is claimed again on redelivery), or resend this email from here.",
+                "The request was moved to the dead-letter queue; a redrive retries it (a FAILED "
+                "row is claimed again on redelivery), and so does a resend.",
             ],
         )
     if row.permanent is False:

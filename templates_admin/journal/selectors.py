@@ -49,6 +49,7 @@ __all__ = [
     "JournalSearchResult",
     "SearchKind",
     "journal_email_preview",
+    "journal_email_renderable",
     "journal_entry",
     "journal_search",
     "journal_search_pages",
@@ -315,6 +316,16 @@ def _recorded_source(row: JournalRow) -> tuple[str, str, str] | None:
         return key, version, version_source(key=key, version_id=version)
     except (VersionNotFound, ValidationError, EmailOpsError, UnicodeDecodeError):
         return None
+
+
+def journal_email_renderable(*, row: JournalRow) -> bool:
+    """Whether "View email" can show something: the row records its template version, or its
+    messageId still has a mapping (one GetItem). A row for an unknown messageId cannot be."""
+    if row.template_key and row.template_version:
+        return True
+    return bool(row.message_id) and (
+        container.current().mapping_store.get_mapping(row.message_id) is not None
+    )
 
 
 def journal_email_preview(*, row: JournalRow) -> EmailPreview:

@@ -165,7 +165,9 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "recipient_url": reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist")
         + "?"
         + urlencode({"q": row.recipient}),
-        "email_url": _entry_url(admin_site, "email", key),
+        "email_url": _entry_url(admin_site, "email", key)
+        if selectors.journal_email_renderable(row=row)
+        else "",
         "resend_url": _entry_url(admin_site, "resend", key),
         "template_version_url": _template_version_url(admin_site, row),
     }

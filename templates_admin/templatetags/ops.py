@@ -31,5 +31,6 @@ def ops_banner(context: dict[str, Any]) -> dict[str, Any]:
         "stuck": stuck_count,
         "stuck_at": stuck.at if stuck else None,
         "dlq_url": reverse("admin:templates_admin_jobs_dlq"),
+        "can_redrive": request.user.has_perm(roles.REDRIVE_DEAD_LETTERS),
         "index_url": index,
     }
