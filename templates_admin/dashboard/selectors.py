@@ -23,6 +23,7 @@ from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from templates_admin.jobs.monitoring import DLQ_DEPTH, HOUR_SEPARATOR
+from templates_admin.jobs.selectors import ops_readings
 from templates_admin.models import OpsReading
 from templates_admin.reputation import selectors as reputation
 
@@ -67,8 +68,17 @@ def dlq_depth_history(*, since_hour: str) -> dict[str, int]:
     return {name[len(prefix) :]: int((value or {}).get("depth", 0)) for name, value in rows}
 
 
+# Every percentage the dashboard shows, chart and table alike, has this many decimals.
+PERCENT_DECIMALS = 1
+
+
 def _percent(numerator: int, denominator: int) -> float | None:
-    return round(100.0 * numerator / denominator, 4) if denominator else None
+    return round(100.0 * numerator / denominator, PERCENT_DECIMALS) if denominator else None
+
+
+def percent(fraction: float | int | None) -> float:
+    """A rate (a fraction, as the counters' summary holds it) as the dashboard's percentage."""
+    return round(100.0 * float(fraction or 0), PERCENT_DECIMALS)
 
 
 def _rolling_rates(
@@ -137,8 +147,8 @@ def _worst(
                 "delivered": entry.get("delivered", 0),
                 "bounced": entry.get("bounced", 0),
                 "complained": entry.get("complained", 0),
-                "bounce_percent": round(100 * bounce, 3),
-                "complaint_percent": round(100 * complaint, 4),
+                "bounce_percent": percent(bounce),
+                "complaint_percent": percent(complaint),
                 "state": entry.get("state", "ok"),
                 "journal_url": url(name),
                 "_order": (_STATE_ORDER.get(entry.get("state", "ok"), 1), severity),
@@ -173,9 +183,8 @@ def _alerts(summary: dict[str, Any], ses: dict[str, Any]) -> list[dict[str, str]
 
 
 def _rate_text(figures: dict[str, Any]) -> dict[str, str]:
-    bounce = 100 * float(figures.get("bounce_rate", 0))
-    complaint = 100 * float(figures.get("complaint_rate", 0))
-    return {"text": f"bounce rate {bounce:.2f} %, complaint rate {complaint:.3f} %"}
+    bounce, complaint = percent(figures.get("bounce_rate")), percent(figures.get("complaint_rate"))
+    return {"text": f"bounce rate {bounce:.1f} %, complaint rate {complaint:.1f} %"}
 
 
 def _quota(ses: dict[str, Any]) -> dict[str, Any]:
@@ -215,6 +224,14 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
         return [counts.get(hour, {}).get(name, 0) for hour in hours]
 
     depth = dlq_depth_history(since_hour=hours[0])
+    # The banner's reading (the last one) is the current hour's bar when that hour has none yet,
+    # and never less: chart and banner show the same depth.
+    latest = ops_readings()["dlq"]
+    dlq_now = int((latest.value or {}).get("depth", 0)) if latest else None
+    if dlq_now is not None and latest is not None:
+        hour = latest.at.astimezone(UTC).strftime(_HOUR)
+        if hour in hours:
+            depth[hour] = max(depth.get(hour, 0), dlq_now)
     ses = _read("SES account", problems, reputation.ses_account_view, {})
     if ses.get("error"):
         problems.append(f"SES account: {ses['error']}")
@@ -236,12 +253,26 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
         "rate_window_hours": window,
         "lines": {"review": SES_REVIEW, "pause": SES_PAUSE},
         "dlq": [depth.get(hour) for hour in hours],
+        "dlq_now": dlq_now,
         "throttles": {"throttles": series("throttles"), "rate_waits": series("rate_waits")},
         "quota": _quota(ses),
     }
+    account = summary.get("account") or {}
+    rates = charts["rates"]
     return {
         "charts": charts,
-        "account": summary.get("account") or {},
+        "account": account,
+        # The account's figures over the window: the same numbers as each chart's last point.
+        "figures": {
+            "sent": account.get("sent", 0),
+            "delivered": account.get("delivered", 0),
+            "bounced": account.get("bounced", 0),
+            "complained": account.get("complained", 0),
+            "bounce_percent": rates["bounce"][-1],
+            "complaint_percent": rates["complaint"][-1],
+            "delivery_percent": rates["delivery"][-1],
+            "dlq_now": dlq_now,
+        },
         "alerts": _alerts(summary, ses),
         "worst_message_ids": _worst(
             summary.get("message_ids"),

@@ -105,8 +105,8 @@ def test_every_console_role_sees_the_charts_data(counters, client, make_user, gr
         sum(charts["throttles"]["throttles"]) == 3 and sum(charts["throttles"]["rate_waits"]) == 4
     )
     # Rolling 24 h at the last hour: 30 hard bounces of 550 delivered-or-bounced sends.
-    assert charts["rates"]["bounce"][-1] == round(100 * 30 / 550, 4)
-    assert charts["rates"]["complaint"][-1] == round(100 * 1 / 516, 4)
+    assert charts["rates"]["bounce"][-1] == round(100 * 30 / 550, 1) == 5.5
+    assert charts["rates"]["complaint"][-1] == round(100 * 1 / 516, 1) == 0.2
     assert charts["rates"]["bounce"][0] is None  # nothing sent in that window: a gap, not 0 %
     assert charts["lines"] == {
         "review": {"bounce": 0.05, "complaint": 0.001},
@@ -119,6 +119,12 @@ def test_every_console_role_sees_the_charts_data(counters, client, make_user, gr
     assert "message_id=newsletter" in worst[0]["journal_url"]
     assert [row["name"] for row in response.context["dashboard"]["worst_organizations"]] == ["367"]
     assert 'id="reputation-banner"' in page and "Act: organization 367" in page
+    # The account's table: the same numbers as the charts' latest points, one decimal.
+    figures = response.context["dashboard"]["figures"]
+    assert figures["bounce_percent"] == charts["rates"]["bounce"][-1]
+    assert '<td data-figure="bounce_percent">5.5 %</td>' in page
+    assert '<td data-figure="complaint_percent">0.2 %</td>' in page
+    assert "30 hard bounces, 1 complaint " in " ".join(page.split())
     can_pause = group in ("Support leads", None)
     assert ('id="reputation-pause-form"' in page) is can_pause
 
@@ -277,3 +283,32 @@ def test_the_front_page_renders_when_redis_and_ses_are_down(counters, client, ma
     assert sum(dashboard["charts"]["sends"]["sent"]) == 550  # the counters still show
     assert any(problem.startswith("pauses:") for problem in dashboard["problems"])
     assert "Not available: pauses" in text(response)
+
+
+def test_the_dlq_chart_shows_the_banners_reading_in_its_hour(aws, client, make_user):
+    """The banner reads the last reading (``dlq_depth``); the chart's current hour never shows
+    less, even before the hourly history has one."""
+    OpsReading.objects.create(name="dlq_depth", value={"depth": 1}, at=datetime.now(UTC))
+    client.force_login(make_user("Support"))
+
+    page = client.get(INDEX)
+
+    charts = page.context["dashboard"]["charts"]
+    assert charts["dlq"][-1] == 1 and charts["dlq_now"] == 1
+    assert "1 request on the dead-letter queue" in text(page)
+    assert '<td data-figure="dlq_now">1</td>' in text(page)
+
+
+def test_one_of_each_is_worded_in_the_singular(aws, reputation_key, client, make_user):
+    stats = container.current().stats
+    counts = {"sent": 4, "delivered": 3, "bounced_permanent": 1, "complained": 1}
+    stats.add(message_id="welcome", organization=None, hour=hour(0), counts=counts)
+    stats.flush()
+    client.force_login(make_user("Support"))
+
+    page = " ".join(text(client.get(INDEX)).split())
+
+    assert "4 sent, 3 delivered, 1 hard bounce, 1 complaint —" in page
+    assert '<td data-figure="bounce_percent">25.0 %</td>' in page
+    assert '<td data-figure="complaint_percent">33.3 %</td>' in page
+    assert "33.3333" not in page

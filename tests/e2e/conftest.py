@@ -7,12 +7,16 @@ stack of real processes for the other end-to-end tests is ``e2e_stack`` in tests
 from __future__ import annotations
 
 import os
+import re
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import skip_or_fail
 
 CHROMIUM = "/usr/bin/chromium"
+# Screenshots the browser tests keep (CI uploads the folder as an artifact; it is gitignored).
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "artifacts" / "screenshots"
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",
@@ -64,3 +68,17 @@ def login(page, live_server):
         return page
 
     return sign_in
+
+
+@pytest.fixture
+def screenshot(request):
+    """screenshot(page, name) saves a full-page PNG as artifacts/screenshots/<test>-<name>.png."""
+    test = re.sub(r"[^A-Za-z0-9_.-]+", "-", request.node.name).strip("-")
+
+    def take(page, name: str) -> Path:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        path = SCREENSHOTS / f"{test}-{name}.png"
+        page.screenshot(path=str(path), full_page=True)
+        return path
+
+    return take

@@ -1,6 +1,7 @@
 """A Support user opens the console's front page in a real browser: the operations dashboard's
 charts draw from the hourly counters (Chart.js served from our static files), under the strict
-Content-Security-Policy, with no violation reported."""
+Content-Security-Policy, with no violation reported; each chart's data points are the numbers
+the account's table prints, and the dashboard uses the screen's width."""
 
 from __future__ import annotations
 
@@ -8,9 +9,11 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from playwright.sync_api import expect
 
 from emailops import container
 from templates_admin.csp import POLICY
+from templates_admin.models import OpsReading
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -42,8 +45,31 @@ DRAWN_PIXELS = """
 """
 
 
+# Each chart's datasets as Chart.js holds them: label, type and data.
+CHART_DATA = """() => Object.fromEntries(Object.values(window.Chart.instances).map((c) => [
+  c.canvas.id,
+  c.data.datasets.map((d) => ({label: d.label, type: d.type || c.config.type, data: d.data})),
+]))"""
+
+# Table header cells whose text wraps onto a second line (a word broken: "SEN T").
+WRAPPED_HEADERS = """() => Array.from(document.querySelectorAll("#ops-dashboard th")).filter((th) => {
+  const style = getComputedStyle(th);
+  const line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.4;
+  const padding = parseFloat(style.paddingTop) + parseFloat(style.paddingBottom);
+  return th.getBoundingClientRect().height - padding > line * 1.5;
+}).map((th) => th.textContent)"""
+
+
+def _figure(page, name: str) -> str:
+    return page.locator(f'#account-figures td[data-figure="{name}"]').inner_text()
+
+
+def _dataset(charts: dict, chart_id: str, label: str) -> dict:
+    return next(d for d in charts[chart_id] if d["label"] == label)
+
+
 def test_support_sees_the_dashboard_charts_drawn_with_data(
-    login, make_user, aws, settings, live_server
+    login, make_user, aws, settings, live_server, screenshot
 ):
     settings.SES_RATE_REDIS_KEY = f"emailops-test-dashboard:{uuid.uuid4().hex}"
     container.reset()
@@ -65,8 +91,10 @@ def test_support_sees_the_dashboard_charts_drawn_with_data(
             },
         )
     stats.flush()  # counters are written every STATS_FLUSH_SECONDS; now, here
+    OpsReading.objects.create(name="dlq_depth", value={"depth": 1}, at=now)  # the banner's
     user = make_user("Support")
     page = login(user)
+    page.set_viewport_size({"width": 1366, "height": 900})
     page.add_init_script(WATCH_CSP)
     console_errors: list[str] = []
     page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
@@ -90,3 +118,36 @@ def test_support_sees_the_dashboard_charts_drawn_with_data(
     assert page.locator("#reputation-pause-form").count() == 0  # Support cannot pause
     assert page.evaluate("() => window.__cspViolations") == []
     assert [e for e in console_errors if "Content Security" in e] == []
+
+    # Every chart draws the table's numbers: the latest point is the window's figure.
+    charts = page.evaluate(CHART_DATA)
+    rates = {
+        "bounce_percent": _dataset(charts, "chart-bounce", "bounce rate %"),
+        "delivery_percent": _dataset(charts, "chart-bounce", "delivery rate %"),
+        "complaint_percent": _dataset(charts, "chart-complaint", "complaint rate %"),
+    }
+    for name, dataset in rates.items():
+        assert dataset["type"] == "line", name
+        assert f"{dataset['data'][-1]:.1f} %" == _figure(page, name), name
+        assert all(v is None or round(v, 1) == v for v in dataset["data"]), name
+    window = int(settings.REPUTATION_WINDOW_HOURS)
+    sent = _dataset(charts, "chart-sends", "sent (accepted by SES)")["data"]
+    assert str(sum(sent[-window:])) == _figure(page, "sent")
+    dead_letters = _dataset(charts, "chart-dlq", "dead letters")
+    assert dead_letters["type"] == "bar" and dead_letters["data"][-1] == 1
+    assert _figure(page, "dlq_now") == "1"
+    expect(page.locator("#ops-banner")).to_contain_text("1 request on the dead-letter queue")
+    assert page.evaluate(DRAWN_PIXELS, "chart-dlq") > 100
+    summary = " ".join(page.locator("#ops-dashboard-summary").inner_text().split())
+    assert "hard bounces" in summary and "33.3333" not in page.content()
+
+    # The screen's width, in a grid of chart cards; no header breaks a word.
+    width = page.evaluate("() => document.getElementById('ops-dashboard').offsetWidth")
+    assert width > 1100, width
+    tops = page.evaluate(
+        "() => Array.from(document.querySelectorAll('.ops-chart:not(.ops-chart-wide)'))"
+        ".map((f) => Math.round(f.getBoundingClientRect().top))"
+    )
+    assert len(set(tops)) < len(tops)  # cards sit side by side
+    assert page.evaluate(WRAPPED_HEADERS) == []
+    screenshot(page, "dashboard")

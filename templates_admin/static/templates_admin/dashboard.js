@@ -45,17 +45,31 @@
     return Object.assign({}, common, extra);
   }
 
+  // A point is drawn where a value stands alone (its neighbours are gaps): a rate measured in one
+  // hour only is a dot, not an invisible zero-length line.
+  function pointRadii(values) {
+    return values.map(function (value, i) {
+      var alone = (i === 0 || values[i - 1] === null) && (i === values.length - 1 || values[i + 1] === null);
+      return value !== null && alone ? 3 : 0;
+    });
+  }
+
   function line(label, values, color, more) {
     return Object.assign(
       { type: "line", label: label, data: values, borderColor: color, backgroundColor: color,
-        pointRadius: 0, borderWidth: 2, spanGaps: false },
+        pointRadius: pointRadii(values), pointHoverRadius: 4, borderWidth: 2, spanGaps: false },
       more || {}
     );
   }
 
   function constant(label, value, color) {
     return line(label, data.hours.map(function () { return value; }), color,
-      { borderDash: [6, 4], borderWidth: 1 });
+      { borderDash: [6, 4], borderWidth: 1, pointRadius: 0 });
+  }
+
+  // SES's lines as the tables print them: 5 %, 0.1 % (never 0.5000000000000001 %).
+  function percentText(fraction) {
+    return String(Math.round(fraction * 1000) / 10);
   }
 
   function draw(id, config) {
@@ -80,8 +94,8 @@
   draw("chart-bounce", {
     data: { labels: labels, datasets: [
       line("bounce rate %", data.rates.bounce, COLORS.bounced_permanent),
-      constant("SES review " + review.bounce * 100 + " %", review.bounce * 100, COLORS.review),
-      constant("SES pause " + pause.bounce * 100 + " %", pause.bounce * 100, COLORS.pause),
+      constant("SES review " + percentText(review.bounce) + " %", review.bounce * 100, COLORS.review),
+      constant("SES pause " + percentText(pause.bounce) + " %", pause.bounce * 100, COLORS.pause),
       line("delivery rate %", data.rates.delivery, COLORS.delivered, { yAxisID: "delivery" }),
     ] },
     options: options({ scales: { x: common.scales.x,
@@ -93,17 +107,20 @@
   draw("chart-complaint", {
     data: { labels: labels, datasets: [
       line("complaint rate %", data.rates.complaint, COLORS.review),
-      constant("SES review " + review.complaint * 100 + " %", review.complaint * 100, COLORS.review),
-      constant("SES pause " + pause.complaint * 100 + " %", pause.complaint * 100, COLORS.pause),
+      constant("SES review " + percentText(review.complaint) + " %", review.complaint * 100,
+        COLORS.review),
+      constant("SES pause " + percentText(pause.complaint) + " %", pause.complaint * 100,
+        COLORS.pause),
     ] },
     options: options({ scales: { x: common.scales.x,
       y: { beginAtZero: true, suggestedMax: pause.complaint * 100 * 1.2,
         title: { display: true, text: "complaint %" } } } }),
   });
   draw("chart-dlq", {
-    data: { labels: labels, datasets: [line("dead letters", data.dlq, COLORS.failed,
-      { stepped: true, spanGaps: true })] },
-    options: options({ scales: { x: common.scales.x, y: { beginAtZero: true } } }),
+    data: { labels: labels, datasets: [{ type: "bar", label: "dead letters", data: data.dlq,
+      backgroundColor: COLORS.failed }] },
+    options: options({ scales: { x: common.scales.x,
+      y: { beginAtZero: true, ticks: { precision: 0 }, title: { display: true, text: "requests" } } } }),
   });
   draw("chart-throttles", {
     data: { labels: labels, datasets: [
