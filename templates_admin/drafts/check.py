@@ -67,7 +67,7 @@ def sample_context_for(
         names = set().union(*(_variables(s, name=k) for k, s in sources.items()), set())
         if subject:
             names |= _variables(subject, name="subject")
-    return sample_context(names)
+    return sample_context(names, sources=[*sources.values(), subject or ""])
 
 
 def _variable_line(source: str, name: str) -> int | None:

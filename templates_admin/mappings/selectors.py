@@ -269,10 +269,11 @@ def preview_render(
 def preview_initial_context(*, mapping: TemplateMapping) -> dict[str, Any]:
     """A sample value for each variable the manifest lists (else each the default template reads)."""
     names = template_manifest().get(mapping.message_id)
+    read, _ = _attempt(lambda: template_source(mapping=mapping, organization_id=None), None)
+    source = read or ""
     if names is None:
-        source = template_source(mapping=mapping, organization_id=None) or ""
         names, _ = _attempt(lambda: container.current().renderer.variables(source), None)
-    return sample_context(names or ())
+    return sample_context(names or (), sources=[source])
 
 
 # --- Test sends --------------------------------------------------------------------------------

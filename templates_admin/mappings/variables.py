@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,16 +19,18 @@ logger = logging.getLogger(__name__)
 CONSUMER_KEYS = frozenset({"organizationId", "subject"})
 
 # A few name-based guesses so a first preview reads like a real email; anything else gets a label.
-# Checked in order against the lowercased name: (fragment, must end with it, sample).
+# Checked in order against the lowercased name: (fragment, must end with it, sample). A host is a
+# bare name, as templates write "https://{{.host}}/…"; a URL is a whole one, scheme included.
 _SAMPLES: tuple[tuple[str, bool, str], ...] = (
     ("email", False, "someone@example.com"),
     ("date", True, "2024-05-01"),
+    ("host", True, "app.pennsieve.io"),
     ("url", False, "https://app.pennsieve.io"),
-    ("host", False, "https://app.pennsieve.io"),
-    ("link", False, "https://app.pennsieve.io"),
-    ("nodeid", True, "N:dataset:c0ffee00-1234-4abc-9def-000000000001"),
+    ("link", False, "https://app.pennsieve.io/sample"),
     ("id", True, "1234"),
 )
+_HOSTS = {"discover": "discover.pennsieve.io"}  # discoverHost: the host of another app
+_NODE_ID = re.compile(r"(?i)^(?P<kind>.*?)nodeid$")
 
 
 def template_manifest() -> dict[str, list[str]]:
@@ -44,15 +47,46 @@ def template_manifest() -> dict[str, list[str]]:
 
 
 def sample_value(name: str) -> str:
+    """A plausible value for the variable ``name``: a host for ``host``/``discoverHost``, a full
+    URL for ``AppURL``, a node id of the right kind for ``organizationNodeId``..."""
     lowered = name.lower()
+    node = _NODE_ID.match(name)
+    if node:
+        kind = re.findall(r"[A-Z]?[a-z]+", node["kind"])
+        return f"N:{(kind[-1] if kind else 'dataset').lower()}:c0ffee00-1234-4abc-9def-000000000001"
+    if lowered.endswith("host") and lowered[:-4] in _HOSTS:
+        return _HOSTS[lowered[:-4]]
     for fragment, at_end, value in _SAMPLES:
         if lowered.endswith(fragment) if at_end else fragment in lowered:
             return value
     return f"Sample {name}"
 
 
-def sample_context(names: Iterable[str]) -> dict[str, Any]:
-    return {name: sample_value(name) for name in sorted(names)}
+# A variable a template writes right after a scheme ("https://{{ AppURL }}/…") holds a host there,
+# whatever its name says: its sample must not bring a scheme of its own.
+_AFTER_SCHEME = re.compile(r"://\{\{-?\s*\.?(?P<name>\w+)\s*-?\}\}")
+_SAMPLE_HOST = "app.pennsieve.io"
+
+
+def hosts_in(sources: Iterable[str]) -> set[str]:
+    """The variables the templates ``sources`` write where a host goes (after "://")."""
+    return {match["name"] for source in sources for match in _AFTER_SCHEME.finditer(source)}
+
+
+def _as_host(value: str) -> str:
+    if "://" in value:
+        return value.split("://", 1)[1].split("/", 1)[0]
+    return value if "." in value and " " not in value else _SAMPLE_HOST
+
+
+def sample_context(names: Iterable[str], *, sources: Iterable[str] = ()) -> dict[str, Any]:
+    """A sample value for each of ``names``, fitted to how the templates ``sources`` use them
+    (a host after "https://", never a second scheme)."""
+    hosts = hosts_in(sources)
+    return {
+        name: _as_host(sample_value(name)) if name in hosts else sample_value(name)
+        for name in sorted(names)
+    }
 
 
 @dataclass(frozen=True)

@@ -119,7 +119,7 @@ def test_sample_context_gives_every_name_a_plausible_value():
     assert list(sample) == ["datasetName", "date", "host", "ownerEmailAddress"]
     assert sample["ownerEmailAddress"] == "someone@example.com"
     assert sample["date"] == "2024-05-01"
-    assert sample["host"].startswith("https://")
+    assert sample["host"] == "app.pennsieve.io"  # templates write "https://{{.host}}/…"
     assert sample["datasetName"] == "Sample datasetName"
 
 

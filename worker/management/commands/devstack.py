@@ -10,6 +10,7 @@ simulator addresses (bounce@simulator.amazonses.com...) yield the events SES wou
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import secrets
@@ -25,6 +26,14 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 SAMPLES = Path(settings.BASE_DIR) / "emailops" / "data" / "samples"
+# The example send's context: every variable added-to-team's template reads (the manifest's
+# list), so it renders without render.missing_variables and its links have a host.
+TRY_CONTEXT = {
+    "teamName": "Imaging",
+    "administrator": "Dave",
+    "host": "app.pennsieve.io",
+    "organizationNodeId": "N:organization:c0ffee00-1234-4abc-9def-000000000001",
+}
 
 
 def local_aws_environment(endpoint: str) -> dict[str, str]:
@@ -80,7 +89,7 @@ def try_it(env_file: Path, cwd: Path) -> str:
         f"    cd {shlex.quote(str(cwd))}\n"
         f"    source {shell_path(env_file, cwd)}\n"
         f"    {python} {manage} enqueue_email --message-id added-to-team --to you@example.com "
-        f'--context \'{{"teamName": "Imaging", "administrator": "Dave"}}\'\n'
+        f"--context {shlex.quote(json.dumps(TRY_CONTEXT))}\n"
     )
 
 

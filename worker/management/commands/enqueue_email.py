@@ -51,11 +51,27 @@ class Command(BaseCommand):
         if not raw:
             try:
                 # The consumer would send the rest; someone typing this wants to hear it first.
-                parse_complete_request(body)
+                request = parse_complete_request(body)
             except EmailOpsError as exc:
                 raise CommandError(f"{exc.describe()} (use --raw to enqueue it anyway)") from exc
+            self._warn_without_mapping(request.message_id)
         try:
             sqs_id = container.current().queue.send(body)
         except EmailOpsError as exc:
             raise CommandError(exc.describe()) from exc
         self.stdout.write(f"enqueued sqsMessageId={sqs_id}")
+
+    def _warn_without_mapping(self, message_id: str) -> None:
+        """Enqueued all the same (trying a failure is a use), but said first: the consumer
+        fails a request whose messageId has no template mapping."""
+        try:
+            mapping = container.current().mapping_store.get_mapping(message_id)
+        except EmailOpsError as exc:
+            self.stderr.write(f"warning: the template mappings could not be read: {exc.describe()}")
+            return
+        if mapping is None:
+            self.stderr.write(
+                f"warning: no template mapping has messageId {message_id!r}: the consumer will "
+                "fail this request (FAILED, then the dead-letter queue). Check the name under "
+                "Template mappings in the console (emailops/data/samples/mappings.json on the local stack)."
+            )
