@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.http import HttpRequest, HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import path
 from django.views.generic import RedirectView
 
@@ -8,7 +10,14 @@ from api.endpoints import api
 # that serve URLs, never in a queue consumer.
 admin.autodiscover()
 
+
+def favicon(request: HttpRequest) -> HttpResponseRedirect:
+    """Browsers ask for /favicon.ico on every page; the console's icon is a static file."""
+    return HttpResponseRedirect(static("templates_admin/favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),

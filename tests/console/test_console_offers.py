@@ -100,3 +100,13 @@ def test_the_front_page_offers_redrive_only_to_who_may(aws, client, make_user, g
     assert f'id="ops-banner-dlq-link">{link}</a>' in page
     if group == "Support":
         assert "Look and redrive" not in page
+
+
+def test_the_favicon_is_a_static_file_not_a_404(client):
+    from django.contrib.staticfiles import finders
+
+    response = client.get("/favicon.ico")
+
+    assert response.status_code == 302
+    assert response["Location"].endswith("templates_admin/favicon.svg")
+    assert finders.find("templates_admin/favicon.svg")

@@ -133,6 +133,10 @@ def test_ctrl_c_stops_every_child_quietly_and_exits_0(tmp_path):
     output = "".join(lines)
     assert code == 0, output
     assert "Traceback" not in output, output
+    # A quiet first run: Celery's banners are in the log file, not over the console block.
+    assert "-------------- celery@" not in output and "beat: Starting" not in output, output
+    celery_log = (tmp_path / ".devstack-celery.log").read_text()
+    assert "celery@" in celery_log and "beat: Starting" in celery_log
     assert "exited" not in output, output
     assert output.rstrip().splitlines()[-1] == (
         "stopped: console, consumer, events consumer, celery worker, celery beat, moto"

@@ -20,6 +20,8 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 
 from django.conf import settings
@@ -91,6 +93,29 @@ def try_it(env_file: Path, cwd: Path) -> str:
         f"    {python} {manage} enqueue_email --message-id added-to-team --to you@example.com "
         f"--context {shlex.quote(json.dumps(TRY_CONTEXT))}\n"
     )
+
+
+def celery_log(env_file: Path) -> Path:
+    """Where the Celery worker's and beat's output goes: beside the env file, gitignored."""
+    return env_file.with_name(".devstack-celery.log")
+
+
+def wait_until_serving(
+    url: str, processes: dict[str, subprocess.Popen], timeout: float = 60
+) -> bool:
+    """Poll ``url`` until it answers (any HTTP status), a child exits, or ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if any(process.poll() is not None for process in processes.values()):
+            return False
+        try:
+            with urllib.request.urlopen(url, timeout=2):
+                return True
+        except urllib.error.HTTPError:
+            return True  # it answered
+        except OSError:
+            time.sleep(0.3)
+    return False
 
 
 def create_admin_args(password: str) -> list[str]:
@@ -167,12 +192,21 @@ class Command(BaseCommand):
 
         processes: dict[str, subprocess.Popen] = {}
 
-        def start(name: str, command: list[str]) -> None:
+        # Celery's banners and task lines go here, not over the console block below.
+        celery_log_path = celery_log(env_file)
+        celery_log_file = celery_log_path.open("a", encoding="utf-8")
+
+        def start(name: str, command: list[str], *, log=None) -> None:
             # Its own process group too: the terminal's Ctrl-C would otherwise reach every child
             # at once, and our SIGTERM after it would be a second signal ("stopping now", a
             # KeyboardInterrupt traceback). Each child gets exactly one SIGTERM, from us.
             processes[name] = subprocess.Popen(
-                command, env=env, cwd=settings.BASE_DIR, process_group=0
+                command,
+                env=env,
+                cwd=settings.BASE_DIR,
+                process_group=0,
+                stdout=log,
+                stderr=subprocess.STDOUT if log else None,
             )
 
         try:
@@ -185,20 +219,31 @@ class Command(BaseCommand):
             start("consumer", [*manage, "consume_emails", "--wait-time", "5"])
             start("events consumer", [*manage, "consume_ses_events", "--wait-time", "5"])
             celery = [sys.executable, "-m", "celery", "-A", "emailops"]
-            start("celery worker", [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"])
+            start(
+                "celery worker",
+                [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"],
+                log=celery_log_file,
+            )
             # beat's schedule state in a temporary directory: nothing to clean up in the checkout
             schedule = Path(tempfile.mkdtemp(prefix="emailops-beat-")) / "schedule"
             start(
-                "celery beat", [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)]
+                "celery beat",
+                [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)],
+                log=celery_log_file,
             )
             write_env_file(env_file, endpoint)
+            # The block below is the last thing on the screen: printed once the console answers.
+            wait_until_serving(f"http://127.0.0.1:{port}/admin/login/", processes)
             self.stdout.write(
                 self.style.SUCCESS(
                     f"\nemailops is running (Ctrl-C stops everything).\n"
                     f"  console:  http://127.0.0.1:{port}/admin/  (user admin, password {password})\n"
                     f"  AWS:      moto at {endpoint}\n"
                     f"  Celery:   worker and beat on {settings.CELERY_BROKER_URL}, queue "
-                    f"{env['CELERY_TASK_DEFAULT_QUEUE']}\n"
+                    f"{env['CELERY_TASK_DEFAULT_QUEUE']} (log: "
+                    f"{shell_path(celery_log_path, Path.cwd())})\n"
+                    "  other roles: manage.py create_console_user NAME --group Support (or "
+                    '"Support leads", "Template owners"), after the source line below; see README\n'
                     f"  try, in another shell:\n{try_it(env_file, Path.cwd())}"
                 )
             )
@@ -214,5 +259,6 @@ class Command(BaseCommand):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
             stopped = stop_all(processes)
+            celery_log_file.close()
             moto.stop()
             self.stdout.write(f"stopped: {', '.join([*stopped, 'moto'])}")
