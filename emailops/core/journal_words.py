@@ -219,9 +219,10 @@ def failure_words(row: JournalRow) -> FailureWords:
             "error",
             f"Failed permanently: no template mapping has the messageId {row.message_id!r}.",
             [
-                "A resend or a redrive fails the same way until the messageId has a mapping.",
                 "Check the messageId the producer sent against the template mappings (a typo, "
                 "or a template not added yet); a Template owner adds or fixes the mapping.",
+                "The request was moved to the dead-letter queue; once the mapping exists, "
+                "redrive it to retry. Until then a redrive or a resend fails the same way.",
             ],
         )
     if row.permanent:
@@ -230,8 +231,9 @@ def failure_words(row: JournalRow) -> FailureWords:
             f"Failed permanently: {error}",
             [
                 "Retrying as things stand cannot help; fix the cause first.",
-                "The request was moved to the dead-letter queue; a redrive retries it (a FAILED "
-                "row is claimed again on redelivery), and so does a resend.",
+                "The request was moved to the dead-letter queue; redrive it to retry (a FAILED "
+                "row is claimed again on redelivery), or resend it (Support leads and Template "
+                "owners may do either).",
             ],
         )
     if row.permanent is False:

@@ -190,6 +190,13 @@ def test_no_rows_is_said_plainly_and_exits_zero(aws):
     assert json_out == "" and "no row has Id" in json_err
 
 
+def test_rows_hidden_by_a_filter_are_not_called_never_queued(rows):
+    address = rows[0]["Recipient"]
+    out, _ = email_log("recipient", address, "--status", "SUPPRESSED")
+
+    assert "The filters hid" in out and "never queued" not in out
+
+
 @pytest.mark.parametrize(
     "args, message",
     [

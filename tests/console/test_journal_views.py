@@ -190,7 +190,7 @@ def test_detail_of_a_permanent_failure_says_dead_letter_queue(sent, support):
     page = text(support.get(entry_url(row["Id"])))
 
     assert "Failed permanently" in page and "no such messageId" in page
-    assert "moved to the dead-letter queue; redrive it to retry" in page
+    assert "moved to the dead-letter queue; once the mapping exists, redrive it" in page
 
 
 def test_detail_of_a_stuck_claim(aws, support):

@@ -24,7 +24,7 @@ from django.utils import timezone
 from emailops.aws.journal_codec import TIMELINE_ATTRIBUTE
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
-from templates_admin.journal import delivery, presentation, selectors
+from templates_admin.journal import delivery, no_result, presentation, selectors
 from templates_admin.journal.services import journal_read_record
 from templates_admin.models import JournalReadAudit
 
@@ -118,16 +118,20 @@ class Command(BaseCommand):
         limit = 1 if command == "latest" else options["limit"]
         if limit is not None and limit < 1:
             raise CommandError("--limit must be at least 1")
+        criteria = {
+            "message_id": options["message_id"],
+            "status": options["status"],
+            "delivery": options.get("delivery"),
+            "since": options.get("since"),
+            "until": options.get("until"),
+        }
         pages = selectors.journal_search_pages(
             query=email,
             max_rows=limit,
-            message_id=options["message_id"],
-            status=options["status"],
-            delivery=options.get("delivery"),
-            since=options.get("since"),
-            until=options.get("until"),
             oldest_first=options.get("oldest_first", False),
+            **criteria,
         )
+        arguments = {"query": email, **criteria}
         if command == "latest":
             last = None
             for last in pages:  # a filtered page may end its read budget before finding a row
@@ -135,7 +139,7 @@ class Command(BaseCommand):
                 if last.rows:
                     self._explain(last.rows[0], options["json"])
                     return
-            self._no_rows(f"no rows for {email}", last, options["json"])
+            self._no_rows(f"no rows for {email}", last, options["json"], arguments)
             return
         # Written page by page: every row of a busy address need not fit in memory.
         count, calls, page = 0, 0, None
@@ -150,7 +154,7 @@ class Command(BaseCommand):
             count += len(page.rows)
             calls += page.calls
         if not count:
-            self._no_rows(f"no rows for {email}", page, options["json"])
+            self._no_rows(f"no rows for {email}", page, options["json"], arguments)
             return
         more = bool(page and page.next_cursor)
         if options["json"]:
@@ -177,15 +181,35 @@ class Command(BaseCommand):
         for row in result.rows:
             self._explain(row, options["json"])
 
-    def _no_rows(self, message: str, result: selectors.JournalSearchResult, as_json: bool) -> None:
+    def _no_rows(
+        self,
+        message: str,
+        result: selectors.JournalSearchResult,
+        as_json: bool,
+        arguments: dict[str, Any] | None = None,
+    ) -> None:
         runs = result.runs
         # With --json, stdout stays pure JSON lines (none); the message goes to stderr.
         out = self.stderr if as_json else self.stdout
         out.write(f"{message}. Searched: " + "; ".join(r.describe() for r in runs))
-        out.write(
-            "No row means the email was never queued (check the producer and the dead-letter "
-            "queue), or its row expired."
-        )
+        reason = no_result.journal_search_empty_reason(result, arguments) if arguments else None
+        if reason is not None and reason.why == no_result.Why.FILTERED:
+            out.write(
+                f"The filters hid {reason.hidden_text} to this address: run it again without "
+                "--message-id, --status and --delivery to see them."
+            )
+        elif reason is not None and reason.why == no_result.Why.WINDOW:
+            out.write(
+                f"{reason.hidden_text} to this address lie outside --since/--until (oldest "
+                f"{reason.oldest}, newest {reason.newest}): run it again without the dates."
+            )
+        elif reason is None and arguments and any(arguments[k] for k in arguments if k != "query"):
+            out.write("No row matched the filters among the rows read.")
+        else:
+            out.write(
+                "No row means the email was never queued (check the producer and the dead-letter "
+                "queue), or its row expired."
+            )
 
     def _json(self, rows: list[JournalRow]) -> None:
         for row in rows:
