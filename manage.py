@@ -25,7 +25,7 @@ def main() -> None:
 
 def environment_missing(command: list[str], exc: Exception) -> str:
     """One line instead of a traceback: a command run outside the stack's environment."""
-    reason = str(exc).split(". ")[0].rstrip(".")
+    reason = " ".join(str(exc).split()).rstrip(".")
     name = f"manage.py {command[0]}" if command else "manage.py"
     return (
         f"{name}: {reason}. Run `source .devstack.env` first (`make run` writes it), or set "
