@@ -9,6 +9,7 @@ from pathlib import Path
 import environ
 
 from emailops.config import proxy_ssl_header, strong_secret_key
+from emailops.logging import go_log_level, report_log_level
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -292,7 +293,10 @@ OPS_TEMPLATE_CHECK_HOUR = env.int("OPS_TEMPLATE_CHECK_HOUR", default=3)
 OPS_DASHBOARD_DAYS = env.int("OPS_DASHBOARD_DAYS", default=7)
 
 # --- Logging: one logfmt line per event ---------------------------------------------------------
-LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# Read as the Go service reads it (case-insensitive, offsets like INFO+2; emailops.logging): an
+# unknown value is INFO and one error line, never a failed start.
+LOG_LEVEL, _log_level_complaint = go_log_level(env.str("LOG_LEVEL", default="INFO"))
+report_log_level(_log_level_complaint)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
