@@ -101,8 +101,19 @@ def ensure_templates_table(client: Any, table: str, report: Report) -> None:
 
 
 def ensure_suppression_table(client: Any, table: str, report: Report) -> None:
-    """The suppression list: one row per lowercased address (``emailops.aws.suppression``)."""
-    _ensure_keyed_table(client, table, "Address", report)
+    """The suppression list, in the shape shared with the Go service: key ``Email``
+    (``emailops.aws.suppression``). A table in our old shape (key ``Address``) is left as it is,
+    and one line says how to copy it; the consumer keeps working against it meanwhile."""
+    described = _describe(client, table)
+    keys = [k["AttributeName"] for k in (described or {}).get("KeySchema", [])]
+    if described is not None and keys != ["Email"]:
+        report(
+            f"table {table}: old key schema ({', '.join(keys)}), not the Go service's (Email): "
+            f"run `manage.py migrate_suppression_table --to {table}-v2`, then set "
+            f"SUPPRESSION_TABLE={table}-v2"
+        )
+        return
+    _ensure_keyed_table(client, table, "Email", report)
 
 
 def ensure_journal_table(client: Any, table: str, report: Report) -> None:

@@ -98,7 +98,8 @@ class IndexedSuppressionList:
                 self._rebuild(now)
             except IndexUnavailable as exc:
                 self._unavailable("check", exc, now)
-        return self.table.suppression_reason(key)
+        # The spelling as given: the table tries it exactly (a Go row), then its address_key.
+        return self.table.suppression_reason(address)
 
     def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool:
         added = self.table.add(address, reason=reason, detail=detail, source=source, now=now)

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from emailops import container
 from emailops.aws.suppression import Suppression
+from emailops.core.contract import address_key
 from templates_admin.models import SuppressionRemoval
 
 __all__ = [
@@ -67,11 +68,13 @@ class SuppressionEntry:
 
 
 def suppression_entry(*, address: str) -> SuppressionEntry:
-    address = address.strip().lower()
+    address = address.strip()  # as given: the table tries the spelling, then its address_key
+    removals = SuppressionRemoval.objects.filter(address=address_key(address))
+    suppression = container.current().suppression_list.get(address)
     return SuppressionEntry(
-        address=address,
-        suppression=container.current().suppression_list.get(address),
-        removals=list(SuppressionRemoval.objects.filter(address=address).select_related("user")),
+        address=suppression.address if suppression else address,  # the row's own spelling
+        suppression=suppression,
+        removals=list(removals.select_related("user")),
     )
 
 

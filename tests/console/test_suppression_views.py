@@ -141,7 +141,7 @@ def test_leads_remove_a_bounce_with_a_reason_and_it_is_audited(
         user,
         "Bob fixed his mailbox",
     )
-    assert removal.suppression_reason == "BOUNCE" and removal.suppression_source.startswith("0100")
+    assert removal.suppression_reason == "bounce" and removal.suppression_source.startswith("0100")
     after = text(client.get(response["Location"]))
     assert "is not on the suppression list" in after and "Bob fixed his mailbox" in after
 
