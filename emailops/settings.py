@@ -231,6 +231,10 @@ SES_EVENTS_TOPIC_NAME = env.str("SES_EVENTS_TOPIC_NAME", default="email-ses-even
 # allowed with verification off: consume_ses_events refuses to start otherwise (bootstrap_aws
 # prints the value to set).
 SES_EVENTS_TOPIC_ARNS = env.list("SES_EVENTS_TOPIC_ARNS", default=[])
+# The Go service's SNS topic of SES identity notifications (notificationType Bounce/Complaint):
+# bootstrap_aws subscribes the events queue to it, and consume_ses_events applies them beside
+# event publishing, each event once. Empty: not subscribed. Add it to SES_EVENTS_TOPIC_ARNS too.
+SES_EVENTS_NOTIFICATIONS_TOPIC_ARN = env.str("SES_EVENTS_NOTIFICATIONS_TOPIC_ARN", default="")
 # Verify SNS signatures; on unless DEBUG. The local stack and tests turn it off.
 SES_EVENTS_VERIFY_SIGNATURES = env.bool("SES_EVENTS_VERIFY_SIGNATURES", default=not DEBUG)
 # The events queue is subscribed with raw message delivery: bare events (no SNS envelope, so no
