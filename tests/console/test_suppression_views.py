@@ -193,3 +193,47 @@ def test_the_list_words_a_reason_as_the_resend_page_and_the_consumer_do():
     for reason in REASONS:
         entry = Suppression("a@example.com", reason, "", "", 0)
         assert _shown(entry, Site())["reason"] == entry.in_words
+
+
+def test_a_go_written_row_is_shown_and_removed_with_every_spelling(aws, client, make_user):
+    """The Go service writes the address as SES reported it (any case, RFC 3339 CreatedAt); the
+    console finds it under any spelling, and the removal lifts every spelling and is audited per
+    mailbox."""
+    for spelling in ("Dana.Go@Example.com", "dana.go@example.com"):
+        aws.dynamodb.put_item(
+            TableName="email-suppression",
+            Item={
+                "Email": {"S": spelling},
+                "Reason": {"S": "complaint"},
+                "CreatedAt": {"S": "2026-12-01T10:00:00Z"},
+            },
+        )
+    lead = signed_in(client, make_user, "Support leads")
+    page = text(lead.get(entry_url("Dana.Go@Example.com")))
+    assert "is suppressed: complaint" in page
+    done = lead.post(
+        entry_url("Dana.Go@Example.com", "remove/"), {"reason": "asked", "recipient_asked": "on"}
+    )
+    assert done.status_code == 302
+    assert aws.dynamodb.scan(TableName="email-suppression")["Items"] == []
+    removal = SuppressionRemoval.objects.get()
+    assert (removal.address, removal.suppression_reason) == ("dana.go@example.com", "complaint")
+
+
+@pytest.mark.parametrize(
+    ("reason", "words"),
+    [
+        ("bounce", "hard bounce"),
+        ("BOUNCE", "hard bounce"),  # the old table's, and old audit rows
+        ("complaint", "complaint"),
+        ("COMPLAINT", "complaint"),
+        ("manual", "added by hand"),
+        ("MANUAL", "added by hand"),
+        ("unsubscribe", "unsubscribed"),
+        ("", "suppressed"),  # a Go row without a Reason
+    ],
+)
+def test_reasons_are_worded_in_either_spelling(reason, words):
+    from emailops.core.journal_words import suppression_reason
+
+    assert suppression_reason(reason) == words
