@@ -40,7 +40,7 @@ def suppression_search(
 ) -> SuppressionPage:
     """One page of entries whose address starts with ``prefix`` (any case), and the latest
     removals. Raises InvalidCursor for a damaged page link; EmailOpsError when AWS fails."""
-    prefix = prefix.strip().lower()
+    prefix = prefix.strip()  # the table is searched as typed and lowercased (Go rows keep case)
     try:
         entries, next_cursor = container.current().suppression_list.search(
             prefix=prefix, cursor=cursor, limit=limit
@@ -49,7 +49,7 @@ def suppression_search(
         raise InvalidCursor("this page link is damaged; start the search again") from exc
     removals = SuppressionRemoval.objects.select_related("user")
     if prefix:
-        removals = removals.filter(address__startswith=prefix)
+        removals = removals.filter(address__startswith=prefix.lower())
     return SuppressionPage(
         prefix=prefix,
         entries=entries,

@@ -68,6 +68,15 @@ def test_search_by_address_prefix_in_any_case(suppressed, client, make_user):
     assert "No suppressed address starts with" in none
 
 
+def test_search_finds_a_go_row_in_its_own_case(aws, client, make_user):
+    aws.dynamodb.put_item(
+        TableName="email-suppression",
+        Item={"Email": {"S": "Zoe.Go@Example.com"}, "Reason": {"S": "bounce"}},
+    )
+    page = text(signed_in(client, make_user, "Support").get(LIST, {"q": "Zoe.G"}))
+    assert page.count('class="suppression-row"') == 1 and "Zoe.Go@Example.com" in page
+
+
 def test_pages_follow_the_stores_cursor(aws, client, make_user):
     store = container.current().suppression_list
     for i in range(55):
