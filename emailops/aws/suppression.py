@@ -8,7 +8,8 @@ written by PutItem so re-suppressing refreshes the row. Our ``Detail`` (plain wo
 Spellings. The Go service looks an address up exactly (``GetItem(Email=<recipient as the producer
 wrote it>)``) and its bounce handler writes the address exactly as SES reported it; we look up
 case-insensitively (``address_key``). Both hold when every write puts one row per spelling: the
-address as given (SES's report, what an operator typed) and its ``address_key``; and every lookup
+address as given (SES's report, what an operator typed), its ``address_key``, and on a bounce or
+complaint the producer's spelling from the journal row the event names (``also``); and every lookup
 tries the exact spelling first (a Go row), then the ``address_key`` (our row for any spelling of the
 same mailbox). A removal deletes every spelling whose ``address_key`` matches (a Scan of the keys:
 the console's, rare), so no stray spelling keeps suppressing for the Go service.
@@ -233,9 +234,20 @@ class DynamoSuppressionList:
         )
         return answer.get("Item") or None
 
-    def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool:
+    def add(
+        self,
+        address: str,
+        *,
+        reason: str,
+        detail: str,
+        source: str,
+        now: int,
+        also: tuple[str, ...] = (),
+    ) -> bool:
         """Suppress ``address`` (PutItem: a row that exists is refreshed, as the Go service does);
-        False when it was suppressed already."""
+        False when it was suppressed already. ``also``: other spellings of the same mailbox to
+        write (the producer's, from the journal row), so the Go service's exact lookup finds it
+        whichever spelling SES reported; a spelling of another mailbox is ignored."""
         reason = reason.lower()
         if reason not in REASONS:
             raise ValueError(f"reason must be one of {', '.join(REASONS)}, not {reason!r}")
@@ -243,9 +255,11 @@ class DynamoSuppressionList:
         if self.old_shape:
             rows = [_old_shape_item(key, reason=reason, detail=detail, source=source, now=now)]
         else:
+            spellings = [*_spellings(address), *(a.strip() for a in also if address_key(a) == key)]
             rows = [
                 new_shape_item(s, reason=reason, detail=detail, source=source, now=now)
-                for s in _spellings(address)
+                for s in dict.fromkeys(spellings)
+                if s
             ]
         existed = False
         for item in rows:

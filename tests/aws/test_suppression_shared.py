@@ -94,6 +94,23 @@ def test_our_hard_bounce_writes_a_row_the_go_lookup_finds(aws_events):
     assert container.current().suppression_list.get("BOB.smith@example.com") is not None
 
 
+def test_the_producers_spelling_is_written_when_ses_reports_another(aws_events):
+    """The Go service looks up the request's spelling; SES may report the mailbox otherwise
+    (here lowercased). The journal row the event names has the producer's spelling: written too."""
+    journal = container.current().journal
+    journal.claim(claim("journal-key-1", recipient=AS_WRITTEN))
+    journal.mark_sent("journal-key-1", attempt=1, provider_id=SES_ID, sent_at=NOW)
+    container.current().delivery_event_handler.handle(bounce_of("bob.smith@example.com"))
+    assert go_get(aws_events, AS_WRITTEN)["Reason"] == {"S": "bounce"}
+    assert go_get(aws_events, "bob.smith@example.com") is not None
+
+
+def test_another_mailbox_is_never_written_as_a_spelling(aws):
+    store = container.current().suppression_list
+    store.add("a@x.test", reason="bounce", detail="", source="s", now=NOW, also=("b@x.test",))
+    assert go_get(aws, "b@x.test") is None and go_get(aws, "a@x.test") is not None
+
+
 def test_a_removal_lifts_every_spelling(aws):
     store = container.current().suppression_list
     go_put(aws, AS_WRITTEN)
