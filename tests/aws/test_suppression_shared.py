@@ -181,6 +181,14 @@ def test_bootstrap_says_in_one_line_what_to_run(aws, on_old_table):
     assert f"manage.py migrate_suppression_table --to {OLD}-v2" in lines[0]
 
 
+def test_bootstrap_aws_carries_on_past_an_old_table(aws, on_old_table):
+    out = io.StringIO()
+    call_command("bootstrap_aws", stdout=out)
+    lines = [line for line in out.getvalue().splitlines() if OLD in line]
+    assert len(lines) == 1 and "migrate_suppression_table" in lines[0]
+    assert "sender" in out.getvalue()  # the rest of the set-up ran
+
+
 def test_the_migration_copies_every_entry_idempotently(aws, settings, on_old_table):
     out = io.StringIO()
     call_command("migrate_suppression_table", "--to", "new-suppression", stdout=out)
