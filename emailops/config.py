@@ -146,6 +146,8 @@ class EventsConfig:
     verify_signatures: bool
     raw_delivery: bool
     concurrency: int
+    # The Go service's topic of SES identity notifications: bootstrap_aws subscribes the queue.
+    notifications_topic_arn: str = ""
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,10 @@ are quoted into ``msg=`` so every line stays machine-readable.
 from __future__ import annotations
 
 import logging
+import re
+import sys
 from datetime import UTC, datetime
+from typing import TextIO
 
 from emailops.core.events import logfmt
 
@@ -28,3 +31,37 @@ class LogfmtFormatter(logging.Formatter):
                 + logfmt("x", traceback=self.formatException(record.exc_info))[len("event=x ") :]
             )
         return line
+
+
+# Go's slog levels and the Python level each maps to: Python's are 2.5 times as far apart
+# (DEBUG -4 -> 10, INFO 0 -> 20, WARN 4 -> 30, ERROR 8 -> 40), so an offset scales the same way.
+_SLOG_LEVELS = {"DEBUG": -4, "INFO": 0, "WARN": 4, "WARNING": 4, "ERROR": 8}
+_LEVEL_TEXT = re.compile(r"^\s*([A-Za-z]+)\s*(?:([+-])\s*(\d+))?\s*$")
+
+
+def go_log_level(text: str) -> tuple[int, str]:
+    """``LOG_LEVEL`` read as the Go service reads it (``slog.Level`` text): DEBUG, INFO, WARN
+    (or WARNING) and ERROR in any case, with an optional offset (``INFO+2``, ``DEBUG-4``).
+
+    Returns the Python level and, for a value it cannot read, the complaint ("" otherwise): an
+    unknown value means INFO, as in Go, never a failed start.
+    """
+    match = _LEVEL_TEXT.match(text or "")
+    name = match.group(1).upper() if match else ""
+    if name not in _SLOG_LEVELS:
+        return logging.INFO, f"LOG_LEVEL={text!r} is not DEBUG, INFO, WARN or ERROR: using INFO"
+    slog = _SLOG_LEVELS[name]
+    if match.group(3):
+        slog += int(match.group(3)) * (-1 if match.group(2) == "-" else 1)
+    # 1 at the least: 0 is NOTSET, which would hand the choice to the root logger.
+    return max(1, round(logging.INFO + 2.5 * slog)), ""
+
+
+def report_log_level(complaint: str, stream: TextIO | None = None) -> None:
+    """The one line about an unreadable ``LOG_LEVEL``, written before logging is configured (the
+    settings read it), in the same logfmt as every other line."""
+    if not complaint:
+        return
+    record = logging.LogRecord("emailops.settings", logging.ERROR, __file__, 0, "", None, None)
+    record.msg = logfmt("settings.log_level_unknown", detail=complaint)
+    print(LogfmtFormatter().format(record), file=stream or sys.stderr, flush=True)

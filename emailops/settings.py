@@ -9,6 +9,7 @@ from pathlib import Path
 import environ
 
 from emailops.config import proxy_ssl_header, strong_secret_key
+from emailops.logging import go_log_level, report_log_level
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -230,6 +231,10 @@ SES_EVENTS_TOPIC_NAME = env.str("SES_EVENTS_TOPIC_NAME", default="email-ses-even
 # allowed with verification off: consume_ses_events refuses to start otherwise (bootstrap_aws
 # prints the value to set).
 SES_EVENTS_TOPIC_ARNS = env.list("SES_EVENTS_TOPIC_ARNS", default=[])
+# The Go service's SNS topic of SES identity notifications (notificationType Bounce/Complaint):
+# bootstrap_aws subscribes the events queue to it, and consume_ses_events applies them beside
+# event publishing, each event once. Empty: not subscribed. Add it to SES_EVENTS_TOPIC_ARNS too.
+SES_EVENTS_NOTIFICATIONS_TOPIC_ARN = env.str("SES_EVENTS_NOTIFICATIONS_TOPIC_ARN", default="")
 # Verify SNS signatures; on unless DEBUG. The local stack and tests turn it off.
 SES_EVENTS_VERIFY_SIGNATURES = env.bool("SES_EVENTS_VERIFY_SIGNATURES", default=not DEBUG)
 # The events queue is subscribed with raw message delivery: bare events (no SNS envelope, so no
@@ -292,7 +297,10 @@ OPS_TEMPLATE_CHECK_HOUR = env.int("OPS_TEMPLATE_CHECK_HOUR", default=3)
 OPS_DASHBOARD_DAYS = env.int("OPS_DASHBOARD_DAYS", default=7)
 
 # --- Logging: one logfmt line per event ---------------------------------------------------------
-LOG_LEVEL = env.str("LOG_LEVEL", default="INFO")
+# Read as the Go service reads it (case-insensitive, offsets like INFO+2; emailops.logging): an
+# unknown value is INFO and one error line, never a failed start.
+LOG_LEVEL, _log_level_complaint = go_log_level(env.str("LOG_LEVEL", default="INFO"))
+report_log_level(_log_level_complaint)
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,

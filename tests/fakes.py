@@ -298,7 +298,16 @@ class DictSuppressionTable:
         self.reads += 1
         return self.rows.get(address.strip().lower())
 
-    def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool:
+    def add(
+        self,
+        address: str,
+        *,
+        reason: str,
+        detail: str,
+        source: str,
+        now: int,
+        also: tuple[str, ...] = (),
+    ) -> bool:
         key = address.strip().lower()
         if key in self.rows:
             return False

@@ -11,6 +11,7 @@ QUICK_COMMANDS = [
     ("templates_admin", "templates"),
     ("templates_admin", "reputation"),
     ("worker", "bootstrap_aws"),
+    ("worker", "migrate_suppression_table"),
     ("worker", "load_templates"),
     ("worker", "load_template_mappings"),
     ("worker", "consume_emails"),

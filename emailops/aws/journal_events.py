@@ -62,7 +62,7 @@ _ORDER_SCALE = 10**14  # above any epoch-milliseconds value for millennia
 _RECONCILABLE = (Status.QUEUED.value, Status.FAILED.value)
 _READ = (
     "Id, #status, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount, DeliveryOrder,"
-    " MessageId, Context.organizationId"
+    " MessageId, Recipient, Context.organizationId"
 )
 
 

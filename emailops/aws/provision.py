@@ -19,6 +19,7 @@ __all__ = [
     "ensure_configuration_set",
     "ensure_events_topic",
     "ensure_journal_table",
+    "ensure_notifications_subscription",
     "ensure_queue",
     "ensure_stats_table",
     "ensure_suppression_table",
@@ -101,8 +102,19 @@ def ensure_templates_table(client: Any, table: str, report: Report) -> None:
 
 
 def ensure_suppression_table(client: Any, table: str, report: Report) -> None:
-    """The suppression list: one row per lowercased address (``emailops.aws.suppression``)."""
-    _ensure_keyed_table(client, table, "Address", report)
+    """The suppression list, in the shape shared with the Go service: key ``Email``
+    (``emailops.aws.suppression``). A table in our old shape (key ``Address``) is left as it is,
+    and one line says how to copy it; the consumer keeps working against it meanwhile."""
+    described = _describe(client, table)
+    keys = [k["AttributeName"] for k in (described or {}).get("KeySchema", [])]
+    if described is not None and keys != ["Email"]:
+        report(
+            f"table {table}: old key schema ({', '.join(keys)}), not the Go service's (Email): "
+            f"run `manage.py migrate_suppression_table --to {table}-v2`, then set "
+            f"SUPPRESSION_TABLE={table}-v2"
+        )
+        return
+    _ensure_keyed_table(client, table, "Email", report)
 
 
 def ensure_journal_table(client: Any, table: str, report: Report) -> None:
@@ -239,40 +251,62 @@ def ensure_events_topic(sns: Any, sqs: Any, name: str, queue_url: str, report: R
     topic send. Returns the topic ARN."""
     try:
         topic_arn = sns.create_topic(Name=name)["TopicArn"]  # idempotent: returns the existing one
-        queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
-            "Attributes"
-        ]["QueueArn"]
-        policy_text = (
-            sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["Policy"])
-            .get("Attributes", {})  # absent when the queue has no policy
-            .get("Policy")
-        )
-        policy = json.loads(policy_text) if policy_text else {"Version": "2012-10-17"}
-        statements = policy.setdefault("Statement", [])
-        if not any(s.get("Sid") == _QUEUE_POLICY_SID for s in statements):
-            statements.append(
-                {
-                    "Sid": _QUEUE_POLICY_SID,
-                    "Effect": "Allow",
-                    "Principal": {"Service": "sns.amazonaws.com"},
-                    "Action": "sqs:SendMessage",
-                    "Resource": queue_arn,
-                    "Condition": {"ArnEquals": {"aws:SourceArn": topic_arn}},
-                }
-            )
-            sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": json.dumps(policy)})
-        subscribed = sns.list_subscriptions_by_topic(TopicArn=topic_arn).get("Subscriptions", [])
-        if not any(s.get("Endpoint") == queue_arn for s in subscribed):
-            sns.subscribe(
-                TopicArn=topic_arn,
-                Protocol="sqs",
-                Endpoint=queue_arn,
-                Attributes={"RawMessageDelivery": "false"},
-            )
+        queue_arn = _subscribe_queue(sns, sqs, topic_arn, queue_url, _QUEUE_POLICY_SID)
     except (ClientError, BotoCoreError) as exc:
         raise translate_error(exc, "set up events topic", key=name) from exc
     report(f"topic {name}: {topic_arn}, subscribed by {queue_arn}")
     return topic_arn
+
+
+def ensure_notifications_subscription(
+    sns: Any, sqs: Any, topic_arn: str, queue_url: str, report: Report
+) -> None:
+    """Subscribe the events queue to a topic that exists already: the Go service's topic of SES
+    identity notifications (``notificationType`` Bounce/Complaint/Delivery), which the events
+    consumer reads beside event publishing and applies once (the same event ids)."""
+    try:
+        queue_arn = _subscribe_queue(
+            sns, sqs, topic_arn, queue_url, f"{_QUEUE_POLICY_SID}Notifications"
+        )
+    except (ClientError, BotoCoreError) as exc:
+        raise translate_error(exc, "subscribe to the notifications topic", key=topic_arn) from exc
+    report(f"topic {topic_arn}: subscribed by {queue_arn} (SES identity notifications)")
+
+
+def _subscribe_queue(sns: Any, sqs: Any, topic_arn: str, queue_url: str, sid: str) -> str:
+    """The queue policy lets ``topic_arn`` send (statement ``sid``), and the queue subscribes with
+    the SNS envelope. Returns the queue's ARN."""
+    queue_arn = sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["QueueArn"])[
+        "Attributes"
+    ]["QueueArn"]
+    policy_text = (
+        sqs.get_queue_attributes(QueueUrl=queue_url, AttributeNames=["Policy"])
+        .get("Attributes", {})  # absent when the queue has no policy
+        .get("Policy")
+    )
+    policy = json.loads(policy_text) if policy_text else {"Version": "2012-10-17"}
+    statements = policy.setdefault("Statement", [])
+    if not any(s.get("Sid") == sid for s in statements):
+        statements.append(
+            {
+                "Sid": sid,
+                "Effect": "Allow",
+                "Principal": {"Service": "sns.amazonaws.com"},
+                "Action": "sqs:SendMessage",
+                "Resource": queue_arn,
+                "Condition": {"ArnEquals": {"aws:SourceArn": topic_arn}},
+            }
+        )
+        sqs.set_queue_attributes(QueueUrl=queue_url, Attributes={"Policy": json.dumps(policy)})
+    subscribed = sns.list_subscriptions_by_topic(TopicArn=topic_arn).get("Subscriptions", [])
+    if not any(s.get("Endpoint") == queue_arn for s in subscribed):
+        sns.subscribe(
+            TopicArn=topic_arn,
+            Protocol="sqs",
+            Endpoint=queue_arn,
+            Attributes={"RawMessageDelivery": "false"},
+        )
+    return queue_arn
 
 
 def ensure_configuration_set(

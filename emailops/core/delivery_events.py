@@ -216,14 +216,14 @@ class DeliveryEvent:
             return [
                 (
                     r,
-                    "BOUNCE",
+                    "bounce",
                     suppression_detail(self.bounce_type, self.bounce_subtype, codes.get(r, "")),
                 )
                 for r in self.recipients
             ]
         if self.type is EventType.COMPLAINT:
             detail = complaint_detail(self.complaint_feedback_type)
-            return [(r, "COMPLAINT", detail) for r in self.recipients]
+            return [(r, "complaint", detail) for r in self.recipients]
         return []
 
 

@@ -76,7 +76,16 @@ class EventJournal(Protocol):
 
 
 class Suppressions(Protocol):
-    def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool: ...
+    def add(
+        self,
+        address: str,
+        *,
+        reason: str,
+        detail: str,
+        source: str,
+        now: int,
+        also: tuple[str, ...] = (),
+    ) -> bool: ...
 
 
 class UnmatchedEvents(Protocol):
@@ -202,7 +211,7 @@ class DeliveryEventHandler:
         for i, event, receive_count in group:
             try:
                 if not suppressed and event.event_id not in on_row:
-                    self._suppress(event, now)
+                    self._suppress(event, now, written=row.recipient if row else "")
             except EmailOpsError as exc:
                 done.append((i, self._failed(event, exc)))
                 continue
@@ -251,10 +260,15 @@ class DeliveryEventHandler:
             key = found
         return [(key, result) for result in results]
 
-    def _suppress(self, event: DeliveryEvent, now: int) -> None:
+    def _suppress(self, event: DeliveryEvent, now: int, *, written: str = "") -> None:
+        """``written``: the recipient as the producer wrote it (the row's), written as well where
+        it is the same mailbox, for the Go service's exact lookup."""
         for address, reason, detail in event.suppressions():
             source = event.ses_message_id or event.event_id
-            if self.suppressions.add(address, reason=reason, detail=detail, source=source, now=now):
+            also = (written,) if written else ()
+            if self.suppressions.add(
+                address, reason=reason, detail=detail, source=source, now=now, also=also
+            ):
                 self._log(event).info(
                     "suppression.added", address=address, reason=reason, detail=detail
                 )

@@ -127,16 +127,20 @@ def suppression_detail(bounce_type: str, sub_type: str, diagnostic: str = "") ->
     return reason + (f" ({diagnostic})" if diagnostic else "")
 
 
-# Why an address is on the suppression list (the table's Reason), in words.
+# Why an address is on the suppression list (the table's Reason), in words: the shared table's
+# spellings (the Go service's bounce/complaint, our manual/unsubscribe) and the old table's BOUNCE….
 _SUPPRESSION_REASONS = {
-    "BOUNCE": "hard bounce",
-    "COMPLAINT": "complaint",
-    "MANUAL": "added by hand",
+    "bounce": "hard bounce",
+    "complaint": "complaint",
+    "manual": "added by hand",
+    "unsubscribe": "unsubscribed",
 }
 
 
 def suppression_reason(reason: str) -> str:
-    return _SUPPRESSION_REASONS.get(reason, reason.lower())
+    """A row without a Reason (the Go service's is optional) is still a suppression."""
+    reason = reason.lower()
+    return _SUPPRESSION_REASONS.get(reason, reason or "suppressed")
 
 
 def suppression_words(reason: str, detail: str) -> str:

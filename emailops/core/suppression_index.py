@@ -58,7 +58,16 @@ class SuppressionIndex(Protocol):
 class SuppressionTable(Protocol):
     def suppression_reason(self, address: str) -> str | None: ...
 
-    def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool: ...
+    def add(
+        self,
+        address: str,
+        *,
+        reason: str,
+        detail: str,
+        source: str,
+        now: int,
+        also: tuple[str, ...] = (),
+    ) -> bool: ...
 
     def remove(self, address: str) -> Any: ...
 
@@ -98,10 +107,22 @@ class IndexedSuppressionList:
                 self._rebuild(now)
             except IndexUnavailable as exc:
                 self._unavailable("check", exc, now)
-        return self.table.suppression_reason(key)
+        # The spelling as given: the table tries it exactly (a Go row), then its address_key.
+        return self.table.suppression_reason(address)
 
-    def add(self, address: str, *, reason: str, detail: str, source: str, now: int) -> bool:
-        added = self.table.add(address, reason=reason, detail=detail, source=source, now=now)
+    def add(
+        self,
+        address: str,
+        *,
+        reason: str,
+        detail: str,
+        source: str,
+        now: int,
+        also: tuple[str, ...] = (),
+    ) -> bool:
+        added = self.table.add(
+            address, reason=reason, detail=detail, source=source, now=now, also=also
+        )
         # Also when the table had it already: a writer that missed the index earlier is healed.
         self._index_write("add", address)
         return added

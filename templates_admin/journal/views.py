@@ -203,7 +203,7 @@ def _suppression_url(
     try:
         return reverse(
             f"{admin_site.name}:templates_admin_suppression_detail",
-            args=[row.recipient.lower()],
+            args=[row.recipient.strip()],  # as written: a Go row is keyed so; ours by address_key
         )
     except NoReverseMatch:  # an address no URL can carry (empty)
         return ""

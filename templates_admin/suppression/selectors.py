@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 
 from emailops import container
 from emailops.aws.suppression import Suppression
+from emailops.core.contract import address_key
 from templates_admin.models import SuppressionRemoval
 
 __all__ = [
@@ -39,7 +40,7 @@ def suppression_search(
 ) -> SuppressionPage:
     """One page of entries whose address starts with ``prefix`` (any case), and the latest
     removals. Raises InvalidCursor for a damaged page link; EmailOpsError when AWS fails."""
-    prefix = prefix.strip().lower()
+    prefix = prefix.strip()  # the table is searched as typed and lowercased (Go rows keep case)
     try:
         entries, next_cursor = container.current().suppression_list.search(
             prefix=prefix, cursor=cursor, limit=limit
@@ -48,7 +49,7 @@ def suppression_search(
         raise InvalidCursor("this page link is damaged; start the search again") from exc
     removals = SuppressionRemoval.objects.select_related("user")
     if prefix:
-        removals = removals.filter(address__startswith=prefix)
+        removals = removals.filter(address__startswith=prefix.lower())
     return SuppressionPage(
         prefix=prefix,
         entries=entries,
@@ -67,11 +68,13 @@ class SuppressionEntry:
 
 
 def suppression_entry(*, address: str) -> SuppressionEntry:
-    address = address.strip().lower()
+    address = address.strip()  # as given: the table tries the spelling, then its address_key
+    removals = SuppressionRemoval.objects.filter(address=address_key(address))
+    suppression = container.current().suppression_list.get(address)
     return SuppressionEntry(
-        address=address,
-        suppression=container.current().suppression_list.get(address),
-        removals=list(SuppressionRemoval.objects.filter(address=address).select_related("user")),
+        address=suppression.address if suppression else address,  # the row's own spelling
+        suppression=suppression,
+        removals=list(removals.select_related("user")),
     )
 
 

@@ -10,6 +10,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
 from emailops import container
+from emailops.core.contract import address_key
 from emailops.core.events import EventLog
 from templates_admin import roles
 from templates_admin.models import SuppressionRemoval
@@ -34,19 +35,19 @@ def suppression_remove(
     reason = reason.strip()
     if not reason:
         raise ValidationError("say why you are removing it: the reason is kept in the audit trail")
-    address = address.strip().lower()
+    address = address.strip()  # as given: a Go-written row may be in any case
     store = container.current().suppression_list
     current = store.get(address)
     if current is None:
         raise ValidationError(f"{address} is not on the suppression list")
-    if current.reason == "COMPLAINT" and not recipient_asked:
+    if current.reason == "complaint" and not recipient_asked:
         raise ValidationError(
             f"{address} complained (marked our email as spam): confirm that they asked to "
             "receive email again"
         )
     with transaction.atomic():  # no audit row for a removal the table refused
         removal = SuppressionRemoval.objects.create(
-            address=address,
+            address=address_key(address),  # the trail is kept per mailbox, whatever the spelling
             user=user,
             reason=reason,
             suppression_reason=current.reason,

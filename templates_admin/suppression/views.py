@@ -105,7 +105,7 @@ def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     if found.suppression is None:
         messages.info(request, f"{found.address} is not on the suppression list.")
         return redirect(detail_url)
-    complaint = found.suppression.reason == "COMPLAINT"
+    complaint = found.suppression.reason == "complaint"
     error = ""
     if request.method == "POST":
         form = SuppressionRemoveForm(request.POST, complaint=complaint)

@@ -89,7 +89,7 @@ def test_a_bounce_records_type_subtype_and_diagnostic_and_suppresses(aws_events,
     assert (current["BounceType"], current["BounceSubType"]) == ("Permanent", "General")
     assert current["DiagnosticCode"] == "smtp; 550 5.1.1 user unknown"
     entry = container.current().suppression_list.get("Recipient@Example.com")
-    assert entry.reason == "BOUNCE" and "mailbox does not exist" in entry.detail
+    assert entry.reason == "bounce" and "mailbox does not exist" in entry.detail
     assert entry.source == SES_ID
 
 
@@ -98,7 +98,7 @@ def test_a_complaint_suppresses_and_a_soft_bounce_does_not(aws_events, handler):
     handler.handle(json.dumps(ses_event("bounce-transient.json")))
     assert container.current().suppression_list.get("recipient@example.com") is None
     handler.handle(json.dumps(ses_event("complaint.json")))
-    assert container.current().suppression_list.get("recipient@example.com").reason == "COMPLAINT"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "complaint"
 
 
 def test_matched_by_ses_message_id_without_a_tag(aws_events, handler):
@@ -420,7 +420,7 @@ def test_one_emails_events_in_a_batch_are_one_write_with_each_distinct_event_onc
     assert current["BounceType"] == "Permanent"
     assert [e["Type"] for e in current["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
     assert current["DeliveryEventCount"] == 3
-    assert container.current().suppression_list.get("recipient@example.com").reason == "BOUNCE"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "bounce"
     # Redelivered later: duplicates, no write, and no second suppression.
     container.current().suppression_list.remove(
         "recipient@example.com"

@@ -94,7 +94,7 @@ def test_simulated_events_read_like_ses_ones():
     assert bounce.recipients == (f"bounce@{SIM}",)
     assert bounce.at == "2025-11-30T14:31:28.123Z"  # a second after the send
     assert bounce.diagnostic_code == "smtp; 550 5.1.1 user unknown"
-    assert bounce.suppressions()[0][:2] == (f"bounce@{SIM}", "BOUNCE")
+    assert bounce.suppressions()[0][:2] == (f"bounce@{SIM}", "bounce")
 
 
 def test_the_simulating_sender_publishes_through_the_events_topic(aws_events, settings):

@@ -117,7 +117,7 @@ def test_a_suppressed_row_links_to_its_suppression_entry(rows, support):
     page = text(support.get(entry_url(SUPPRESSED["Id"])))
 
     assert "Not sent: Ivy@Example.com is on the suppression list." in page
-    link = reverse("admin:templates_admin_suppression_detail", args=["ivy@example.com"])
+    link = reverse("admin:templates_admin_suppression_detail", args=["Ivy@Example.com"])
     assert f'href="{link}" id="journal-suppression-link"' in page
     assert support.get(link).status_code == 200
 

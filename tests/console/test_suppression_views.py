@@ -68,6 +68,15 @@ def test_search_by_address_prefix_in_any_case(suppressed, client, make_user):
     assert "No suppressed address starts with" in none
 
 
+def test_search_finds_a_go_row_in_its_own_case(aws, client, make_user):
+    aws.dynamodb.put_item(
+        TableName="email-suppression",
+        Item={"Email": {"S": "Zoe.Go@Example.com"}, "Reason": {"S": "bounce"}},
+    )
+    page = text(signed_in(client, make_user, "Support").get(LIST, {"q": "Zoe.G"}))
+    assert page.count('class="suppression-row"') == 1 and "Zoe.Go@Example.com" in page
+
+
 def test_pages_follow_the_stores_cursor(aws, client, make_user):
     store = container.current().suppression_list
     for i in range(55):
@@ -141,7 +150,7 @@ def test_leads_remove_a_bounce_with_a_reason_and_it_is_audited(
         user,
         "Bob fixed his mailbox",
     )
-    assert removal.suppression_reason == "BOUNCE" and removal.suppression_source.startswith("0100")
+    assert removal.suppression_reason == "bounce" and removal.suppression_source.startswith("0100")
     after = text(client.get(response["Location"]))
     assert "is not on the suppression list" in after and "Bob fixed his mailbox" in after
 
@@ -193,3 +202,47 @@ def test_the_list_words_a_reason_as_the_resend_page_and_the_consumer_do():
     for reason in REASONS:
         entry = Suppression("a@example.com", reason, "", "", 0)
         assert _shown(entry, Site())["reason"] == entry.in_words
+
+
+def test_a_go_written_row_is_shown_and_removed_with_every_spelling(aws, client, make_user):
+    """The Go service writes the address as SES reported it (any case, RFC 3339 CreatedAt); the
+    console finds it under any spelling, and the removal lifts every spelling and is audited per
+    mailbox."""
+    for spelling in ("Dana.Go@Example.com", "dana.go@example.com"):
+        aws.dynamodb.put_item(
+            TableName="email-suppression",
+            Item={
+                "Email": {"S": spelling},
+                "Reason": {"S": "complaint"},
+                "CreatedAt": {"S": "2026-12-01T10:00:00Z"},
+            },
+        )
+    lead = signed_in(client, make_user, "Support leads")
+    page = text(lead.get(entry_url("Dana.Go@Example.com")))
+    assert "is suppressed: complaint" in page
+    done = lead.post(
+        entry_url("Dana.Go@Example.com", "remove/"), {"reason": "asked", "recipient_asked": "on"}
+    )
+    assert done.status_code == 302
+    assert aws.dynamodb.scan(TableName="email-suppression")["Items"] == []
+    removal = SuppressionRemoval.objects.get()
+    assert (removal.address, removal.suppression_reason) == ("dana.go@example.com", "complaint")
+
+
+@pytest.mark.parametrize(
+    ("reason", "words"),
+    [
+        ("bounce", "hard bounce"),
+        ("BOUNCE", "hard bounce"),  # the old table's, and old audit rows
+        ("complaint", "complaint"),
+        ("COMPLAINT", "complaint"),
+        ("manual", "added by hand"),
+        ("MANUAL", "added by hand"),
+        ("unsubscribe", "unsubscribed"),
+        ("", "suppressed"),  # a Go row without a Reason
+    ],
+)
+def test_reasons_are_worded_in_either_spelling(reason, words):
+    from emailops.core.journal_words import suppression_reason
+
+    assert suppression_reason(reason) == words

@@ -95,7 +95,7 @@ def test_bounce_details_and_words():
     assert event.suppressions() == [
         (
             "recipient@example.com",
-            "BOUNCE",
+            "bounce",
             "mailbox does not exist (smtp; 550 5.1.1 user unknown)",
         )
     ]
@@ -112,7 +112,7 @@ def test_complaint_delay_reject_failure_open_click_subscription_details():
     complaint = parse(json.dumps(ses_event("complaint.json")))
     assert complaint.complaint_feedback_type == "abuse"
     assert complaint.suppressions() == [
-        ("recipient@example.com", "COMPLAINT", "marked as spam (abuse)")
+        ("recipient@example.com", "complaint", "marked as spam (abuse)")
     ]
     delay = parse(json.dumps(ses_event("delivery-delay.json")))
     assert delay.delay_type == "TransientCommunicationFailure"
@@ -134,7 +134,7 @@ def test_legacy_identity_notifications():
     bounce = parse(json.dumps(ses_event("legacy-bounce-notification.json")))
     assert bounce.type is EventType.BOUNCE and bounce.raw_type == "Bounce"
     assert bounce.journal_key is None  # identity notifications carry no tags
-    assert bounce.suppressions()[0][1] == "BOUNCE"
+    assert bounce.suppressions()[0][1] == "bounce"
     other = parse(envelope(ses_event("legacy-subscription-succeeded.json")))
     assert other.type is EventType.UNKNOWN
     assert other.raw_type == "AmazonSnsSubscriptionSucceeded"

@@ -115,3 +115,20 @@ def test_an_addition_already_in_the_table_heals_the_index():
     suppressions = listing(table, index)
     assert not suppressions.add("bob@example.com", reason="BOUNCE", detail="x", source="s", now=1)
     assert suppressions.suppression_reason("bob@example.com") == "bounce: 550"
+
+
+def test_the_table_is_asked_for_the_spelling_as_written():
+    """A Go-written row is keyed by the address exactly as the producer wrote it: the index (which
+    holds address keys) must hand the table that spelling, not the lowercased one."""
+
+    class ExactTable(DictSuppressionTable):
+        def suppression_reason(self, address: str) -> str | None:
+            self.reads += 1
+            return self.rows.get(address)
+
+        def addresses(self):
+            return iter(["bob@example.com"])
+
+    table = ExactTable({"Bob@Example.COM": "bounce"})
+    suppressions = listing(table, built(table))
+    assert suppressions.suppression_reason("Bob@Example.COM") == "bounce"

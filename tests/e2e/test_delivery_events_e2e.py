@@ -35,7 +35,7 @@ def request(email: str, team: str = "Ops") -> dict:
 
 
 def suppression(e2e_stack, address: str) -> dict | None:
-    return e2e_stack.item("email-suppression", {"Address": address})
+    return e2e_stack.item("email-suppression", {"Email": address})
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +71,8 @@ def test_simulator_events_reach_the_journal(e2e_stack, delivered):
 
 def test_a_hard_bounce_and_a_complaint_suppress_the_address(e2e_stack, delivered):
     entry = suppression(e2e_stack, f"bounce@{SIM}")
-    assert entry["Reason"] == "BOUNCE" and "mailbox does not exist" in entry["Detail"]
-    assert suppression(e2e_stack, f"complaint@{SIM}")["Reason"] == "COMPLAINT"
+    assert entry["Reason"] == "bounce" and "mailbox does not exist" in entry["Detail"]
+    assert suppression(e2e_stack, f"complaint@{SIM}")["Reason"] == "complaint"
     assert suppression(e2e_stack, f"success@{SIM}") is None
 
 

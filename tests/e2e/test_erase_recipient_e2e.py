@@ -80,7 +80,7 @@ def test_erase_recipient_removes_every_row_of_one_address_and_nothing_else(e2e_s
     _unmatched(stack, "evt-other", "other@example.com")
     stack.dynamodb.put_item(
         TableName=SUPPRESSION,
-        Item={"Address": {"S": "pat@example.com"}, "Reason": {"S": "MANUAL"}},
+        Item={"Email": {"S": "pat@example.com"}, "Reason": {"S": "manual"}},
     )
     stack.manage(
         "shell",
@@ -103,7 +103,7 @@ def test_erase_recipient_removes_every_row_of_one_address_and_nothing_else(e2e_s
     assert {new_other, "go-3:other@example.com"} <= set(statuses)
     assert stack.item(UNMATCHED, {"Id": "evt-pat"}) is None
     assert stack.item(UNMATCHED, {"Id": "evt-other"}) is not None
-    assert stack.item(SUPPRESSION, {"Address": "pat@example.com"}) is not None
+    assert stack.item(SUPPRESSION, {"Email": "pat@example.com"}) is not None
     left = stack.manage(
         "shell",
         "-c",

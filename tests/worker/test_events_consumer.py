@@ -48,7 +48,7 @@ def test_events_from_the_topic_update_the_row(aws_events):
     row = container.current().journal.get(KEY)
     assert row["DeliveryStatus"] == "BOUNCED"
     assert [e["Type"] for e in row["DeliveryEvents"]] == ["Send", "Delivery", "Bounce"]
-    assert container.current().suppression_list.get("recipient@example.com").reason == "BOUNCE"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "bounce"
     assert aws_events.queue_messages(aws_events.events_queue_url) == []
 
 
@@ -102,7 +102,7 @@ def test_raw_delivery_lets_a_bare_event_through(aws_events, settings):
         QueueUrl=aws_events.events_queue_url, MessageBody=json.dumps(ses_event("bounce.json"))
     )
     assert "applied=1" in consume()
-    assert container.current().suppression_list.get("recipient@example.com").reason == "BOUNCE"
+    assert container.current().suppression_list.get("recipient@example.com").reason == "bounce"
 
 
 def test_signatures_on_without_a_topic_allow_list_refuse_to_start(aws_events, settings):

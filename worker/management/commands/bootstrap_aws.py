@@ -105,6 +105,12 @@ class Command(BaseCommand):
         if topic_arn not in events.topic_arns:
             # consume_ses_events refuses to start with verification on and no allow-list.
             report(f"delivery events: set SES_EVENTS_TOPIC_ARNS={topic_arn}")
+        if notifications := events.notifications_topic_arn:
+            provision.ensure_notifications_subscription(
+                built.client("sns"), sqs, notifications, queue_url, report
+            )
+            if notifications not in events.topic_arns:
+                report(f"delivery events: add {notifications} to SES_EVENTS_TOPIC_ARNS")
         if configuration_set := built.config.sending.configuration_set:
             provision.ensure_configuration_set(
                 built.client("ses"),
