@@ -47,6 +47,7 @@ if TYPE_CHECKING:
     from emailops.aws.ses_account import SesAccountView
     from emailops.aws.ses_simulator import SimulatingSender
     from emailops.aws.sns_verify import SnsVerifier
+    from emailops.aws.tombstones import DynamoTombstones
     from emailops.core.compose import Composer
     from emailops.core.delivery_handler import DeliveryEventHandler
     from emailops.core.pipeline import EmailPipeline
@@ -120,6 +121,18 @@ class Container:
         from emailops.aws.journal_scan import JournalScan
 
         return JournalScan(self.client("dynamodb"), self._journal_table)
+
+    @cached_property
+    def tombstones(self) -> DynamoTombstones:
+        """Erasure's tombstones (ERASURE_TOMBSTONE_TABLE, keyed by ERASURE_HASH_KEY)."""
+        from emailops.aws.tombstones import DynamoTombstones
+
+        aws = self.config.aws
+        return DynamoTombstones(
+            self.client("dynamodb"),
+            require("ERASURE_TOMBSTONE_TABLE", aws.erasure_tombstone_table),
+            key=aws.erasure_hash_key.encode(),
+        )
 
     @cached_property
     def recipient_eraser(self) -> RecipientEraser:
@@ -203,6 +216,7 @@ class Container:
             verify=self.sns_verifier,
             clock=time.time,
             stats=self.stats,
+            tombstones=self.tombstones,
         )
 
     @cached_property

@@ -23,6 +23,7 @@ __all__ = [
     "ensure_stats_table",
     "ensure_suppression_table",
     "ensure_templates_table",
+    "ensure_tombstone_table",
     "ensure_unmatched_events_table",
 ]
 
@@ -103,6 +104,11 @@ def ensure_templates_table(client: Any, table: str, report: Report) -> None:
 def ensure_suppression_table(client: Any, table: str, report: Report) -> None:
     """The suppression list: one row per lowercased address (``emailops.aws.suppression``)."""
     _ensure_keyed_table(client, table, "Address", report)
+
+
+def ensure_tombstone_table(client: Any, table: str, report: Report) -> None:
+    """Erasure's tombstones: one item per erased address's keyed hash (``emailops.aws.tombstones``)."""
+    _ensure_keyed_table(client, table, "Hash", report)
 
 
 def ensure_journal_table(client: Any, table: str, report: Report) -> None:

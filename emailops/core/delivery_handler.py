@@ -21,6 +21,7 @@ from emailops.core.delivery_events import (
     parse_envelope,
     parse_event,
 )
+from emailops.core.erasure import Tombstones, erased_of, scrubbed_event
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.journal_row import JournalRow
@@ -117,6 +118,9 @@ class DeliveryEventHandler:
     # catching up): an unmatched event is retried this many times before it is stored.
     unmatched_retries: int = 1
     stats: Stats | None = None
+    # Erasure's tombstones: an event that finds no row and names an erased recipient is stored
+    # without anything personal (it is typically in flight while the erasure ran).
+    tombstones: Tombstones | None = None
 
     def handle(self, body: str, *, receive_count: int = 1) -> EventOutcome:
         return self.handle_batch([(body, receive_count)])[0]
@@ -283,7 +287,7 @@ class DeliveryEventHandler:
     ) -> EventOutcome:
         log = self._log(event)
         if event.type is EventType.UNKNOWN:
-            self.unmatched.store(event, reason="unknown event type", now=now)
+            self._store_unmatched(event, reason="unknown event type", now=now)
             log.warning("event.unknown", key=key)
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
         if result is ApplyResult.CLAIMED:
@@ -297,11 +301,19 @@ class DeliveryEventHandler:
                 return EventOutcome(
                     EventAction.RETRY, reason="no journal row (yet) for this event", event=event
                 )
-            self.unmatched.store(event, reason="no journal row", now=now)
-            log.warning("event.unmatched", journalKey=event.journal_key)
+            stored = self._store_unmatched(event, reason="no journal row", now=now)
+            self._log(stored).warning("event.unmatched", journalKey=stored.journal_key)
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
         log.info("event.applied", key=key, result=result.value, summary=event.summary)
         return EventOutcome(EventAction.DELETE, result=result.value, event=event)
+
+    def _store_unmatched(self, event: DeliveryEvent, *, reason: str, now: int) -> DeliveryEvent:
+        """Store it, scrubbed if it names an erased recipient; returns what was stored."""
+        if self.tombstones is not None and erased_of(self.tombstones, event.recipients):
+            event = scrubbed_event(event, self.tombstones)
+            reason += "; a recipient was erased"
+        self.unmatched.store(event, reason=reason, now=now)
+        return event
 
     def _counter(self, event: DeliveryEvent, now: int) -> Callable[[str, str | None], None] | None:
         """What to count once the event is on its row (delivered, bounced, complained...)."""
