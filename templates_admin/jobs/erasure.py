@@ -100,11 +100,9 @@ def erase_dead_letters(address: str) -> tuple[int, int]:
     empty = 0
     try:
         while len(seen) < _MAX_DEAD_LETTERS and empty < 2:
-            fresh = [
-                m
-                for m in dlq.receive_hidden(max_messages=10, hide_seconds=60)
-                if m.message_id not in seen
-            ]
+            batch = dlq.receive_hidden(max_messages=10, hide_seconds=60)
+            fresh = [m for m in batch if m.message_id not in seen]
+            held += [m for m in batch if m.message_id in seen]  # ours, or looked at: released
             if not fresh:
                 empty += 1  # SQS samples servers: one empty answer need not mean an empty queue
                 continue
