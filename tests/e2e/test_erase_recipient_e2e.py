@@ -252,7 +252,6 @@ def test_an_erasure_stays_erased_through_late_events_dead_letters_and_a_redrive(
     redriven = run("dlq", "redrive", "--all", "--rate", "50")
     logs.append(redriven)
     logs.append(stack.consume().stderr)
-    open("/tmp/h24a/log.txt", "w").write("\n=====\n".join(logs))
     assert stack.sent_to("erin@example.com")  # the other recipient's request still went
     statuses = stack.journal_statuses()
     assert not [k for k in statuses if "dana" in k.lower()]
