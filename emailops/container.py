@@ -50,6 +50,7 @@ if TYPE_CHECKING:
     from emailops.aws.tombstones import DynamoTombstones
     from emailops.core.compose import Composer
     from emailops.core.delivery_handler import DeliveryEventHandler
+    from emailops.core.erasure import IndexedTombstones
     from emailops.core.pipeline import EmailPipeline
     from emailops.redis.token_rate import TokenRateLimiter
 
@@ -123,16 +124,24 @@ class Container:
         return JournalScan(self.client("dynamodb"), self._journal_table)
 
     @cached_property
-    def tombstones(self) -> DynamoTombstones:
-        """Erasure's tombstones (ERASURE_TOMBSTONE_TABLE, keyed by ERASURE_HASH_KEY)."""
+    def tombstones(self) -> DynamoTombstones | IndexedTombstones:
+        """Erasure's tombstones (ERASURE_TOMBSTONE_TABLE, keyed by ERASURE_HASH_KEY), behind a
+        Redis set of their hashes beside the suppression index (``<its key>:erased``), so a
+        send's check costs no DynamoDB read; no suppression index, no set."""
         from emailops.aws.tombstones import DynamoTombstones
+        from emailops.core.erasure import IndexedTombstones
 
-        aws = self.config.aws
-        return DynamoTombstones(
+        aws, sending = self.config.aws, self.config.sending
+        table = DynamoTombstones(
             self.client("dynamodb"),
             require("ERASURE_TOMBSTONE_TABLE", aws.erasure_tombstone_table),
             key=aws.erasure_hash_key.encode(),
         )
+        if not sending.suppression_index_key:
+            return table
+        key = f"{sending.suppression_index_key}:erased"
+        index = RedisSuppressionIndex.from_url(sending.redis_url, key=key)
+        return IndexedTombstones(table, index, clock=time.monotonic)
 
     @cached_property
     def recipient_eraser(self) -> RecipientEraser:

@@ -5,6 +5,7 @@ process's life; an absent one is asked again (an erasure must be seen at once)."
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -46,6 +47,20 @@ class DynamoTombstones:
             return None
         self._found[digest] = int(item["ErasedAt"]["N"])
         return self._found[digest]
+
+    def hashes(self) -> Iterator[str]:
+        start: dict[str, Any] | None = None
+        while True:
+            params: dict[str, Any] = {"TableName": self.table, "ProjectionExpression": "#h"}
+            params["ExpressionAttributeNames"] = {"#h": "Hash"}
+            try:
+                page = self.client.scan(**params, **({"ExclusiveStartKey": start} if start else {}))
+            except (ClientError, BotoCoreError) as exc:
+                raise translate_error(exc, "read erasure tombstones", key=self.table) from exc
+            yield from (item["Hash"]["S"] for item in page.get("Items", []))
+            start = page.get("LastEvaluatedKey")
+            if not start:
+                return
 
     def add(self, address: str, *, now: int) -> None:
         digest = self.hash(address)

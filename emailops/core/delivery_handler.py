@@ -236,6 +236,7 @@ class DeliveryEventHandler:
     ) -> list[tuple[str | None, ApplyResult]]:
         """(row key, result) per event. The tag names the row, read already: no lookup first.
         Only events whose tag names no row (or that have no tag) are looked up by SES id."""
+        events = self._for_row(events)
         counters = {event.event_id: self._counter(event, now) for event in events}
 
         def counted(event: DeliveryEvent, message_id: str, organization: str | None) -> None:
@@ -306,6 +307,15 @@ class DeliveryEventHandler:
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
         log.info("event.applied", key=key, result=result.value, summary=event.summary)
         return EventOutcome(EventAction.DELETE, result=result.value, event=event)
+
+    def _for_row(self, events: list[DeliveryEvent]) -> list[DeliveryEvent]:
+        """The events as a row may keep them: the row of an erased recipient (sent to after the
+        erasure, journalled by hash) gets them without anything personal. One email's events name
+        one recipient: one tombstone check (the Redis set's, no AWS call) per email."""
+        tombstones = self.tombstones
+        if tombstones is None or not erased_of(tombstones, events[0].recipients[:1]):
+            return events
+        return [scrubbed_event(event, tombstones) for event in events]
 
     def _store_unmatched(self, event: DeliveryEvent, *, reason: str, now: int) -> DeliveryEvent:
         """Store it, scrubbed if it names an erased recipient; returns what was stored."""

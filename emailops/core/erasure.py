@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import hashlib
 import hmac
-from collections.abc import Iterable
+import logging
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Protocol
 
 from emailops.core.contract import address_key
 from emailops.core.delivery_events import DeliveryEvent
+from emailops.core.events import EventLog
+from emailops.core.suppression_index import IndexIncomplete, IndexUnavailable, SuppressionIndex
 
 __all__ = [
     "ERASED_PREFIX",
+    "IndexedTombstones",
+    "TombstoneTable",
     "Tombstones",
     "address_hash",
     "erased_name",
@@ -24,6 +29,8 @@ __all__ = [
     "masked_address",
     "scrubbed_event",
 ]
+
+logger = logging.getLogger("emailops.erasure")
 
 ERASED_PREFIX = "erased:"  # what an erased address is written as, where a value is required
 
@@ -80,3 +87,81 @@ def scrubbed_event(event: DeliveryEvent, tombstones: Tombstones) -> DeliveryEven
         subscription={},
         failure_message="",
     )
+
+
+class TombstoneTable(Protocol):
+    """The table behind ``IndexedTombstones`` (``emailops.aws.tombstones``)."""
+
+    def hash(self, address: str) -> str: ...
+
+    def name(self, address: str) -> str: ...
+
+    def erased_at(self, address: str) -> int | None: ...
+
+    def add(self, address: str, *, now: int) -> None: ...
+
+    def hashes(self) -> Iterator[str]:
+        """Every tombstone's hash (a full read of the table)."""
+        ...
+
+
+class IndexedTombstones:
+    """Tombstones without an AWS call per send: the suppression index's kind of Redis set holds
+    every tombstone's hash, kept in step by the erasure (table first, then the set). Only a hash
+    the set holds costs a table read; an incomplete set is rebuilt from the table; an unreachable
+    one is skipped for ``retry_seconds`` (the table answers)."""
+
+    def __init__(
+        self,
+        table: TombstoneTable,
+        index: SuppressionIndex,
+        *,
+        clock: Callable[[], float],
+        retry_seconds: float = 5.0,
+    ) -> None:
+        self.table = table
+        self.index = index
+        self.clock = clock
+        self.retry_seconds = retry_seconds
+        self._skip_until = 0.0
+        self._rebuild_after = 0.0
+        self._log = EventLog(logger)
+
+    def hash(self, address: str) -> str:
+        return self.table.hash(address)
+
+    def name(self, address: str) -> str:
+        return self.table.name(address)
+
+    def erased_at(self, address: str) -> int | None:
+        now = self.clock()
+        if now >= self._skip_until:
+            try:
+                if not self.index.contains(self.table.hash(address)):
+                    return None
+            except IndexIncomplete:
+                self._rebuild(now)
+            except IndexUnavailable as exc:
+                self._skip(exc, now)
+        return self.table.erased_at(address)
+
+    def add(self, address: str, *, now: int) -> None:
+        self.table.add(address, now=now)
+        try:
+            self.index.added(self.table.hash(address))
+        except IndexUnavailable as exc:
+            # The table has it; the set misses it until its next rebuild (an hour at most).
+            self._log.error("tombstone.index_not_updated", error=str(exc))
+
+    def _rebuild(self, now: float) -> None:
+        if now < self._rebuild_after:
+            return
+        self._rebuild_after = now + self.retry_seconds
+        try:
+            self.index.rebuild(self.table.hashes)
+        except IndexUnavailable as exc:
+            self._skip(exc, now)
+
+    def _skip(self, exc: Exception, now: float) -> None:
+        self._skip_until = now + self.retry_seconds
+        self._log.warning("tombstone.index_unavailable", error=str(exc))

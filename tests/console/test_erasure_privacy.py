@@ -154,3 +154,56 @@ def test_also_suppress_adds_a_suppression_entry(
     job = _erase_through_the_console(client, django_capture_on_commit_callbacks, also_suppress="on")
     assert job.result["suppressed"] is True
     assert "erasure" in container.current().suppression_list.suppression_reason(DANA)
+
+
+def test_a_new_request_after_the_erasure_is_sent_and_journalled_with_the_address_hashed(
+    aws_events,
+):
+    from emailops.core.ports import TemplateMapping
+
+    built = container.current()
+    built.mapping_store.save_mapping(
+        TemplateMapping("added-to-team", "added-to-team.html", "Welcome, {{.name}}"),
+        expected_version=None,
+    )
+    built.template_store.write_template("default/added-to-team.html", "<p>{{.name}}</p>")
+    recipient_erase(address=DANA, actor="t")
+    request = {
+        "messageId": "added-to-team",
+        "recipients": [{"email": '"Dana"@Example.com'}],
+        "context": {"name": "Dana Example"},
+    }
+    outcome = built.build_pipeline(lease_seconds=30).process(json.dumps(request))
+    assert outcome.sent == 1  # the default: erasure does not stop mail (also-suppress does)
+    assert aws_events.sent_emails()[-1].destinations["ToAddresses"] == ['"Dana"@Example.com']
+    (row,) = aws_events.dynamodb.scan(TableName="email-journal")["Items"]
+    assert row["Recipient"]["S"].startswith("erased:")
+    assert "dana" not in json.dumps(row).lower()
+
+    # Its bounce comes back tagged with the row's key: applied, with nothing personal kept.
+    from emailops.core.delivery_events import JOURNAL_KEY_TAG, encode_journal_key
+
+    bounce = {
+        "eventType": "Bounce",
+        "mail": {
+            "timestamp": "2026-01-01T00:00:00.000Z",
+            "messageId": row["SesMessageId"]["S"],
+            "destination": ['"Dana"@Example.com'],
+            "tags": {JOURNAL_KEY_TAG: [encode_journal_key(row["Id"]["S"])]},
+        },
+        "bounce": {
+            "timestamp": "2026-01-01T00:00:05.000Z",
+            "bounceType": "Transient",
+            "bounceSubType": "General",
+            "bouncedRecipients": [
+                {
+                    "emailAddress": "dana@example.com",
+                    "diagnosticCode": "452 <dana@example.com> full",
+                }
+            ],
+        },
+    }
+    assert built.delivery_event_handler.handle(json.dumps(bounce)).result == "applied"
+    (row,) = aws_events.dynamodb.scan(TableName="email-journal")["Items"]
+    assert row["DeliveryStatus"]["S"] == "BOUNCED"
+    assert "dana" not in json.dumps(row).lower()
