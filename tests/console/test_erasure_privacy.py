@@ -4,6 +4,7 @@ its log holds the address. Through the console's URLs and the real handler and j
 from __future__ import annotations
 
 import json
+import re
 import logging
 
 import pytest
@@ -207,3 +208,22 @@ def test_a_new_request_after_the_erasure_is_sent_and_journalled_with_the_address
     (row,) = aws_events.dynamodb.scan(TableName="email-journal")["Items"]
     assert row["DeliveryStatus"]["S"] == "BOUNCED"
     assert "dana" not in json.dumps(row).lower()
+
+
+def test_a_console_resend_to_an_erased_address_is_refused(aws, client, make_user):
+    from django.urls import reverse
+
+    from templates_admin.models import EmailAction
+    from tests.journal_factory import BASE_TIME, journal_row, put_rows
+
+    recipient_erase(address=DANA, actor="t")
+    # A row naming her in clear after the erasure: the Go consumer, still running, wrote it.
+    row = journal_row("Dana@Example.com", at=BASE_TIME, go_row=True)
+    put_rows(aws.dynamodb, "email-journal", [row])
+    client.force_login(make_user("Support leads"))
+    url = reverse("admin:templates_admin_journal_detail", args=[row["Id"]]) + "resend/"
+    dedupe_id = re.search(r'name="dedupe_id" value="([^"]+)"', client.get(url).content.decode())
+    refused = client.post(url, {"reason": "she never got it", "dedupe_id": dedupe_id.group(1)})
+    assert "recipient was erased" in refused.content.decode()
+    assert not EmailAction.objects.exists()
+    assert aws.queue_messages(aws.queue_url) == []
