@@ -261,8 +261,18 @@ class DeliveryEventHandler:
             source = event.ses_message_id or event.event_id
             if self.suppressions.add(address, reason=reason, detail=detail, source=source, now=now):
                 self._log(event).info(
-                    "suppression.added", address=address, reason=reason, detail=detail
+                    "suppression.added",
+                    address=self._loggable(address),
+                    reason=reason,
+                    detail=detail,
                 )
+
+    def _loggable(self, address: str) -> str:
+        """An erased address is logged by its hash (a rare line: a suppression was added)."""
+        tombstones = self.tombstones
+        if tombstones is not None and tombstones.erased_at(address) is not None:
+            return tombstones.name(address)
+        return address
 
     @staticmethod
     def _log(event: DeliveryEvent) -> EventLog:

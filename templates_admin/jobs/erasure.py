@@ -53,6 +53,8 @@ def erasure_inputs(*, address: str, reason: str, also_suppress: bool = False) ->
 
 def unsealed_address(job: Job) -> str:
     sealed = job.inputs.get(SEALED)
+    if not sealed and job.inputs.get("address"):
+        return job.inputs["address"]  # a job started before addresses were sealed
     if not sealed:
         raise ValueError("this erasure job has finished: its address is no longer kept")
     return _fernet().decrypt(sealed.encode()).decode()
@@ -147,7 +149,8 @@ def erasure_run(job: Job, progress: Any) -> dict[str, Any]:
         suppressed=suppressed,
     )
     # Done: the address is no longer needed, and no longer kept (not even sealed).
-    job.inputs = {k: v for k, v in job.inputs.items() if k != SEALED}
+    job.inputs = {k: v for k, v in job.inputs.items() if k not in (SEALED, "address")}
+    job.inputs.setdefault("addressMasked", report.address_masked)
     Job.objects.filter(pk=job.pk).update(inputs=job.inputs)
     progress.set_total(1)
     progress.set_done(1)

@@ -4,8 +4,8 @@ its log holds the address. Through the console's URLs and the real handler and j
 from __future__ import annotations
 
 import json
-import re
 import logging
+import re
 
 import pytest
 
@@ -227,3 +227,21 @@ def test_a_console_resend_to_an_erased_address_is_refused(aws, client, make_user
     assert "recipient was erased" in refused.content.decode()
     assert not EmailAction.objects.exists()
     assert aws.queue_messages(aws.queue_url) == []
+
+
+def test_the_migration_takes_the_address_out_of_finished_erasure_jobs(db):
+    from importlib import import_module
+
+    from django.apps import apps
+
+    legacy = Job.objects.create(
+        kind=Job.Kind.ERASE_RECIPIENT,
+        state=Job.State.SUCCEEDED,
+        inputs={"address": "Dana@Example.com", "reason": "ticket 1"},
+        result={"address": "Dana@Example.com", "journal_rows": 1, "lines": ["removed 1"]},
+    )
+    migration = import_module("templates_admin.migrations.0011_erasure_jobs_without_addresses")
+    migration.forwards(apps, None)
+    legacy.refresh_from_db()
+    assert "dana" not in json.dumps([legacy.inputs, legacy.result]).lower()
+    assert legacy.inputs["addressMasked"] == "d***@example.com"
