@@ -13,6 +13,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import re
 import time
 from dataclasses import replace
 from typing import Any
@@ -25,7 +26,7 @@ from emailops.core.contract import address_key
 from emailops.core.erasure import masked_address
 from templates_admin.jobs.dlq import dead_letter_queues
 from templates_admin.journal.erasure import checked_address, recipient_erase
-from templates_admin.models import Job
+from templates_admin.models import Job, JobStep
 
 __all__ = ["erasure_inputs", "erasure_run", "unsealed_address"]
 
@@ -126,6 +127,38 @@ def erase_dead_letters(address: str) -> tuple[int, int]:
     return rewritten, dropped
 
 
+def erase_from_jobs(address: str, *, own: int) -> int:
+    """Other jobs' inputs, results and steps naming ``address`` (a bulk resend's recipients, a
+    dead-letter listing's messages, a step's row key): the address replaced by its ``erased:``
+    name. Returns how many jobs were changed. Jobs are few (pruned by AUDIT_RETENTION_DAYS)."""
+    name = container.current().tombstones.name(address)
+    wanted = address_key(address)
+    local, _, domain = wanted.rpartition("@")
+    # Within a longer text (a row key, a reason): the address, its local part quoted or not.
+    pattern = re.compile(rf'(?:"{re.escape(local)}"|{re.escape(local)})@{re.escape(domain)}', re.I)
+
+    def scrubbed(value: Any) -> Any:
+        if isinstance(value, str):
+            return name if address_key(value) == wanted else pattern.sub(name, value)
+        if isinstance(value, list):
+            return [scrubbed(v) for v in value]
+        if isinstance(value, dict):
+            return {k: scrubbed(v) for k, v in value.items()}
+        return value
+
+    changed = 0
+    for job in Job.objects.exclude(pk=own).iterator():
+        inputs, result = scrubbed(job.inputs), scrubbed(job.result)
+        if (inputs, result) != (job.inputs, job.result):
+            Job.objects.filter(pk=job.pk).update(inputs=inputs, result=result)
+            changed += 1
+        for step in JobStep.objects.filter(job=job):
+            key, detail = scrubbed(step.key), scrubbed(step.detail)
+            if (key, detail) != (step.key, step.detail):
+                JobStep.objects.filter(pk=step.pk).update(key=key, detail=detail)
+    return changed
+
+
 def _suppress(address: str) -> bool:
     return container.current().suppression_list.add(
         address_key(address),
@@ -141,11 +174,13 @@ def erasure_run(job: Job, progress: Any) -> dict[str, Any]:
     address = unsealed_address(job)
     report = recipient_erase(address=address, actor=actor)
     rewritten, dropped = erase_dead_letters(address)
+    jobs = erase_from_jobs(address, own=job.pk)
     suppressed = bool(job.inputs.get("alsoSuppress")) and _suppress(address)
     report = replace(
         report,
         dead_letters_rewritten=rewritten,
         dead_letters_dropped=dropped,
+        jobs_scrubbed=jobs,
         suppressed=suppressed,
     )
     # Done: the address is no longer needed, and no longer kept (not even sealed).

@@ -42,6 +42,7 @@ class ErasureReport:
     dry_run: bool = False
     dead_letters_rewritten: int = 0  # the jobs area's part: messages kept without the address
     dead_letters_dropped: int = 0  # messages whose only recipient it was
+    jobs_scrubbed: int = 0  # other jobs whose inputs, results or steps named it
     suppressed: bool = False  # "also suppress" added an entry
 
     def lines(self) -> list[str]:
@@ -65,6 +66,7 @@ class ErasureReport:
             lines += [
                 f"rewrote {self.dead_letters_rewritten} dead-letter message(s) without the address"
                 f" and dropped {self.dead_letters_dropped} whose only recipient it was",
+                f"took the address out of {self.jobs_scrubbed} other job(s)",
                 "kept a tombstone (a keyed hash of the address and the time, not the address)",
             ]
         return [*lines, kept]

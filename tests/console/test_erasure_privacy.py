@@ -245,3 +245,31 @@ def test_the_migration_takes_the_address_out_of_finished_erasure_jobs(db):
     legacy.refresh_from_db()
     assert "dana" not in json.dumps([legacy.inputs, legacy.result]).lower()
     assert legacy.inputs["addressMasked"] == "d***@example.com"
+
+
+def test_erasure_takes_the_address_out_of_other_jobs(aws, make_user):
+    from templates_admin.models import JobStep
+
+    listing = Job.objects.create(
+        kind=Job.Kind.DLQ_LIST,
+        state=Job.State.SUCCEEDED,
+        result={"messages": [{"request": {"recipients": ['"dana"@example.com', "kim@x.org"]}}]},
+    )
+    resend = Job.objects.create(
+        kind=Job.Kind.BULK_RESEND, inputs={"recipients": ["Dana@Example.com"], "reason": "r"}
+    )
+    JobStep.objects.create(job=resend, key="d1:Dana@Example.com", detail={"to": DANA})
+    lead = make_user("Support leads")
+    erasure = job_create(
+        kind=Job.Kind.ERASE_RECIPIENT,
+        inputs=erasure_inputs(address=DANA, reason="ticket 12"),
+        user=lead,
+        dispatch=False,
+    )
+    assert job_run(job_id=erasure.pk).result["jobs_scrubbed"] == 2
+    stored = json.dumps(
+        [[j.inputs, j.result] for j in Job.objects.all()]
+        + [[s.key, s.detail] for s in JobStep.objects.all()]
+    )
+    assert "dana" not in stored.lower() and "kim@x.org" in stored
+    assert listing.pk and "erased:" in stored
