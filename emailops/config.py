@@ -90,6 +90,9 @@ class AwsConfig:
     journal_table: str
     suppression_table: str
     s3_bucket: str
+    erasure_tombstone_table: str = setting("ERASURE_TOMBSTONE_TABLE")
+    # the tombstones' HMAC key; repr=False: never printed with the config
+    erasure_hash_key: str = field(repr=False, metadata={"setting": "ERASURE_HASH_KEY"})
 
 
 @dataclass(frozen=True)

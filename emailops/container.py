@@ -47,8 +47,10 @@ if TYPE_CHECKING:
     from emailops.aws.ses_account import SesAccountView
     from emailops.aws.ses_simulator import SimulatingSender
     from emailops.aws.sns_verify import SnsVerifier
+    from emailops.aws.tombstones import DynamoTombstones
     from emailops.core.compose import Composer
     from emailops.core.delivery_handler import DeliveryEventHandler
+    from emailops.core.erasure import IndexedTombstones
     from emailops.core.pipeline import EmailPipeline
     from emailops.redis.token_rate import TokenRateLimiter
 
@@ -120,6 +122,26 @@ class Container:
         from emailops.aws.journal_scan import JournalScan
 
         return JournalScan(self.client("dynamodb"), self._journal_table)
+
+    @cached_property
+    def tombstones(self) -> DynamoTombstones | IndexedTombstones:
+        """Erasure's tombstones (ERASURE_TOMBSTONE_TABLE, keyed by ERASURE_HASH_KEY), behind a
+        Redis set of their hashes beside the suppression index (``<its key>:erased``), so a
+        send's check costs no DynamoDB read; no suppression index, no set."""
+        from emailops.aws.tombstones import DynamoTombstones
+        from emailops.core.erasure import IndexedTombstones
+
+        aws, sending = self.config.aws, self.config.sending
+        table = DynamoTombstones(
+            self.client("dynamodb"),
+            require("ERASURE_TOMBSTONE_TABLE", aws.erasure_tombstone_table),
+            key=aws.erasure_hash_key.encode(),
+        )
+        if not sending.suppression_index_key:
+            return table
+        key = f"{sending.suppression_index_key}:erased"
+        index = RedisSuppressionIndex.from_url(sending.redis_url, key=key)
+        return IndexedTombstones(table, index, clock=time.monotonic)
 
     @cached_property
     def recipient_eraser(self) -> RecipientEraser:
@@ -203,6 +225,7 @@ class Container:
             verify=self.sns_verifier,
             clock=time.time,
             stats=self.stats,
+            tombstones=self.tombstones,
         )
 
     @cached_property

@@ -60,6 +60,7 @@ def build_pipeline(
         journal=adapters.journal,
         sender=adapters.sender,
         suppressions=adapters.suppression_list,
+        tombstones=adapters.tombstones,
         rate_limiter=adapters.send_rate_limiter,
         stats=adapters.stats,
         gate=adapters.reputation_gate,

@@ -211,6 +211,12 @@ TEMPLATE_VARIABLES_PATH = env.path(
 
 # The suppression list: addresses never sent to again (hard bounces, complaints, by hand).
 SUPPRESSION_TABLE = env.str("SUPPRESSION_TABLE", default="email-suppression")
+# Erasure's tombstones: keyed hashes of erased addresses (docs/journal.md). The key defaults to one
+# derived from DJANGO_SECRET_KEY; set it on its own so that rotating that key keeps them matching.
+ERASURE_TOMBSTONE_TABLE = env.str("ERASURE_TOMBSTONE_TABLE", default="email-erasure-tombstones")
+ERASURE_HASH_KEY = (
+    env.str("ERASURE_HASH_KEY", default="") or f"derived-from-secret-key:{SECRET_KEY}"
+)
 # Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
 SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
 # The suppressed addresses as a Redis set, so the consumer's check costs no DynamoDB read (see

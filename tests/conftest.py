@@ -210,6 +210,7 @@ def _provision(*, events: bool):
         provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
         provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
+        provision.ensure_tombstone_table(dynamodb, settings.ERASURE_TOMBSTONE_TABLE, quiet)
         provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, quiet)
         facts = {
             "EMAIL_SERVICE_QUEUE_URL": provision.ensure_queue(

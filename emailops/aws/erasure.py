@@ -19,6 +19,7 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
 from emailops.aws.journal_search import RECIPIENT_INDEX, RECIPIENT_KEY_INDEX
+from emailops.core.contract import address_key
 from emailops.core.errors import TransientError
 
 __all__ = ["RecipientEraser", "RecipientRows"]
@@ -87,22 +88,25 @@ class RecipientEraser:
         )
 
     def journal_rows(self, address: str) -> RecipientRows:
-        lowered = address.lower()
+        spellings = list(dict.fromkeys([address.lower(), address_key(address)]))
         rows = [
-            item["Id"]["S"] for item in self._query(RECIPIENT_KEY_INDEX, "RecipientKey", lowered)
+            item["Id"]["S"]
+            for spelling in spellings
+            for item in self._query(RECIPIENT_KEY_INDEX, "RecipientKey", spelling)
         ]
         go_rows: list[str] = []
-        for value in dict.fromkeys([address, lowered]):
+        for value in dict.fromkeys([address, *spellings]):
             for item in self._query(RECIPIENT_INDEX, "Recipient", value):
                 if "RecipientKey" not in item:  # the others were found above
                     go_rows.append(item["Id"]["S"])
         return RecipientRows(tuple(dict.fromkeys(rows)), tuple(dict.fromkeys(go_rows)))
 
     def unmatched_events(self, address: str) -> list[str]:
-        """Ids of unmatched events naming ``address`` (any case) among their recipients."""
+        """Ids of unmatched events naming ``address`` among their recipients, in any spelling
+        (``address_key``: case, a display name, needless quotes)."""
         if not self.unmatched_table:
             return []
-        lowered = address.lower()
+        wanted = address_key(address)
         found = []
         items = self._pages(
             "scan",
@@ -116,7 +120,7 @@ class RecipientEraser:
         )
         for item in items:
             recipients = item.get("Recipients", {}).get("L", [])
-            if any(r.get("S", "").lower() == lowered for r in recipients):
+            if any(address_key(r.get("S", "")) == wanted for r in recipients):
                 found.append(item["Id"]["S"])
         return found
 

@@ -24,6 +24,7 @@ __all__ = [
     "ensure_stats_table",
     "ensure_suppression_table",
     "ensure_templates_table",
+    "ensure_tombstone_table",
     "ensure_unmatched_events_table",
 ]
 
@@ -115,6 +116,11 @@ def ensure_suppression_table(client: Any, table: str, report: Report) -> None:
         )
         return
     _ensure_keyed_table(client, table, "Email", report)
+
+
+def ensure_tombstone_table(client: Any, table: str, report: Report) -> None:
+    """Erasure's tombstones: one item per erased address's keyed hash (``emailops.aws.tombstones``)."""
+    _ensure_keyed_table(client, table, "Hash", report)
 
 
 def ensure_journal_table(client: Any, table: str, report: Report) -> None:

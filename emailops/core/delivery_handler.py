@@ -21,6 +21,7 @@ from emailops.core.delivery_events import (
     parse_envelope,
     parse_event,
 )
+from emailops.core.erasure import Tombstones, erased_of, scrubbed_event
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.journal_row import JournalRow
@@ -126,6 +127,9 @@ class DeliveryEventHandler:
     # catching up): an unmatched event is retried this many times before it is stored.
     unmatched_retries: int = 1
     stats: Stats | None = None
+    # Erasure's tombstones: an event that finds no row and names an erased recipient is stored
+    # without anything personal (it is typically in flight while the erasure ran).
+    tombstones: Tombstones | None = None
 
     def handle(self, body: str, *, receive_count: int = 1) -> EventOutcome:
         return self.handle_batch([(body, receive_count)])[0]
@@ -241,6 +245,7 @@ class DeliveryEventHandler:
     ) -> list[tuple[str | None, ApplyResult]]:
         """(row key, result) per event. The tag names the row, read already: no lookup first.
         Only events whose tag names no row (or that have no tag) are looked up by SES id."""
+        events = self._for_row(events)
         counters = {event.event_id: self._counter(event, now) for event in events}
 
         def counted(event: DeliveryEvent, message_id: str, organization: str | None) -> None:
@@ -270,8 +275,18 @@ class DeliveryEventHandler:
                 address, reason=reason, detail=detail, source=source, now=now, also=also
             ):
                 self._log(event).info(
-                    "suppression.added", address=address, reason=reason, detail=detail
+                    "suppression.added",
+                    address=self._loggable(address),
+                    reason=reason,
+                    detail=detail,
                 )
+
+    def _loggable(self, address: str) -> str:
+        """An erased address is logged by its hash (a rare line: a suppression was added)."""
+        tombstones = self.tombstones
+        if tombstones is not None and tombstones.erased_at(address) is not None:
+            return tombstones.name(address)
+        return address
 
     @staticmethod
     def _log(event: DeliveryEvent) -> EventLog:
@@ -297,7 +312,7 @@ class DeliveryEventHandler:
     ) -> EventOutcome:
         log = self._log(event)
         if event.type is EventType.UNKNOWN:
-            self.unmatched.store(event, reason="unknown event type", now=now)
+            self._store_unmatched(event, reason="unknown event type", now=now)
             log.warning("event.unknown", key=key)
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
         if result is ApplyResult.CLAIMED:
@@ -311,11 +326,28 @@ class DeliveryEventHandler:
                 return EventOutcome(
                     EventAction.RETRY, reason="no journal row (yet) for this event", event=event
                 )
-            self.unmatched.store(event, reason="no journal row", now=now)
-            log.warning("event.unmatched", journalKey=event.journal_key)
+            stored = self._store_unmatched(event, reason="no journal row", now=now)
+            self._log(stored).warning("event.unmatched", journalKey=stored.journal_key)
             return EventOutcome(EventAction.DELETE, result="stored", event=event)
         log.info("event.applied", key=key, result=result.value, summary=event.summary)
         return EventOutcome(EventAction.DELETE, result=result.value, event=event)
+
+    def _for_row(self, events: list[DeliveryEvent]) -> list[DeliveryEvent]:
+        """The events as a row may keep them: the row of an erased recipient (sent to after the
+        erasure, journalled by hash) gets them without anything personal. One email's events name
+        one recipient: one tombstone check (the Redis set's, no AWS call) per email."""
+        tombstones = self.tombstones
+        if tombstones is None or not erased_of(tombstones, events[0].recipients[:1]):
+            return events
+        return [scrubbed_event(event, tombstones) for event in events]
+
+    def _store_unmatched(self, event: DeliveryEvent, *, reason: str, now: int) -> DeliveryEvent:
+        """Store it, scrubbed if it names an erased recipient; returns what was stored."""
+        if self.tombstones is not None and erased_of(self.tombstones, event.recipients):
+            event = scrubbed_event(event, self.tombstones)
+            reason += "; a recipient was erased"
+        self.unmatched.store(event, reason=reason, now=now)
+        return event
 
     def _counter(self, event: DeliveryEvent, now: int) -> Callable[[str, str | None], None] | None:
         """What to count once the event is on its row (delivered, bounced, complained...)."""

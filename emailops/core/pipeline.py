@@ -20,6 +20,7 @@ from email.utils import formataddr
 from emailops.core.compose import Composed, Composer
 from emailops.core.contract import EmailRequest, Recipient, parse_request
 from emailops.core.dedupe import dedupe_key
+from emailops.core.erasure import Tombstones
 from emailops.core.errors import DailyQuotaExceeded, EmailOpsError, InvalidRequest, SendThrottled
 from emailops.core.events import EventLog
 from emailops.core.pipeline_model import (
@@ -71,6 +72,8 @@ class EmailPipeline(PipelineSettlement):
     sender: Sender
     settings: PipelineSettings
     suppressions: SuppressionList | None = None
+    # Erasure's tombstones: an erased recipient is still sent to, its row names it by hash.
+    tombstones: Tombstones | None = None
     rate_limiter: SendRateLimiter | None = None
     stats: Stats | None = None
     gate: ReputationGate | None = None
@@ -138,7 +141,7 @@ class EmailPipeline(PipelineSettlement):
                 )
             now = int(self.clock())
             return refused + [
-                _error_result(exc, dedupe_key(request, r.email), now, self.settings)
+                _error_result(exc, dedupe_key(request, r.email), now, self.settings)  # retried
                 for r in request.recipients
             ]
         if composed.missing:
@@ -151,15 +154,23 @@ class EmailPipeline(PipelineSettlement):
         decision, why = self._gate(composed.mapping.priority, request, log)
 
         def deliver(recipient: Recipient) -> _Result:
-            key = dedupe_key(request, recipient.email)
+            try:
+                journalled = self._journalled(recipient.email)
+            except EmailOpsError as exc:  # the tombstone could not be read: retried later
+                log.warning("tombstone.unread", error=exc.describe())
+                key = dedupe_key(request, recipient.email)
+                return _error_result(exc, key, int(self.clock()), self.settings)
+            key = dedupe_key(request, journalled)
             if decision is GateDecision.PAUSE and key not in state.accepted:
                 # Waits on the queue, unclaimed: never FAILED, no retry budget used.
                 wait_until = int(self.clock()) + self.settings.pause_wait_seconds
                 return _Result(_Kind.WAIT, key, f"paused: {why}", wait_until=wait_until)
-            rlog = log.bind(recipient=recipient.email, key=key)
+            rlog = log.bind(recipient=journalled, key=key)
             slow = decision is GateDecision.SLOW
             try:
-                return self._deliver(request, recipient, key, composed, state, held, rlog, slow)
+                return self._deliver(
+                    request, recipient, key, composed, state, held, rlog, slow, journalled
+                )
             finally:
                 held.release(key)
 
@@ -175,12 +186,14 @@ class EmailPipeline(PipelineSettlement):
         held: HeldClaims,
         log: EventLog,
         slow: bool = False,
+        journalled: str = "",
     ) -> _Result:
+        """``journalled``: how the journal names the recipient (``_journalled``)."""
         if key in state.accepted:  # an earlier attempt's send went out; only its mark is owed
             return self._mark_accepted(key, state.accepted[key], log, request=request)
         if held.stopping():
             return _Result(_Kind.STOPPED, key, "consumer stopping")
-        claim = self._claim(request, recipient.email, key, composed)
+        claim = self._claim(request, journalled or recipient.email, key, composed)
         try:
             if self.suppressions is not None:
                 reason = self.suppressions.suppression_reason(recipient.email)

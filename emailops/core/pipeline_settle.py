@@ -16,6 +16,7 @@ from dataclasses import replace
 from emailops.core.compose import Composed
 from emailops.core.contract import EmailRequest, parse_request
 from emailops.core.dedupe import dedupe_key
+from emailops.core.erasure import ERASED_PREFIX
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.events import EventLog
 from emailops.core.pipeline_model import Action, RecordOutcome, _Kind, _Result
@@ -197,18 +198,30 @@ class PipelineSettlement:
 
     # --- journal helpers -------------------------------------------------------------------------
 
+    def _journalled(self, address: str) -> str:
+        """How the journal names ``address``: as it is, or, once it was erased (a tombstone),
+        by its keyed hash (``erased:…``), so the row records the send and nothing personal.
+        Raises EmailOpsError when the tombstone cannot be read."""
+        tombstones = getattr(self, "tombstones", None)
+        if tombstones is None or tombstones.erased_at(address) is None:
+            return address
+        return tombstones.name(address)
+
     def _claim(
         self, request: EmailRequest, email: str, key: str, composed: Composed | None
     ) -> Claim:
+        """``email`` as ``_journalled`` named it: an erased one's row keeps no context or subject
+        (both may name the person)."""
+        erased = email.startswith(ERASED_PREFIX)
         return Claim(
             key=key,
             message_id=request.message_id,
             recipient=email,
-            context=request.context,
+            context={} if erased else request.context,
             now=int(self.clock()),
             lease_seconds=self.settings.lease_seconds,
             ttl_seconds=self.settings.ttl_days * 86400,
-            subject=composed.subject if composed else "",
+            subject=composed.subject if composed and not erased else "",
             template_key=composed.template_key if composed else "",
             template_version=composed.template_version if composed else "",
             producer=request.namespace,
@@ -252,7 +265,7 @@ class PipelineSettlement:
 
     def _refuse(self, request: EmailRequest, address: str, reason: str, log: EventLog) -> _Result:
         """One recipient's bad input: a FAILED row for it; the others are still sent."""
-        key = dedupe_key(request, address)
+        key = dedupe_key(request, address)  # not an address: no tombstone to look up
         refusal = InvalidRequest("parse request", key=address, reason=reason)
         if self._record_failures(request, reason, log, addresses=[address], failure=refusal):
             # No FAILED row yet: deleting the record now would leave no trace of this recipient.
@@ -276,13 +289,19 @@ class PipelineSettlement:
             addresses = [r.email for r in request.recipients]
             addresses += [r.address for r in request.rejected]
         for address in addresses:
-            key = dedupe_key(request, address)
+            try:
+                journalled = self._journalled(address)
+            except EmailOpsError as exc:
+                log.error("record_failure.failed", error=exc.describe())
+                unwritten.add(dedupe_key(request, address))
+                continue
+            key = dedupe_key(request, journalled)
             if only is not None and key not in only:
                 continue
-            rlog = log.bind(recipient=address, key=key)
+            rlog = log.bind(recipient=journalled, key=key)
             try:
                 written = self.journal.record_failure(
-                    self._claim(request, address, key, None),
+                    self._claim(request, journalled, key, None),
                     error=error,
                     # No exception: a refused recipient (permanent) or a spent retry budget.
                     kind=type(failure).__name__ if failure else "",

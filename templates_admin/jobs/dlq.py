@@ -11,7 +11,9 @@ the stale ``FailureReason`` (``EmailOpsState``, the consumer's retry history, su
 deleted from the dead-letter queue only after the copy was accepted. The copy is recorded as a
 ``JobStep`` before the delete, so a retried job deletes what it already copied instead of copying
 it again. A crash between the copy and that record can leave one duplicate on the source queue;
-the consumer's journal makes it harmless (recipients already SENT are skipped).
+the consumer's journal makes it harmless (recipients already SENT are skipped). A recipient
+erased since (erasure's tombstone) is taken out of the copy; a message all of whose recipients
+were erased is deleted, not redriven.
 """
 
 from __future__ import annotations
@@ -255,7 +257,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
     batch_size = max(1, min(10, int(rate * 20)))
     hide_seconds = max(30, math.ceil(batch_size / rate) * 2 + 10)
     held: dict[str, QueueMessage] = {}  # received but not ours to redrive: released at the end
-    deleted_late = 0
+    deleted_late = erased_dropped = erased_removed = 0
     empty = 0
     # Bounded: a useful call moves at least one message; choosing ids may need a pass over the rest.
     calls = 3 * total + 20 + (0 if redrive_all else math.ceil(dlq.depth().total / batch_size))
@@ -282,8 +284,17 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                 if not mine or (redrive_all and len(copied) >= total):
                     held[message.message_id] = message
                     continue
+                body = without_erased(message.body)
+                if body is None:  # every recipient was erased since: nothing is sent or kept
+                    progress.step(message.message_id, JobStep.Outcome.SKIPPED, erased=True)
+                    copied.add(message.message_id)
+                    erased_dropped += 1
+                    dlq.delete(message)
+                    progress.advance()
+                    continue
+                erased_removed += body != message.body
                 pacer.wait()
-                new_id = source.send_with_attributes(message.body, redrive_attributes(message))
+                new_id = source.send_with_attributes(body, redrive_attributes(message))
                 letter = dead_letter_of(message)
                 progress.step(
                     message.message_id,
@@ -303,6 +314,8 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
         "redriven": len(copied),
         "notFound": missing,
         "deletedAfterEarlierCopy": deleted_late,
+        "erasedDropped": erased_dropped,  # every recipient erased: deleted, not redriven
+        "erasedRewritten": erased_removed,  # redriven without the erased recipients
         "source": source.url,
         "deadLetterQueue": dlq.url,
         "rate": rate,
@@ -318,6 +331,27 @@ def redrive_result_text(result: dict[str, Any]) -> str:
 
 def as_json_lines(listing: DeadLetterListing) -> str:
     return json.dumps([m.as_json() for m in listing.messages], indent=2, ensure_ascii=False)
+
+
+def without_erased(body: str) -> str | None:
+    """The request without its erased recipients (erasure's tombstones); None when every
+    recipient was erased. A body that is not a request is left as it is."""
+    try:
+        data = json.loads(body)
+    except ValueError:
+        return body
+    recipients = data.get("recipients") if isinstance(data, dict) else None
+    if not isinstance(recipients, list) or not recipients:
+        return body
+    tombstones = container.current().tombstones
+    kept = [
+        r
+        for r in recipients
+        if not (isinstance(r, dict) and tombstones.erased_at(str(r.get("email", ""))) is not None)
+    ]
+    if len(kept) == len(recipients):
+        return body
+    return json.dumps(data | {"recipients": kept}, ensure_ascii=False) if kept else None
 
 
 def redrive_attributes(message: QueueMessage) -> dict[str, Any]:

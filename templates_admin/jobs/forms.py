@@ -9,6 +9,7 @@ from typing import Any
 from django import forms
 from django.utils import timezone
 
+from emailops.core.contract import address_key
 from templates_admin.jobs import bulk_resend, dlq, erasure
 
 
@@ -120,15 +121,26 @@ class EraseRecipientForm(forms.Form):
         help_text="Required, e.g. the erasure request's reference. Kept with the job, with your "
         "name.",
     )
+    also_suppress = forms.BooleanField(
+        label="Also suppress",
+        required=False,
+        help_text="For someone who asked to receive no more mail: adds a suppression entry (it "
+        "holds the address). Without it, later requests to the address are still sent, and "
+        "journalled with the address hashed.",
+    )
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
             return data
-        if data["address"].strip().lower() != data["confirm"].strip().lower():
+        if address_key(data["address"]) != address_key(data["confirm"]):
             raise forms.ValidationError("the two addresses differ")
         try:
-            data["inputs"] = erasure.erasure_inputs(address=data["address"], reason=data["reason"])
+            data["inputs"] = erasure.erasure_inputs(
+                address=data["address"],
+                reason=data["reason"],
+                also_suppress=bool(data.get("also_suppress")),
+            )
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None
         return data

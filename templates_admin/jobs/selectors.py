@@ -6,10 +6,37 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from templates_admin import roles
 from templates_admin.jobs.monitoring import DLQ_DEPTH, STUCK_CLAIMS, reading
 from templates_admin.models import Job, JobStep, OpsReading
 
-__all__ = ["job_list", "job_progress", "job_steps", "ops_readings"]
+__all__ = [
+    "job_details_allowed",
+    "job_inputs_shown",
+    "job_list",
+    "job_progress",
+    "job_steps",
+    "ops_readings",
+]
+
+_SEALED = "sealedAddress"  # templates_admin.jobs.erasure.SEALED: never shown
+
+
+def job_details_allowed(job: Job, user: Any) -> bool:
+    """An erasure job's page is for those who may erase (Support leads) and superusers only:
+    its reason and masked address are about one person."""
+    return job.kind != Job.Kind.ERASE_RECIPIENT or user.has_perm(roles.ERASE_RECIPIENT)
+
+
+def job_inputs_shown(job: Job, user: Any) -> dict[str, Any]:
+    """The inputs as the page shows them: never the sealed address; an erasure's masked address
+    only to the one who started it and to superusers."""
+    shown = {k: v for k, v in job.inputs.items() if k != _SEALED}
+    if job.kind == Job.Kind.ERASE_RECIPIENT and not (
+        user.is_superuser or (job.created_by_id is not None and job.created_by_id == user.pk)
+    ):
+        shown.pop("addressMasked", None)
+    return shown
 
 
 def job_list(*, limit: int = 50) -> QuerySet[Job]:

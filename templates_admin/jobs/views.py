@@ -150,6 +150,8 @@ def template_check(request: HttpRequest, *, admin_site: AdminSite) -> HttpRespon
 @console_view(roles.VIEW_JOBS, policy=POLLING_POLICY)
 def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(Job.objects.select_related("created_by"), pk=pk)
+    if not selectors.job_details_allowed(found, request.user):
+        return AREA.page(request, admin_site, "denied.html", {"title": "Not allowed"}, status=403)
     return AREA.page(
         request,
         admin_site,
@@ -157,6 +159,7 @@ def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse
         {
             "title": f"{found.get_kind_display()} #{found.pk}",
             "job": found,
+            "inputs": selectors.job_inputs_shown(found, request.user),
             "progress": selectors.job_progress(found),
             "steps": selectors.job_steps(found),
             "progress_url": url(admin_site, "job_progress", found.pk),
@@ -171,6 +174,8 @@ def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse
 @console_view(roles.VIEW_JOBS)
 def job_progress(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(Job, pk=pk)
+    if not selectors.job_details_allowed(found, request.user):
+        return JsonResponse({"error": "not allowed"}, status=403)
     response = JsonResponse(selectors.job_progress(found))
     response["Cache-Control"] = "no-store"
     return response

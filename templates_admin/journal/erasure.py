@@ -1,19 +1,26 @@
 """Erasure of one recipient (a data-subject request): every journal row of the address, new and
-Go-era, its unmatched delivery events and the API's read-audit entries naming it.
+Go-era, its unmatched delivery events (by the address's one spelling, ``address_key``: display
+names and quoted local parts included) and the API's read-audit entries naming it; then the
+tombstone (a keyed hash and the time, never the address), which every later write meets.
 
 Its suppression entry, if any, is kept on purpose: it is what stops mail to that address, and
 erasing it would let the next request send again. The console's own audit of staff reads
 (channel console / email_log) is kept too: it records what people did, not the recipient's mail.
+The dead-letter queue is the jobs area's part (``templates_admin.jobs.erasure``).
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
+import time
 from dataclasses import asdict, dataclass
+
+from django.db.models import Q
 
 from emailops import container
 from emailops.aws.erasure import RecipientRows
+from emailops.core.contract import address_key
+from emailops.core.erasure import masked_address
 from emailops.core.events import EventLog
 from templates_admin.journal.selectors import looks_like_email
 from templates_admin.models import JournalReadAudit
@@ -26,54 +33,71 @@ logger = logging.getLogger("templates_admin.journal")
 
 @dataclass(frozen=True)
 class ErasureReport:
-    address: str
+    address_masked: str  # d***@example.com: the report (a job's result) never holds the address
     journal_rows: int  # written by this service
     go_journal_rows: int  # written by the Go consumer
     unmatched_events: int
     api_read_audits: int
     suppression_kept: str  # the kept suppression's reason, or "" when the address has none
     dry_run: bool = False
+    dead_letters_rewritten: int = 0  # the jobs area's part: messages kept without the address
+    dead_letters_dropped: int = 0  # messages whose only recipient it was
+    jobs_scrubbed: int = 0  # other jobs whose inputs, results or steps named it
+    suppressed: bool = False  # "also suppress" added an entry
 
     def lines(self) -> list[str]:
         verb = "would remove" if self.dry_run else "removed"
-        kept = (
-            f"kept its suppression entry ({self.suppression_kept}): it is what stops mail to "
-            "this address"
-            if self.suppression_kept
-            else "no suppression entry (nothing to keep)"
-        )
-        return [
+        if self.suppressed:
+            kept = "added a suppression entry, as asked: no mail goes to this address again"
+        elif self.suppression_kept:
+            kept = (
+                f"kept its suppression entry ({self.suppression_kept}): it is what stops mail to "
+                "this address"
+            )
+        else:
+            kept = "no suppression entry (nothing to keep)"
+        lines = [
             f"{verb} {self.journal_rows} journal row(s) written by emailops",
             f"{verb} {self.go_journal_rows} journal row(s) written by the Go consumer",
             f"{verb} {self.unmatched_events} unmatched delivery event(s)",
             f"{verb} {self.api_read_audits} API read-audit entry(ies) naming the address",
-            kept,
         ]
+        if not self.dry_run:
+            lines += [
+                f"rewrote {self.dead_letters_rewritten} dead-letter message(s) without the address"
+                f" and dropped {self.dead_letters_dropped} whose only recipient it was",
+                f"took the address out of {self.jobs_scrubbed} other job(s)",
+                "kept a tombstone (a keyed hash of the address and the time, not the address)",
+            ]
+        return [*lines, kept]
 
     def as_result(self) -> dict:
         return asdict(self) | {"lines": self.lines()}
 
 
-def _check(address: str) -> str:
+def checked_address(address: str) -> str:
+    """The address, trimmed; ValueError when it is not one."""
     address = address.strip()
     if not looks_like_email(address):
-        raise ValueError(f"{address!r} is not an email address")
+        raise ValueError("that is not an email address")
     return address
 
 
 def _api_audits(address: str):
-    return JournalReadAudit.objects.filter(
-        channel=JournalReadAudit.Channel.API, query__icontains=address
-    )
+    spellings = dict.fromkeys([address, address_key(address)])
+    match = Q()
+    for spelling in spellings:
+        match |= Q(query__icontains=spelling)
+    return JournalReadAudit.objects.filter(match, channel=JournalReadAudit.Channel.API)
 
 
 def _report(address: str, *, dry_run: bool) -> tuple[ErasureReport, RecipientRows, list[str]]:
     eraser = container.current().recipient_eraser
     rows = eraser.journal_rows(address)
     events = eraser.unmatched_events(address)
-    suppression = address_suppression(address=address)
+    suppression = address_suppression(address=address_key(address))
     report = ErasureReport(
-        address=address,
+        address_masked=masked_address(address),
         journal_rows=len(rows.rows),
         go_journal_rows=len(rows.go_rows),
         unmatched_events=len(events),
@@ -86,24 +110,28 @@ def _report(address: str, *, dry_run: bool) -> tuple[ErasureReport, RecipientRow
 
 def recipient_erase_preview(*, address: str) -> ErasureReport:
     """What ``recipient_erase`` would remove, removing nothing. Raises ValueError, EmailOpsError."""
-    return _report(_check(address), dry_run=True)[0]
+    return _report(checked_address(address), dry_run=True)[0]
 
 
 def recipient_erase(*, address: str, actor: str) -> ErasureReport:
-    """Delete it all (see the module); safe to repeat. Raises ValueError or EmailOpsError (then
-    run it again: what was deleted stays deleted). ``actor`` is who asked, for the log."""
-    address = _check(address)
+    """Write the tombstone, then delete it all (see the module); safe to repeat. Raises
+    ValueError or EmailOpsError (then run it again: what was deleted stays deleted). ``actor`` is
+    who asked, for the log."""
+    address = checked_address(address)
+    built = container.current()
+    # The tombstone first: an event landing while the rows are deleted already meets it.
+    built.tombstones.add(address, now=int(time.time()))
     report, rows, events = _report(address, dry_run=False)
-    eraser = container.current().recipient_eraser
-    eraser.delete(container.current().config.aws.journal_table, rows.all)
+    eraser = built.recipient_eraser
+    eraser.delete(built.config.aws.journal_table, rows.all)
     if events:
-        eraser.delete(container.current().config.events.unmatched_table, events)
+        eraser.delete(built.config.events.unmatched_table, events)
     _api_audits(address).delete()
     # The log keeps who and how much, not the address itself (it would outlive the erasure).
     EventLog(logger).info(
         "recipient.erased",
         actor=actor,
-        addressSha256=hashlib.sha256(address.lower().encode()).hexdigest()[:16],
+        addressHash=built.tombstones.hash(address)[:16],
         journalRows=report.journal_rows,
         goJournalRows=report.go_journal_rows,
         unmatchedEvents=report.unmatched_events,

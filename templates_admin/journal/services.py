@@ -23,6 +23,7 @@ from emailops.core.contract import (
     request_to_json,
 )
 from emailops.core.dedupe import dedupe_key
+from emailops.core.erasure import ERASED_PREFIX
 from emailops.core.errors import InvalidRequest
 from emailops.core.events import EventLog
 from templates_admin import roles
@@ -73,6 +74,12 @@ def email_resend(
             "to fit the journal; send the original request again instead"
         )
     recipient = row.recipient
+    tombstones = container.current().tombstones
+    if recipient.startswith(ERASED_PREFIX) or tombstones.erased_at(recipient) is not None:
+        raise ValidationError(
+            "this row's recipient was erased: the journal keeps nothing to resend to them (a new "
+            "request from its producer is still sent)"
+        )
     request = EmailRequest(
         message_id=row.message_id,
         recipients=(Recipient(email=recipient),),

@@ -4,9 +4,13 @@ entry, and leaves every other address's rows alone."""
 
 from __future__ import annotations
 
+import json
 import time
+import uuid
 
 import pytest
+
+from tests.support.stack import wait_until
 
 pytestmark = pytest.mark.e2e
 
@@ -20,7 +24,12 @@ def e2e_stack_options() -> dict:
     return {
         "bucket": "emailops-erase-e2e",
         "events_queue": "email-ses-events-erase",
-        "extra_env": {"SES_EVENTS_VERIFY_SIGNATURES": "false"},
+        # INFO: the logs are searched for the erased address too; a retried event waits 1 s.
+        "extra_env": {
+            "SES_EVENTS_VERIFY_SIGNATURES": "false",
+            "LOG_LEVEL": "INFO",
+            "RETRY_BACKOFF_BASE_SECONDS": "1",
+        },
     }
 
 
@@ -109,11 +118,145 @@ def test_erase_recipient_removes_every_row_of_one_address_and_nothing_else(e2e_s
         "-c",
         "from templates_admin.models import JournalReadAudit as A, Job; "
         "print(sorted(A.objects.values_list('query', flat=True))); "
-        "j = Job.objects.get(); print(j.kind, j.state, j.origin.startswith('cli:'), j.inputs['address'])",
+        "j = Job.objects.get(); print(j.kind, j.state, j.origin.startswith('cli:'), j.inputs['addressMasked'])",
         env=db_env,
     ).stdout
     assert "['api:1:x:other@example.com']" in left
-    assert "erase_recipient SUCCEEDED True Pat@Example.com" in left
+    assert "erase_recipient SUCCEEDED True p***@example.com" in left
 
     again = stack.manage("erase_recipient", "pat@example.com", "--yes", env=db_env).stdout
     assert "removed 0 journal row(s) written by emailops" in again  # safe to repeat
+
+
+def _late_event(ses_id: str, key: str, event_type: str = "Open") -> str:
+    """An SES event as the local simulator sends it for a named recipient: the display-name form
+    in ``mail.destination`` (an Open's recipients), the journal key in the tag, the raw headers."""
+    from emailops.core.delivery_events import JOURNAL_KEY_TAG, encode_journal_key
+
+    named = '"Dana Example" <dana@example.com>'
+    return json.dumps(
+        {
+            "eventType": event_type,
+            "mail": {
+                "timestamp": "2026-01-01T00:00:00.000Z",
+                "messageId": ses_id,
+                "destination": [named],
+                "tags": {JOURNAL_KEY_TAG: [encode_journal_key(key)]},
+                "commonHeaders": {"to": [named]},
+            },
+            "open": {
+                "timestamp": "2026-01-01T00:00:05.000Z",
+                "ipAddress": "198.51.100.7",
+                "userAgent": "Mail/1.0",
+            },
+        }
+    )
+
+
+def _dead_letter(stack, recipients: list[str]) -> None:
+    body = {
+        "messageId": "added-to-team",
+        "dedupeId": f"dl-{uuid.uuid4().hex[:8]}",
+        "recipients": [{"email": r} for r in recipients],
+        "context": {"teamName": "Ops", "administrator": "Ann"},
+    }
+    stack.sqs.send_message(QueueUrl=stack.direct(stack.dlq_url), MessageBody=json.dumps(body))
+
+
+def _visible(stack) -> int:
+    attributes = stack.sqs.get_queue_attributes(
+        QueueUrl=stack.direct(stack.events_queue_url),
+        AttributeNames=["ApproximateNumberOfMessages"],
+    )["Attributes"]
+    return int(attributes["ApproximateNumberOfMessages"])
+
+
+def _everything(stack, db_env) -> str:
+    """Every table's items, every queue's messages (not consumed) and every job, as one text."""
+    found = []
+    for table in stack.dynamodb.list_tables()["TableNames"]:
+        found += [json.dumps(i) for i in stack.dynamodb.scan(TableName=table)["Items"]]
+    for url in stack.sqs.list_queues().get("QueueUrls", []):
+        for _ in range(3):
+            found += [
+                json.dumps(m)
+                for m in stack.sqs.receive_message(
+                    QueueUrl=url,
+                    MaxNumberOfMessages=10,
+                    VisibilityTimeout=0,
+                    MessageAttributeNames=["All"],
+                ).get("Messages", [])
+            ]
+    jobs = stack.manage(
+        "shell",
+        "-c",
+        "import json; from templates_admin.models import Job, JobStep, JournalReadAudit as A\n"
+        "print(json.dumps([[j.inputs, j.result, j.error] for j in Job.objects.all()]))\n"
+        "print(json.dumps([s.detail for s in JobStep.objects.all()]))\n"
+        "print(json.dumps(list(A.objects.values_list('query', flat=True))))",
+        env=db_env,
+    ).stdout
+    return "\n".join([*found, jobs])
+
+
+def test_an_erasure_stays_erased_through_late_events_dead_letters_and_a_redrive(
+    e2e_stack, tmp_path
+):
+    """Dana's email is sent; an event is still in flight, an older one with her display name sits
+    in the unmatched table, her requests are on the dead-letter queue (one with another recipient,
+    spelt ``"dana"@example.com``). After the erasure the late event lands and a later dead letter is
+    redriven: no table, queue, log line or job input holds her address."""
+    stack = e2e_stack
+    db_env = stack.console_database(tmp_path / "console.sqlite3")
+    logs: list[str] = []
+
+    def run(*args: str) -> str:
+        result = stack.manage(*args, env=db_env)
+        logs.append(result.stdout + result.stderr)
+        return result.stdout
+
+    request = {
+        "messageId": "added-to-team",
+        "dedupeId": "dana-1",
+        "recipients": [{"email": "dana@example.com", "name": "Dana Example"}],
+        "context": {"teamName": "Ops", "administrator": "Ann"},
+    }
+    stack.enqueue([request])
+    stack.consume()  # before the erasure: its log lines name her, as any send's do
+    key = "dana-1:dana@example.com"
+    ses_id = stack.row(key)["SesMessageId"]
+    _unmatched(stack, "evt-dana-named", '"Dana Example" <Dana@Example.com>')
+    _dead_letter(stack, ['"dana"@example.com', "erin@example.com"])
+    _dead_letter(stack, ["Dana@Example.com"])
+
+    erased = run("erase_recipient", "dana@example.com", "--yes", "--reason", "ticket 9")
+    assert "removed 1 journal row(s) written by emailops" in erased
+    assert "removed 1 unmatched delivery event(s)" in erased
+    assert "rewrote 1 dead-letter message(s) without the address and dropped 1" in erased
+
+    # The event that was in flight lands now (retried once: it has no row, then stored).
+    stack.sqs.send_message(
+        QueueUrl=stack.direct(stack.events_queue_url), MessageBody=_late_event(ses_id, key)
+    )
+    for _ in range(4):
+        logs.append(stack.consume("consume_ses_events").stderr)
+        # The retried event's back-off (1 s): wait until it is visible again, or gone.
+        wait_until(lambda: _visible(stack) or not stack.depth(stack.events_queue_url), timeout=15)
+        if not stack.depth(stack.events_queue_url):
+            break
+    stored = stack.dynamodb.scan(TableName=UNMATCHED)["Items"]
+    assert any("a recipient was erased" in i["Reason"]["S"] for i in stored)
+
+    # A request to her dead-lettered after the erasure, then everything redriven and consumed.
+    _dead_letter(stack, ["dana@example.com"])
+    redriven = run("dlq", "redrive", "--all", "--rate", "50")
+    logs.append(redriven)
+    logs.append(stack.consume().stderr)
+    assert stack.sent_to("erin@example.com")  # the other recipient's request still went
+    statuses = stack.journal_statuses()
+    assert not [k for k in statuses if "dana" in k.lower()]
+
+    everything = _everything(stack, db_env) + "\n".join(logs)
+    assert "erin@example.com" in everything  # the search does see addresses
+    assert "dana@example.com" not in everything.lower()
+    assert '"dana"@example.com' not in everything.lower()

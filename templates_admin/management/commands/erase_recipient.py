@@ -1,8 +1,10 @@
 """python manage.py erase_recipient ADDRESS [--yes] [--reason TEXT] — honour an erasure request.
 
 Deletes every journal row of ADDRESS (new and Go-era, found through the recipient indexes), its
-unmatched delivery events and the API's read-audit entries naming it, and prints what it removed
-per kind. Its suppression entry is kept (it is what stops mail to the address). Without --yes it
+unmatched delivery events (any spelling), the API's read-audit entries naming it and its
+dead-letter messages, leaves a tombstone (a keyed hash, not the address) that later writes meet,
+and prints what it removed per kind. Its suppression entry is kept (it is what stops mail to the
+address); --also-suppress adds one. Without --yes it
 shows what it would remove and asks first. Recorded as a Recipient erasure job (the audit).
 """
 
@@ -26,14 +28,23 @@ class Command(BaseCommand):
         parser.add_argument(
             "--reason", default="erasure request (command line)", help="kept with the job"
         )
+        parser.add_argument(
+            "--also-suppress",
+            action="store_true",
+            help="also add a suppression entry (someone who asked to receive no more mail)",
+        )
 
-    def handle(self, *args, address: str, yes: bool, reason: str, **options) -> None:
+    def handle(
+        self, *args, address: str, yes: bool, reason: str, also_suppress: bool, **options
+    ) -> None:
         try:
-            inputs = erasure.erasure_inputs(address=address, reason=reason)
+            inputs = erasure.erasure_inputs(
+                address=address, reason=reason, also_suppress=also_suppress
+            )
             if not yes:
-                for line in recipient_erase_preview(address=inputs["address"]).lines():
+                for line in recipient_erase_preview(address=address).lines():
                     self.stdout.write(f"  {line}")
-                answer = input(f"Erase {inputs['address']}? This cannot be undone. [y/N] ")
+                answer = input(f"Erase {inputs['addressMasked']}? This cannot be undone. [y/N] ")
                 if answer.strip().lower() not in ("y", "yes"):
                     raise CommandError("nothing erased")
         except ValueError as exc:
@@ -44,6 +55,6 @@ class Command(BaseCommand):
             cli_job_create(kind=Job.Kind.ERASE_RECIPIENT, inputs=inputs),
             failure="job #{job.pk} failed: {job.error} (run the command again)",
         )
-        self.stdout.write(f"Erased {inputs['address']} (job #{job.pk}):")
+        self.stdout.write(f"Erased {inputs['addressMasked']} (job #{job.pk}):")
         for line in job.result["lines"]:
             self.stdout.write(f"  {line}")

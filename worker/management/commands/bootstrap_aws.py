@@ -60,6 +60,9 @@ class Command(BaseCommand):
             provision.ensure_suppression_table(
                 dynamodb, require("SUPPRESSION_TABLE", aws.suppression_table), report
             )
+            provision.ensure_tombstone_table(
+                dynamodb, require("ERASURE_TOMBSTONE_TABLE", aws.erasure_tombstone_table), report
+            )
             if stats_table := built.config.reputation.stats_table:
                 provision.ensure_stats_table(dynamodb, stats_table, report)
             provision.ensure_queue(

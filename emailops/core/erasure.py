@@ -1,0 +1,167 @@
+"""Erasure that stays erased: the tombstone an erasure leaves, and how an address is named once
+erased. A tombstone is a keyed hash (HMAC-SHA256) of the address's one spelling
+(``contract.address_key``) with the erasure time, never the address: every later write that
+carries the address (a late SES event, a redrive, a resend) checks it and stores nothing personal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from typing import Protocol
+
+from emailops.core.contract import address_key
+from emailops.core.delivery_events import DeliveryEvent
+from emailops.core.events import EventLog
+from emailops.core.suppression_index import IndexIncomplete, IndexUnavailable, SuppressionIndex
+
+__all__ = [
+    "ERASED_PREFIX",
+    "IndexedTombstones",
+    "TombstoneTable",
+    "Tombstones",
+    "address_hash",
+    "erased_name",
+    "erased_of",
+    "masked_address",
+    "scrubbed_event",
+]
+
+logger = logging.getLogger("emailops.erasure")
+
+ERASED_PREFIX = "erased:"  # what an erased address is written as, where a value is required
+
+
+def address_hash(key: bytes, address: str) -> str:
+    """The keyed hash of ``address``'s one spelling (display names, case, needless quotes)."""
+    return hmac.new(key, address_key(address).encode(), hashlib.sha256).hexdigest()
+
+
+def erased_name(key: bytes, address: str) -> str:
+    """What stands for an erased address in a stored record: a short form of its hash."""
+    return ERASED_PREFIX + address_hash(key, address)[:24]
+
+
+def masked_address(address: str) -> str:
+    """``d***@example.com``: enough for the person who asked to recognise it, no more."""
+    local, at, domain = address_key(address).rpartition("@")
+    return f"{local[:1]}***{at}{domain}" if at else "***"
+
+
+class Tombstones(Protocol):
+    def erased_at(self, address: str) -> int | None:
+        """When ``address`` was erased (epoch seconds), or None if it never was."""
+        ...
+
+    def add(self, address: str, *, now: int) -> None:
+        """Record that ``address`` was erased at ``now`` (a repeat keeps the first time)."""
+        ...
+
+    def name(self, address: str) -> str:
+        """``erased_name`` of ``address`` under this store's key."""
+        ...
+
+
+def erased_of(tombstones: Tombstones, addresses: Iterable[str]) -> set[str]:
+    """Those of ``addresses`` that were erased (as given)."""
+    return {a for a in addresses if tombstones.erased_at(a) is not None}
+
+
+def scrubbed_event(event: DeliveryEvent, tombstones: Tombstones) -> DeliveryEvent:
+    """``event`` as it may be stored once one of its recipients was erased: the erased
+    recipients named by their hash, and nothing else personal (no raw event, no journal key, which
+    names the recipient, no summary or diagnostic, which quote it, no IP address or user agent)."""
+    return replace(
+        event,
+        recipients=tuple(tombstones.name(r) for r in event.recipients),
+        journal_key=None,
+        summary=f"{event.raw_type} (a recipient was erased: details not kept)",
+        raw={},
+        diagnostic_codes=(),
+        link="",
+        ip_address="",
+        user_agent="",
+        subscription={},
+        failure_message="",
+    )
+
+
+class TombstoneTable(Protocol):
+    """The table behind ``IndexedTombstones`` (``emailops.aws.tombstones``)."""
+
+    def hash(self, address: str) -> str: ...
+
+    def name(self, address: str) -> str: ...
+
+    def erased_at(self, address: str) -> int | None: ...
+
+    def add(self, address: str, *, now: int) -> None: ...
+
+    def hashes(self) -> Iterator[str]:
+        """Every tombstone's hash (a full read of the table)."""
+        ...
+
+
+class IndexedTombstones:
+    """Tombstones without an AWS call per send: the suppression index's kind of Redis set holds
+    every tombstone's hash, kept in step by the erasure (table first, then the set). Only a hash
+    the set holds costs a table read; an incomplete set is rebuilt from the table; an unreachable
+    one is skipped for ``retry_seconds`` (the table answers)."""
+
+    def __init__(
+        self,
+        table: TombstoneTable,
+        index: SuppressionIndex,
+        *,
+        clock: Callable[[], float],
+        retry_seconds: float = 5.0,
+    ) -> None:
+        self.table = table
+        self.index = index
+        self.clock = clock
+        self.retry_seconds = retry_seconds
+        self._skip_until = 0.0
+        self._rebuild_after = 0.0
+        self._log = EventLog(logger)
+
+    def hash(self, address: str) -> str:
+        return self.table.hash(address)
+
+    def name(self, address: str) -> str:
+        return self.table.name(address)
+
+    def erased_at(self, address: str) -> int | None:
+        now = self.clock()
+        if now >= self._skip_until:
+            try:
+                if not self.index.contains(self.table.hash(address)):
+                    return None
+            except IndexIncomplete:
+                self._rebuild(now)
+            except IndexUnavailable as exc:
+                self._skip(exc, now)
+        return self.table.erased_at(address)
+
+    def add(self, address: str, *, now: int) -> None:
+        self.table.add(address, now=now)
+        try:
+            self.index.added(self.table.hash(address))
+        except IndexUnavailable as exc:
+            # The table has it; the set misses it until its next rebuild (an hour at most).
+            self._log.error("tombstone.index_not_updated", error=str(exc))
+
+    def _rebuild(self, now: float) -> None:
+        if now < self._rebuild_after:
+            return
+        self._rebuild_after = now + self.retry_seconds
+        try:
+            self.index.rebuild(self.table.hashes)
+        except IndexUnavailable as exc:
+            self._skip(exc, now)
+
+    def _skip(self, exc: Exception, now: float) -> None:
+        self._skip_until = now + self.retry_seconds
+        self._log.warning("tombstone.index_unavailable", error=str(exc))
