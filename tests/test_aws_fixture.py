@@ -9,6 +9,7 @@ from emailops import container
 from tests import conftest
 
 PROVISIONED_TABLES = [
+    "email-erasure-tombstones",
     "email-journal",
     "email-message-templates",
     "email-stats",
