@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emailops.aws.journal_codec import failure_attributes, row_from_item
-from emailops.core.errors import EmailOpsError, ForeignRow
+from emailops.core.errors import EmailOpsError, ForeignRow, TransientError
 from emailops.core.journal_row import JournalRow
 from emailops.core.ports import (
     Claim,
@@ -351,3 +351,43 @@ class SetSuppressionIndex:
         self.members = set(addresses())
         self.complete = True
         return True
+
+
+class InMemoryRateCounters:
+    """The ``email-rate-counter`` table (emailops.core.send_guard.RateCounters) as dicts;
+    ``down`` makes every call raise, as an unreachable table does."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.copies: dict[str, set[str]] = {}
+        self.over: dict[str, int] = {}
+        self.holds: dict[str, int] = {}  # bucket -> first held at
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise TransientError("count a send (rate safeguard)", reason="unreachable")
+
+    def increment(self, bucket: str, *, expires_at: int) -> int:
+        self._check()
+        self.counts[bucket] = self.counts.get(bucket, 0) + 1
+        return self.counts[bucket]
+
+    def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int):
+        from emailops.core.send_guard import LoopCount
+
+        self._check()
+        copies = self.copies.setdefault(bucket, set())
+        if member in copies or len(copies) < limit:
+            copies.add(member)
+            return LoopCount(within=True)
+        self.over[bucket] = self.over.get(bucket, 0) + 1
+        return LoopCount(within=False, over=self.over[bucket])
+
+    def note_hold(self, bucket, *, message_id, why, now, until, expires_at) -> int:
+        self._check()
+        return self.holds.setdefault(bucket, now)
+
+    def forget_hold(self, bucket: str) -> None:
+        self._check()
+        self.holds.pop(bucket, None)

@@ -39,17 +39,20 @@ from emailops.core.pipeline_model import (
 )
 from emailops.core.pipeline_settle import PipelineSettlement
 from emailops.core.ports import (
+    Claim,
     ClaimState,
     Journal,
     OutgoingEmail,
     ReputationGate,
     Sender,
+    SendGuard,
     SendRateLimiter,
     Stats,
     SuppressionList,
 )
 from emailops.core.reputation import GateDecision
 from emailops.core.retry import RetryState, backoff_seconds
+from emailops.core.send_guard import Verdict
 
 __all__ = [
     "Action",
@@ -75,6 +78,7 @@ class EmailPipeline(PipelineSettlement):
     stats: Stats | None = None
     gate: ReputationGate | None = None
     slow_limiter: SendRateLimiter | None = None  # the reduced rate of normal mail while it acts
+    send_guard: SendGuard | None = None  # the rate safeguard and the loop detector
     fan_out: Callable[[Callable[[T], R], Sequence[T]], list[R]] = sequential
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
@@ -190,6 +194,9 @@ class EmailPipeline(PipelineSettlement):
                     if written:
                         self._count(request, log, suppressed=1)
                     return _Result(_Kind.SUPPRESSED, key, reason)
+            guarded = self._guard(request, recipient, key, claim, log)
+            if guarded is not None:
+                return guarded
             claimed = self.journal.claim(claim)
         except EmailOpsError as exc:
             log.warning("claim.failed", error=exc.describe())
@@ -317,6 +324,26 @@ class EmailPipeline(PipelineSettlement):
             held.mark_lost(key, attempt)
         log.warning("send.claim_lost", attempt=attempt, reason="not sent: the claim is not ours")
         raise _NotNow(_Result(_Kind.WAIT, key, "claim lost before the send", int(now) + 1))
+
+    def _guard(
+        self, request: EmailRequest, recipient: Recipient, key: str, claim: Claim, log: EventLog
+    ) -> _Result | None:
+        """The send guard's word, before the claim as in Go: None to go on; a hold waits on the
+        queue, unclaimed (no retry budget used); a log-only copy is journaled as Go does."""
+        if self.send_guard is None:
+            return None
+        verdict = self.send_guard.check(
+            message_id=request.message_id, recipient=recipient.email, key=key, now=self.clock()
+        )
+        if verdict.verdict is Verdict.HOLD:
+            return _Result(_Kind.WAIT, key, verdict.detail, wait_until=verdict.until)
+        if verdict.verdict is Verdict.LOG_ONLY and verdict.reason is not None:
+            written = self.journal.record_logged_only(
+                claim, reason=verdict.reason, detail=verdict.detail
+            )
+            log.warning("recipient.logged_only", reason=verdict.reason.value, written=written)
+            return _Result(_Kind.SUPPRESSED, key, verdict.detail)
+        return None
 
     # --- reputation ------------------------------------------------------------------------------
 

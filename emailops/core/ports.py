@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # journal_row imports Status from here
     from emailops.core.journal_row import JournalRow
+    from emailops.core.send_guard import GuardVerdict
 
 __all__ = [
     "Claim",
@@ -22,6 +23,7 @@ __all__ = [
     "MappingStore",
     "OutgoingEmail",
     "ReputationGate",
+    "SendGuard",
     "SendRateLimiter",
     "Sender",
     "Stats",
@@ -240,4 +242,13 @@ class ReputationGate(Protocol):
 
     def decide(self, *, priority: str, organization: str | None) -> tuple[Any, str]:
         """(an ``emailops.core.reputation.GateDecision``, the reason)."""
+        ...
+
+
+class SendGuard(Protocol):
+    """Consulted per recipient after the suppression lookup and before the claim (the rate
+    safeguard and the loop detector, ``emailops.core.send_guard.Safeguard``)."""
+
+    def check(self, *, message_id: str, recipient: str, key: str, now: float) -> GuardVerdict:
+        """Allow, hold until a time, or log-only with a reason; never raises for AWS trouble."""
         ...

@@ -60,6 +60,8 @@ class Command(BaseCommand):
             provision.ensure_suppression_table(
                 dynamodb, require("SUPPRESSION_TABLE", aws.suppression_table), report
             )
+            if rate_table := built.config.sending.rate_limit_table:
+                provision.ensure_rate_counter_table(dynamodb, rate_table, report)
             if stats_table := built.config.reputation.stats_table:
                 provision.ensure_stats_table(dynamodb, stats_table, report)
             provision.ensure_queue(
