@@ -22,10 +22,10 @@ from emailops import pipeline_build
 from emailops.aws.clients import aws_client, lease_client, reset_clients, size_connection_pools
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.mappings import DynamoMappingStore
+from emailops.aws.rate_counter import DynamoRateCounters
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
 from emailops.aws.sqs import SqsQueue
-from emailops.aws.rate_counter import DynamoRateCounters
 from emailops.aws.stats import BufferedStats, DynamoStats
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.config import Config, require

@@ -127,7 +127,9 @@ class DynamoRateCounters:
             "ExpressionAttributeValues": {":hold": {"S": "hold#"}, ":since": {"N": str(now - 60)}},
         }
         while len(rows) < limit:
-            page = table_call(self.client, self.table, "scan", "list held requests", "hold#", **kwargs)
+            page = table_call(
+                self.client, self.table, "scan", "list held requests", "hold#", **kwargs
+            )
             rows += [HeldRequest.from_item(item) for item in page.get("Items", [])]
             if "LastEvaluatedKey" not in page:
                 break

@@ -13,9 +13,11 @@ def counters() -> DynamoRateCounters:
 
 
 def item(bucket: str) -> dict:
-    return container.current().client("dynamodb").get_item(
-        TableName=TABLE, Key={"Bucket": {"S": bucket}}
-    )["Item"]
+    return (
+        container.current()
+        .client("dynamodb")
+        .get_item(TableName=TABLE, Key={"Bucket": {"S": bucket}})["Item"]
+    )
 
 
 def test_increment_is_gos_update_and_keeps_the_first_expiry(aws):
@@ -45,7 +47,10 @@ def test_holds_keep_their_first_time_and_are_listed_while_current(aws):
     assert table.note_hold("hold#x", now=120, until=180, **kw) == 100
     [held] = table.held(now=150)
     assert (held.message_id, held.first_held_at, held.held_until, held.holds) == (
-        "invite", 100, 180, 2
+        "invite",
+        100,
+        180,
+        2,
     )
     assert table.held(now=300) == []
     table.forget_hold("hold#x")

@@ -116,7 +116,10 @@ def test_with_log_only_the_seven_over_the_cap_are_journaled_log_only(aws, stack)
     bodies = [body(n) for n in range(12)]
     run(pipelines, clock, bodies, until=START + 30)
     assert len(aws.sent_emails()) == 5
-    rows = [stack.journal.read(dedupe_key(parse_request(b), f"person{n}@example.com")) for n, b in enumerate(bodies)]
+    rows = [
+        stack.journal.read(dedupe_key(parse_request(b), f"person{n}@example.com"))
+        for n, b in enumerate(bodies)
+    ]
     logged = [row for row in rows if row.logged_only]
     assert len(logged) == 7
     assert {row.logged_only_reason for row in logged} == {LogOnlyReason.RATE_SAFEGUARD.value}
