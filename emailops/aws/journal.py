@@ -75,6 +75,8 @@ _NAMES = {
     "#attempts": "Attempts",
     "#err": "Error",
     "#producer": "Producer",
+    "#lo": "LoggedOnly",
+    "#lor": "LoggedOnlyReason",
     "#ses": "SesMessageId",
 }
 # Every write also finds the row absent or its writer's own: an SQS dedupeId that mimics an API key
@@ -352,3 +354,19 @@ class DynamoJournal:
         """The row (``JournalReader``), or None."""
         item = self.get(key)
         return row_from_item(item) if item else None
+
+    def release_logged_only(self, key: str, *, reasons: tuple[str, ...], by: str, why: str) -> bool:
+        """Make a log-only row (of one of ``reasons``) claimable again, for a Support lead's
+        release: FAILED, as both consumers claim it, with who released it and why kept on the
+        row. False when the row is not such a row (already released, sent, another reason)."""
+        wanted = ", ".join(f":r{i}" for i in range(len(reasons)))
+        result = self._conditional_update(
+            key,
+            sets={"Status": Status.FAILED.value, "ReleasedBy": by, "ReleaseReason": why},
+            condition=(f"{_EXISTS} AND #status = :sent AND #lo = :yes AND #lor IN ({wanted})"),
+            values={"sent": Status.SENT.value, "yes": True}
+            | {f"r{i}": reason for i, reason in enumerate(reasons)},
+            extra="REMOVE #lo, #lor, LoggedOnlyDetail, MessageSent",
+            what="release a log-only journal row",
+        )
+        return isinstance(result, dict)

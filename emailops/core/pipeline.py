@@ -194,7 +194,9 @@ class EmailPipeline(PipelineSettlement):
                     if written:
                         self._count(request, log, suppressed=1)
                     return _Result(_Kind.SUPPRESSED, key, reason)
-            guarded = self._guard(request, recipient, key, claim, log)
+            guarded = (
+                None if key in state.released else self._guard(request, recipient, key, claim, log)
+            )
             if guarded is not None:
                 return guarded
             claimed = self.journal.claim(claim)
