@@ -368,9 +368,9 @@ class InMemoryRateCounters:
         if self.down:
             raise TransientError("count a send (rate safeguard)", reason="unreachable")
 
-    def increment(self, bucket: str, *, expires_at: int) -> int:
+    def increment(self, bucket: str, *, expires_at: int, by: int = 1) -> int:
         self._check()
-        self.counts[bucket] = self.counts.get(bucket, 0) + 1
+        self.counts[bucket] = self.counts.get(bucket, 0) + by
         return self.counts[bucket]
 
     def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int):

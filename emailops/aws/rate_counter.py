@@ -30,7 +30,7 @@ class DynamoRateCounters:
         self.client = client
         self.table = table
 
-    def increment(self, bucket: str, *, expires_at: int) -> int:
+    def increment(self, bucket: str, *, expires_at: int, by: int = 1) -> int:
         answer = table_call(
             self.client,
             self.table,
@@ -40,7 +40,7 @@ class DynamoRateCounters:
             Key={"Bucket": {"S": bucket}},
             UpdateExpression="ADD #c :one SET ExpiresAt = if_not_exists(ExpiresAt, :exp)",
             ExpressionAttributeNames={"#c": "Count"},
-            ExpressionAttributeValues={":one": {"N": "1"}, ":exp": {"N": str(expires_at)}},
+            ExpressionAttributeValues={":one": {"N": str(by)}, ":exp": {"N": str(expires_at)}},
             ReturnValues="UPDATED_NEW",
         )
         return int(answer["Attributes"]["Count"]["N"])

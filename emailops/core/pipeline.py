@@ -52,7 +52,7 @@ from emailops.core.ports import (
 )
 from emailops.core.reputation import GateDecision
 from emailops.core.retry import RetryState, backoff_seconds
-from emailops.core.send_guard import Verdict
+from emailops.core.send_guard import GuardVerdict, Verdict
 
 __all__ = [
     "Action",
@@ -194,15 +194,17 @@ class EmailPipeline(PipelineSettlement):
                     if written:
                         self._count(request, log, suppressed=1)
                     return _Result(_Kind.SUPPRESSED, key, reason)
-            guarded = (
-                None if key in state.released else self._guard(request, recipient, key, claim, log)
-            )
-            if guarded is not None:
-                return guarded
+            allowed = None
+            if key not in state.released:  # a Support lead's release goes past the guard once
+                guarded, allowed = self._guard(request, recipient, key, claim, log)
+                if guarded is not None:
+                    return guarded
             claimed = self.journal.claim(claim)
         except EmailOpsError as exc:
             log.warning("claim.failed", error=exc.describe())
             return _error_result(exc, key, int(self.clock()), self.settings)
+        if claimed.state is not ClaimState.CLAIMED and allowed is not None:
+            self.send_guard.refund(allowed, now=self.clock())  # counted, yet not ours to send
         if claimed.state is ClaimState.ALREADY_SENT:
             log.info("recipient.skipped", reason="already SENT or SUPPRESSED (duplicate delivery)")
             return _Result(_Kind.SKIPPED, key)
@@ -329,23 +331,24 @@ class EmailPipeline(PipelineSettlement):
 
     def _guard(
         self, request: EmailRequest, recipient: Recipient, key: str, claim: Claim, log: EventLog
-    ) -> _Result | None:
-        """The send guard's word, before the claim as in Go: None to go on; a hold waits on the
-        queue, unclaimed (no retry budget used); a log-only copy is journaled as Go does."""
+    ) -> tuple[_Result | None, GuardVerdict | None]:
+        """The send guard's word, before the claim as in Go: (None, the allowing verdict) to go
+        on; a hold waits on the queue, unclaimed (no retry budget used); a log-only copy is
+        journaled as Go does."""
         if self.send_guard is None:
-            return None
+            return None, None
         verdict = self.send_guard.check(
             message_id=request.message_id, recipient=recipient.email, key=key, now=self.clock()
         )
         if verdict.verdict is Verdict.HOLD:
-            return _Result(_Kind.WAIT, key, verdict.detail, wait_until=verdict.until)
+            return _Result(_Kind.WAIT, key, verdict.detail, wait_until=verdict.until), None
         if verdict.verdict is Verdict.LOG_ONLY and verdict.reason is not None:
             written = self.journal.record_logged_only(
                 claim, reason=verdict.reason, detail=verdict.detail
             )
             log.warning("recipient.logged_only", reason=verdict.reason.value, written=written)
-            return _Result(_Kind.SUPPRESSED, key, verdict.detail)
-        return None
+            return _Result(_Kind.SUPPRESSED, key, verdict.detail), None
+        return None, verdict
 
     # --- reputation ------------------------------------------------------------------------------
 

@@ -252,3 +252,7 @@ class SendGuard(Protocol):
     def check(self, *, message_id: str, recipient: str, key: str, now: float) -> GuardVerdict:
         """Allow, hold until a time, or log-only with a reason; never raises for AWS trouble."""
         ...
+
+    def refund(self, verdict: GuardVerdict, *, now: float) -> None:
+        """An allowed recipient was not sent after all (a duplicate, another's claim)."""
+        ...

@@ -69,6 +69,7 @@ class GuardVerdict:
     until: int = 0  # HOLD: epoch seconds to look again
     reason: LogOnlyReason | None = None  # LOG_ONLY
     detail: str = ""
+    counted: tuple[str, ...] = ()  # ALLOW: the rate buckets this check added one to
 
 
 ALLOW = GuardVerdict(Verdict.ALLOW)
@@ -83,8 +84,8 @@ class LoopCount:
 class RateCounters(Protocol):
     """The ``email-rate-counter`` table (shared with the Go consumer)."""
 
-    def increment(self, bucket: str, *, expires_at: int) -> int:
-        """``ADD Count 1`` (ExpiresAt set on the first count): the new count."""
+    def increment(self, bucket: str, *, expires_at: int, by: int = 1) -> int:
+        """``ADD Count by`` (ExpiresAt set on the first count): the new count."""
         ...
 
     def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int) -> LoopCount:
@@ -145,6 +146,17 @@ class Safeguard:
             verdict = self._rate(message_id, key, now, log)
         return verdict
 
+    def refund(self, verdict: GuardVerdict, *, now: float) -> None:
+        """Take back the counts of an allowed check whose recipient was not sent after all (its
+        row was already SENT, or another consumer holds it). Without this, a record held for
+        some recipients would count the ones already sent each time it came back, and a request
+        with more recipients than the cap would never get past it."""
+        for bucket in verdict.counted:
+            try:
+                self.counters.increment(bucket, expires_at=int(now) + RATE_WINDOW_SECONDS, by=-1)
+            except EmailOpsError as exc:  # the window ends soon anyway
+                EventLog(logger).warning("rate.refund_failed", bucket=bucket, error=exc.describe())
+
     # --- the loop detector -------------------------------------------------------------------
 
     def _loop(
@@ -198,6 +210,7 @@ class Safeguard:
         expires_at = int(now) + 2 * RATE_WINDOW_SECONDS
         checks = [(global_bucket(start), self.global_cap)]
         checks.append((message_bucket(message_id, start), self.message_cap))
+        counted: list[str] = []
         for bucket, cap in checks:
             if cap <= 0:
                 continue
@@ -213,11 +226,12 @@ class Safeguard:
                 return GuardVerdict(
                     Verdict.HOLD, until=until, detail=f"rate counter unavailable: {exc.describe()}"
                 )
+            counted.append(bucket)
             if count > cap:
                 counter = bucket.rsplit("#", 1)[0]
                 log.warning("rate limit exceeded", rateKey=counter, limitPerMinute=cap)
                 return self._over_cap(message_id, key, counter, cap, start, int(now), log)
-        return ALLOW
+        return GuardVerdict(Verdict.ALLOW, counted=tuple(counted)) if counted else ALLOW
 
     def _over_cap(
         self,
