@@ -7,9 +7,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from emailops.aws.journal_codec import failure_attributes, row_from_item
+from emailops.aws.journal_codec import failure_attributes, logged_only_attributes, row_from_item
 from emailops.core.errors import EmailOpsError, ForeignRow, TransientError
 from emailops.core.journal_row import JournalRow
+from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import (
     Claim,
     ClaimResult,
@@ -203,6 +204,15 @@ class InMemoryJournal:
                 return False
             failure = failure_attributes(error, kind=kind, permanent=permanent)
             self.rows[claim.key] = self._values(claim, Status.FAILED) | self._kept(row) | failure
+            return True
+
+    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+        with self.lock:
+            row = self.rows.get(claim.key)
+            if self._foreign(row, claim) or not self._claimable(row, claim):
+                return False
+            attributes = logged_only_attributes(reason.value, detail, at=claim.now)
+            self.rows[claim.key] = self._values(claim, Status.SENT) | self._kept(row) | attributes
             return True
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:

@@ -34,6 +34,7 @@ from emailops.aws.journal_codec import (
     failure_attributes,
     from_dynamo,
     item_from_dynamo,
+    logged_only_attributes,
     rfc3339,
     row_from_item,
     sent_attributes,
@@ -41,6 +42,7 @@ from emailops.aws.journal_codec import (
 )
 from emailops.core.errors import ForeignRow
 from emailops.core.journal_row import JournalRow
+from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 
 __all__ = [
@@ -328,6 +330,10 @@ class DynamoJournal:
     ) -> bool:
         failure = failure_attributes(error[:_MAX_ERROR], kind=kind, permanent=permanent)
         return self._record(claim, Status.FAILED, failure, what="record FAILED journal row")
+
+    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+        attributes = logged_only_attributes(reason.value, detail[:_MAX_ERROR], at=claim.now)
+        return self._record(claim, Status.SENT, attributes, what="record a log-only journal row")
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         failure = failure_attributes(reason[:_MAX_ERROR], kind="Suppressed", permanent=True)

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # journal_row imports Status from here
     from emailops.core.journal_row import JournalRow
+    from emailops.core.log_only import LogOnlyReason
     from emailops.core.send_guard import GuardVerdict
 
 __all__ = [
@@ -172,6 +173,12 @@ class Journal(Protocol):
     ) -> bool:
         """Write a FAILED row for a request that failed before sending, unless the row is SENT
         or under a live claim; False when it was left alone."""
+        ...
+
+    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+        """Journal the recipient as not sent, as the Go service's send controls do (SENT,
+        ``LoggedOnly``, no SES id) with why, under the claim's condition; False when it was left
+        alone (already SENT: a duplicate delivery)."""
         ...
 
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
