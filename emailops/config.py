@@ -121,6 +121,17 @@ class SendingConfig:
     configuration_set: str = setting("SES_CONFIGURATION_SET")
     simulate_events: bool = setting("SES_SIMULATE_EVENTS")
     account_suppression_sync: bool = setting("SES_ACCOUNT_SUPPRESSION_SYNC")
+    # The send guard (emailops.core.send_guard); an empty table: no guard.
+    rate_limit_table: str = setting("RATE_LIMIT_TABLE")
+    send_rate_limit_per_minute: int = setting(parse=lambda v: _cap("SEND_RATE_LIMIT_PER_MINUTE", v))
+    per_message_rate_limit_per_minute: int = setting(
+        parse=lambda v: _cap("PER_MESSAGE_RATE_LIMIT_PER_MINUTE", v)
+    )
+    rate_safeguard_over_cap: str = setting(parse=lambda v: _over_cap(v))
+    rate_safeguard_hold_max_seconds: int = setting(
+        parse=lambda v: _cap("RATE_SAFEGUARD_HOLD_MAX_SECONDS", v)
+    )
+    loop_limit_per_hour: int = setting(parse=lambda v: _cap("LOOP_LIMIT_PER_HOUR", v))
 
     @property
     def go_lease_seconds(self) -> int:
@@ -303,6 +314,19 @@ def _send_rate(value: str) -> float | None:
             "or unset to use SES's MaxSendRate"
         )
     return rate
+
+
+def _cap(name: str, value: int) -> int:
+    if value < 0:
+        raise ImproperlyConfigured(f"{name} must be 0 (off) or a positive whole number")
+    return value
+
+
+def _over_cap(value: str) -> str:
+    choice = value.strip().lower()
+    if choice not in ("hold", "log-only"):
+        raise ImproperlyConfigured("RATE_SAFEGUARD_OVER_CAP must be hold or log-only")
+    return choice
 
 
 def _share(share: float) -> float:

@@ -22,6 +22,7 @@ from emailops import pipeline_build
 from emailops.aws.clients import aws_client, lease_client, reset_clients, size_connection_pools
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.mappings import DynamoMappingStore
+from emailops.aws.rate_counter import DynamoRateCounters
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
 from emailops.aws.sqs import SqsQueue
@@ -33,6 +34,7 @@ from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.ports import JournalReader
 from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
+from emailops.core.send_guard import OverCap, Safeguard
 from emailops.core.suppression_index import IndexedSuppressionList
 from emailops.redis.rate import RedisBucketStore
 from emailops.redis.reputation import ReputationGate, ReputationState
@@ -325,6 +327,30 @@ class Container:
             on_error=lambda exc: log.warning("stats.flush_failed", error=exc.describe()),
         )
 
+    @cached_property
+    def rate_counters(self) -> DynamoRateCounters | None:
+        """The ``email-rate-counter`` table (RATE_LIMIT_TABLE); None when it is not set."""
+        table = self.config.sending.rate_limit_table
+        return DynamoRateCounters(self.client("dynamodb"), table) if table else None
+
+    @cached_property
+    def send_guard(self) -> Safeguard | None:
+        """The rate safeguard and the loop detector (emailops.core.send_guard); None without
+        RATE_LIMIT_TABLE."""
+        if self.rate_counters is None:
+            return None
+        sending = self.config.sending
+        url = self.config.reputation.alert_webhook_url
+        return Safeguard(
+            counters=self.rate_counters,
+            global_cap=sending.send_rate_limit_per_minute,
+            message_cap=sending.per_message_rate_limit_per_minute,
+            over_cap=OverCap(sending.rate_safeguard_over_cap),
+            hold_max_seconds=sending.rate_safeguard_hold_max_seconds,
+            loop_limit=sending.loop_limit_per_hour,
+            alert=_background_alert(url) if url else lambda text: None,
+        )
+
     def flush_stats(self) -> None:
         """Write the counts this process still holds (a consumer's exit, after an API send)."""
         if self.stats is not None:
@@ -394,3 +420,21 @@ def _forget_on_setting_change(**_: Any) -> None:
 
 
 setting_changed.connect(_forget_on_setting_change)
+
+
+def _background_alert(url: str) -> Callable[[str], None]:
+    """Post an alert on its own thread: a slow webhook must not hold a send's worker."""
+    from emailops.alerts import post_alert
+
+    log = EventLog(logging.getLogger("emailops.alerts"))
+
+    def post(text: str) -> None:
+        try:
+            post_alert(url, text)
+        except OSError as exc:
+            log.warning("alert.not_delivered", error=f"{type(exc).__name__}: {exc}")
+
+    def alert(text: str) -> None:
+        threading.Thread(target=post, args=(text,), name="alert", daemon=True).start()
+
+    return alert

@@ -65,6 +65,7 @@ def build_pipeline(
         stats=adapters.stats,
         gate=adapters.reputation_gate,
         slow_limiter=adapters.slow_rate_limiter,
+        send_guard=adapters.send_guard,
         settings=settings,
         **extra,
     )

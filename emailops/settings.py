@@ -204,6 +204,14 @@ SES_RATE_REDIS_KEY = env.str("SES_RATE_REDIS_KEY", default="emailops:ses-rate")
 # While Redis is unreachable each process sends at most the rate divided by this (about the number
 # of consumer processes), so together they stay near the account's rate.
 SES_RATE_FALLBACK_CONSUMERS = env.int("SES_RATE_FALLBACK_CONSUMERS", default=4)
+# The send guard (docs/send-guard.md): the rate safeguard's counters, shared with the Go consumer,
+# and the loop detector's. Empty table name: no guard at all.
+RATE_LIMIT_TABLE = env.str("RATE_LIMIT_TABLE", default="email-rate-counter")
+SEND_RATE_LIMIT_PER_MINUTE = env.int("SEND_RATE_LIMIT_PER_MINUTE", default=300)
+PER_MESSAGE_RATE_LIMIT_PER_MINUTE = env.int("PER_MESSAGE_RATE_LIMIT_PER_MINUTE", default=120)
+RATE_SAFEGUARD_OVER_CAP = env.str("RATE_SAFEGUARD_OVER_CAP", default="hold")
+RATE_SAFEGUARD_HOLD_MAX_SECONDS = env.int("RATE_SAFEGUARD_HOLD_MAX_SECONDS", default=3600)
+LOOP_LIMIT_PER_HOUR = env.int("LOOP_LIMIT_PER_HOUR", default=5)
 # The manifest of variables each template expects (the console's preview uses it).
 TEMPLATE_VARIABLES_PATH = env.path(
     "TEMPLATE_VARIABLES_PATH", default=BASE_DIR / "emailops" / "data" / "template-variables.json"

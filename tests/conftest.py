@@ -212,6 +212,7 @@ def _provision(*, events: bool):
         provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
         provision.ensure_tombstone_table(dynamodb, settings.ERASURE_TOMBSTONE_TABLE, quiet)
         provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, quiet)
+        provision.ensure_rate_counter_table(dynamodb, settings.RATE_LIMIT_TABLE, quiet)
         facts = {
             "EMAIL_SERVICE_QUEUE_URL": provision.ensure_queue(
                 sqs, "email-service-queue", quiet, visibility_timeout=30

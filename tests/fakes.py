@@ -7,9 +7,10 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from emailops.aws.journal_codec import failure_attributes, row_from_item
-from emailops.core.errors import EmailOpsError, ForeignRow
+from emailops.aws.journal_codec import failure_attributes, logged_only_attributes, row_from_item
+from emailops.core.errors import EmailOpsError, ForeignRow, TransientError
 from emailops.core.journal_row import JournalRow
+from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import (
     Claim,
     ClaimResult,
@@ -205,6 +206,15 @@ class InMemoryJournal:
             self.rows[claim.key] = self._values(claim, Status.FAILED) | self._kept(row) | failure
             return True
 
+    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+        with self.lock:
+            row = self.rows.get(claim.key)
+            if self._foreign(row, claim) or not self._claimable(row, claim):
+                return False
+            attributes = logged_only_attributes(reason.value, detail, at=claim.now)
+            self.rows[claim.key] = self._values(claim, Status.SENT) | self._kept(row) | attributes
+            return True
+
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         with self.lock:
             row = self.rows.get(claim.key)
@@ -360,3 +370,43 @@ class SetSuppressionIndex:
         self.members = set(addresses())
         self.complete = True
         return True
+
+
+class InMemoryRateCounters:
+    """The ``email-rate-counter`` table (emailops.core.send_guard.RateCounters) as dicts;
+    ``down`` makes every call raise, as an unreachable table does."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.copies: dict[str, set[str]] = {}
+        self.over: dict[str, int] = {}
+        self.holds: dict[str, int] = {}  # bucket -> first held at
+        self.down = False
+
+    def _check(self) -> None:
+        if self.down:
+            raise TransientError("count a send (rate safeguard)", reason="unreachable")
+
+    def increment(self, bucket: str, *, expires_at: int, by: int = 1) -> int:
+        self._check()
+        self.counts[bucket] = self.counts.get(bucket, 0) + by
+        return self.counts[bucket]
+
+    def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int):
+        from emailops.core.send_guard import LoopCount
+
+        self._check()
+        copies = self.copies.setdefault(bucket, set())
+        if member in copies or len(copies) < limit:
+            copies.add(member)
+            return LoopCount(within=True)
+        self.over[bucket] = self.over.get(bucket, 0) + 1
+        return LoopCount(within=False, over=self.over[bucket])
+
+    def note_hold(self, bucket, *, message_id, why, now, until, expires_at) -> int:
+        self._check()
+        return self.holds.setdefault(bucket, now)
+
+    def forget_hold(self, bucket: str) -> None:
+        self._check()
+        self.holds.pop(bucket, None)

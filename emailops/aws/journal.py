@@ -34,6 +34,7 @@ from emailops.aws.journal_codec import (
     failure_attributes,
     from_dynamo,
     item_from_dynamo,
+    logged_only_attributes,
     rfc3339,
     row_from_item,
     sent_attributes,
@@ -41,6 +42,7 @@ from emailops.aws.journal_codec import (
 )
 from emailops.core.errors import ForeignRow
 from emailops.core.journal_row import JournalRow
+from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 
 __all__ = [
@@ -75,6 +77,8 @@ _NAMES = {
     "#attempts": "Attempts",
     "#err": "Error",
     "#producer": "Producer",
+    "#lo": "LoggedOnly",
+    "#lor": "LoggedOnlyReason",
     "#ses": "SesMessageId",
 }
 # Every write also finds the row absent or its writer's own: an SQS dedupeId that mimics an API key
@@ -327,6 +331,10 @@ class DynamoJournal:
         failure = failure_attributes(error[:_MAX_ERROR], kind=kind, permanent=permanent)
         return self._record(claim, Status.FAILED, failure, what="record FAILED journal row")
 
+    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+        attributes = logged_only_attributes(reason.value, detail[:_MAX_ERROR], at=claim.now)
+        return self._record(claim, Status.SENT, attributes, what="record a log-only journal row")
+
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         failure = failure_attributes(reason[:_MAX_ERROR], kind="Suppressed", permanent=True)
         return self._record(claim, Status.SUPPRESSED, failure, what="record SUPPRESSED journal row")
@@ -352,3 +360,19 @@ class DynamoJournal:
         """The row (``JournalReader``), or None."""
         item = self.get(key)
         return row_from_item(item) if item else None
+
+    def release_logged_only(self, key: str, *, reasons: tuple[str, ...], by: str, why: str) -> bool:
+        """Make a log-only row (of one of ``reasons``) claimable again, for a Support lead's
+        release: FAILED, as both consumers claim it, with who released it and why kept on the
+        row. False when the row is not such a row (already released, sent, another reason)."""
+        wanted = ", ".join(f":r{i}" for i in range(len(reasons)))
+        result = self._conditional_update(
+            key,
+            sets={"Status": Status.FAILED.value, "ReleasedBy": by, "ReleaseReason": why},
+            condition=(f"{_EXISTS} AND #status = :sent AND #lo = :yes AND #lor IN ({wanted})"),
+            values={"sent": Status.SENT.value, "yes": True}
+            | {f"r{i}": reason for i, reason in enumerate(reasons)},
+            extra="REMOVE #lo, #lor, LoggedOnlyDetail, MessageSent",
+            what="release a log-only journal row",
+        )
+        return isinstance(result, dict)

@@ -129,6 +129,17 @@ def failure_attributes(error: str, *, kind: str, permanent: bool | None) -> dict
     )
 
 
+def logged_only_attributes(reason: str, detail: str, *, at: int) -> dict[str, Any]:
+    """What a log-only row writes: the Go service's ``LoggedOnly`` + ``MessageSent`` (with
+    ``Status`` SENT and no ``SesMessageId``), and why, which Go rows lack."""
+    return {
+        "LoggedOnly": True,
+        "LoggedOnlyReason": reason,
+        "LoggedOnlyDetail": detail,
+        "MessageSent": rfc3339(at),
+    }
+
+
 # The journal's attributes in reading order (the Go consumer's, then ours); others follow, sorted.
 ATTRIBUTE_ORDER = (
     "Id",
@@ -213,6 +224,8 @@ _ROW_TEXT = {
     "template_key": "TemplateKey",
     "template_version": "TemplateVersion",
     "producer": "Producer",
+    "logged_only_reason": "LoggedOnlyReason",
+    "logged_only_detail": "LoggedOnlyDetail",
 }
 _ROW_NUMBER = {
     "timestamp": "Timestamp",

@@ -113,3 +113,27 @@ class JournalScan:
             start_key=start_key,
             max_read=max_read,
         )
+
+    def logged_only_rows(
+        self,
+        *,
+        reason: str = "",
+        start_key: dict[str, Any] | None = None,
+        max_read: int = 20_000,
+    ) -> ScanPage:
+        """Log-only rows (``LoggedOnly`` true), of one ``reason`` when given (the console's list
+        of what the send guard and the send controls kept from being sent)."""
+        names = {"#lo": "LoggedOnly"}
+        values: dict[str, Any] = {":yes": {"BOOL": True}}
+        expression = "#lo = :yes"
+        if reason:
+            names["#lor"] = "LoggedOnlyReason"
+            values[":r"] = {"S": reason}
+            expression += " AND #lor = :r"
+        return self._scan(
+            filter_expression=expression,
+            names=names,
+            values=values,
+            start_key=start_key,
+            max_read=max_read,
+        )

@@ -21,6 +21,7 @@ __all__ = [
     "ensure_journal_table",
     "ensure_notifications_subscription",
     "ensure_queue",
+    "ensure_rate_counter_table",
     "ensure_stats_table",
     "ensure_suppression_table",
     "ensure_templates_table",
@@ -100,6 +101,14 @@ def _ensure_ttl(client: Any, table: str, attribute: str, report: Report) -> None
 
 def ensure_templates_table(client: Any, table: str, report: Report) -> None:
     _ensure_keyed_table(client, table, "MessageId", report)
+
+
+def ensure_rate_counter_table(client: Any, table: str, report: Report) -> None:
+    """The send guard's counters, shared with the Go consumer (``emailops.aws.rate_counter``):
+    ``Bucket``, TTL on ``ExpiresAt``."""
+    _ensure_keyed_table(
+        client, table, "Bucket", report, ttl_attribute="ExpiresAt", what="set up rate counter table"
+    )
 
 
 def ensure_suppression_table(client: Any, table: str, report: Report) -> None:

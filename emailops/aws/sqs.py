@@ -307,11 +307,18 @@ class SqsQueue:
             self._hide_for_good([m for m in sent if m.message_id in not_deleted])
         return [items[i][0].message_id for i in sorted(unsent)]
 
-    def send(self, body: str) -> str:
-        """Put one request on the queue (enqueue_email, send-test, resend); returns its id."""
-        return self._call("send_message", "enqueue request", QueueUrl=self.url, MessageBody=body)[
-            "MessageId"
-        ]
+    def send(self, body: str, *, attributes: dict[str, str] | None = None) -> str:
+        """Put one request on the queue (enqueue_email, send-test, resend, a release from
+        log-only with its ``EmailOpsState``); returns its id."""
+        extra = {}
+        if attributes:
+            extra["MessageAttributes"] = {
+                name: {"DataType": "String", "StringValue": value}
+                for name, value in attributes.items()
+            }
+        return self._call(
+            "send_message", "enqueue request", QueueUrl=self.url, MessageBody=body, **extra
+        )["MessageId"]
 
     # --- Operations on a queue as a whole (the console's dead-letter page, redrive, alerts) -------
 

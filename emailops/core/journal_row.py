@@ -76,7 +76,9 @@ class JournalRow:
     template_key: str = ""
     template_version: str = ""
     producer: str = ""
-    logged_only: bool = False
+    logged_only: bool = False  # journaled, not sent (Go's send controls); SENT, no SES id
+    logged_only_reason: str = ""  # a LogOnlyReason value; "" on Go-written rows
+    logged_only_detail: str = ""
     context: Mapping[str, Any] = field(default_factory=dict)
     context_trimmed: int = 0  # the context's original size when it was trimmed
     expires_at: int | None = None

@@ -280,10 +280,29 @@ def claim_words(row: JournalRow, *, now: int, go_lease_seconds: int) -> ClaimWor
     return ClaimWords("stuck" if stuck else "in-progress", lease_ends_at)
 
 
+_LOGGED_ONLY_REASONS = {
+    "service-stop": "sending is stopped for the whole service",
+    "template-off": "sending is off for this template",
+    "suppressed": "the address is on the suppression list",
+    "rate-safeguard": "held by the rate safeguard past its budget (too many sends a minute)",
+    "loop": "a loop: this email went to this recipient too often within an hour",
+}
+
+
+def logged_only_words(row: JournalRow) -> str:
+    """A log-only row (journaled, not sent) in words; a Go row records no reason."""
+    reason = row.logged_only_reason
+    words = _LOGGED_ONLY_REASONS.get(reason, reason) or "logged only, reason unknown"
+    detail = row.logged_only_detail
+    return f"not delivered: {words}" + (f" ({detail})" if detail and detail != words else "")
+
+
 def row_state(row: JournalRow, *, now: int, go_lease_seconds: int) -> str:
     """The row in one word, in the order the detail page explains it: what SES reported once it
     accepted the email (delivered, bounced, ..., no-report), suppressed, the claim's state
     (in-progress, stuck, claimed), failed; a foreign status as written, in lower case."""
+    if row.logged_only:  # SENT as Go writes it, but never handed to SES
+        return "not-delivered"
     delivery = delivery_words(row)
     if delivery is not None and (row.status == Status.SENT or row.delivery.status):
         return delivery.state

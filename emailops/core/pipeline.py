@@ -40,17 +40,20 @@ from emailops.core.pipeline_model import (
 )
 from emailops.core.pipeline_settle import PipelineSettlement
 from emailops.core.ports import (
+    Claim,
     ClaimState,
     Journal,
     OutgoingEmail,
     ReputationGate,
     Sender,
+    SendGuard,
     SendRateLimiter,
     Stats,
     SuppressionList,
 )
 from emailops.core.reputation import GateDecision
 from emailops.core.retry import RetryState, backoff_seconds
+from emailops.core.send_guard import GuardVerdict, Verdict
 
 __all__ = [
     "Action",
@@ -78,6 +81,7 @@ class EmailPipeline(PipelineSettlement):
     stats: Stats | None = None
     gate: ReputationGate | None = None
     slow_limiter: SendRateLimiter | None = None  # the reduced rate of normal mail while it acts
+    send_guard: SendGuard | None = None  # the rate safeguard and the loop detector
     fan_out: Callable[[Callable[[T], R], Sequence[T]], list[R]] = sequential
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
@@ -203,10 +207,17 @@ class EmailPipeline(PipelineSettlement):
                     if written:
                         self._count(request, log, suppressed=1)
                     return _Result(_Kind.SUPPRESSED, key, reason)
+            allowed = None
+            if key not in state.released:  # a Support lead's release goes past the guard once
+                guarded, allowed = self._guard(request, recipient, key, claim, log)
+                if guarded is not None:
+                    return guarded
             claimed = self.journal.claim(claim)
         except EmailOpsError as exc:
             log.warning("claim.failed", error=exc.describe())
             return _error_result(exc, key, int(self.clock()), self.settings)
+        if claimed.state is not ClaimState.CLAIMED and allowed is not None:
+            self.send_guard.refund(allowed, now=self.clock())  # counted, yet not ours to send
         if claimed.state is ClaimState.ALREADY_SENT:
             log.info("recipient.skipped", reason="already SENT or SUPPRESSED (duplicate delivery)")
             return _Result(_Kind.SKIPPED, key)
@@ -330,6 +341,27 @@ class EmailPipeline(PipelineSettlement):
             held.mark_lost(key, attempt)
         log.warning("send.claim_lost", attempt=attempt, reason="not sent: the claim is not ours")
         raise _NotNow(_Result(_Kind.WAIT, key, "claim lost before the send", int(now) + 1))
+
+    def _guard(
+        self, request: EmailRequest, recipient: Recipient, key: str, claim: Claim, log: EventLog
+    ) -> tuple[_Result | None, GuardVerdict | None]:
+        """The send guard's word, before the claim as in Go: (None, the allowing verdict) to go
+        on; a hold waits on the queue, unclaimed (no retry budget used); a log-only copy is
+        journaled as Go does."""
+        if self.send_guard is None:
+            return None, None
+        verdict = self.send_guard.check(
+            message_id=request.message_id, recipient=recipient.email, key=key, now=self.clock()
+        )
+        if verdict.verdict is Verdict.HOLD:
+            return _Result(_Kind.WAIT, key, verdict.detail, wait_until=verdict.until), None
+        if verdict.verdict is Verdict.LOG_ONLY and verdict.reason is not None:
+            written = self.journal.record_logged_only(
+                claim, reason=verdict.reason, detail=verdict.detail
+            )
+            log.warning("recipient.logged_only", reason=verdict.reason.value, written=written)
+            return _Result(_Kind.SUPPRESSED, key, verdict.detail), None
+        return None, verdict
 
     # --- reputation ------------------------------------------------------------------------------
 

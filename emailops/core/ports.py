@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:  # journal_row imports Status from here
     from emailops.core.journal_row import JournalRow
+    from emailops.core.log_only import LogOnlyReason
+    from emailops.core.send_guard import GuardVerdict
 
 __all__ = [
     "Claim",
@@ -22,6 +24,7 @@ __all__ = [
     "MappingStore",
     "OutgoingEmail",
     "ReputationGate",
+    "SendGuard",
     "SendRateLimiter",
     "Sender",
     "Stats",
@@ -172,6 +175,12 @@ class Journal(Protocol):
         or under a live claim; False when it was left alone."""
         ...
 
+    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+        """Journal the recipient as not sent, as the Go service's send controls do (SENT,
+        ``LoggedOnly``, no SES id) with why, under the claim's condition; False when it was left
+        alone (already SENT: a duplicate delivery)."""
+        ...
+
     def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
         """Write a SUPPRESSED row (never sent: the address is suppressed), under the same
         condition as record_failure; False when it was left alone."""
@@ -240,4 +249,17 @@ class ReputationGate(Protocol):
 
     def decide(self, *, priority: str, organization: str | None) -> tuple[Any, str]:
         """(an ``emailops.core.reputation.GateDecision``, the reason)."""
+        ...
+
+
+class SendGuard(Protocol):
+    """Consulted per recipient after the suppression lookup and before the claim (the rate
+    safeguard and the loop detector, ``emailops.core.send_guard.Safeguard``)."""
+
+    def check(self, *, message_id: str, recipient: str, key: str, now: float) -> GuardVerdict:
+        """Allow, hold until a time, or log-only with a reason; never raises for AWS trouble."""
+        ...
+
+    def refund(self, verdict: GuardVerdict, *, now: float) -> None:
+        """An allowed recipient was not sent after all (a duplicate, another's claim)."""
         ...

@@ -31,6 +31,9 @@ class RetryState:
     # Set once a dead-letter move failed: the copy goes straight to the DLQ next time, and is never
     # refreshed (so SQS's own redrive ends it if the move keeps failing).
     dead_letter: str = ""
+    # Journal keys a Support lead released from log-only (the console): the send guard lets
+    # these through once; suppression and the service stop still apply.
+    released: tuple[str, ...] = ()
 
     def after_failure(
         self, *, now: int, started_at: int, error: str, accepted: Mapping[str, str]
@@ -45,7 +48,7 @@ class RetryState:
 
     def redriven(self) -> RetryState:
         """After a redrive from the dead-letter queue: a fresh budget, the acceptances kept."""
-        return RetryState(accepted=dict(self.accepted))
+        return RetryState(accepted=dict(self.accepted), released=self.released)
 
     def elapsed(self, now: int) -> int:
         return now - self.first_attempt_at if self.first_attempt_at else 0
@@ -59,6 +62,8 @@ class RetryState:
         }
         if self.dead_letter:
             data["deadLetter"] = self.dead_letter
+        if self.released:
+            data["released"] = list(self.released)
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -84,6 +89,7 @@ class RetryState:
                 accepted=accepted,
                 errors=tuple(str(e)[:300] for e in list(data.get("errors") or ())[-_HISTORY:]),
                 dead_letter=str(data.get("deadLetter") or "")[:4000],
+                released=tuple(str(k) for k in list(data.get("released") or ())[:100]),
             )
         except Exception as exc:
             return cls(), f"{STATE_ATTRIBUTE} unreadable ({type(exc).__name__}): {text[:80]!r}"

@@ -26,6 +26,8 @@ class EmailAction(models.Model):
     class Kind(models.TextChoices):
         SEND_TEST = "send_test", "Test send"
         RESEND = "resend", "Resend"
+        # A log-only row (rate safeguard, loop) sent after all, with its own journal key.
+        RELEASE = "release", "Release from log-only"
 
     kind = models.CharField(max_length=10, choices=Kind.choices)
     user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)

@@ -51,26 +51,30 @@ def pipeline(aws, settings):
     redis.Redis.from_url(REDIS_URL).delete(key, f"{key}:epoch")
 
 
-def count_calls(settings) -> tuple[Counter, Counter]:
-    """(calls of the send path, calls to the reputation counters' table), by operation."""
+def count_calls(settings) -> tuple[Counter, Counter, Counter]:
+    """(calls of the send path, calls to the reputation counters' table, calls of the send
+    guard), by operation."""
     send_path: Counter = Counter()
     counters: Counter = Counter()
+    guard: Counter = Counter()
 
     def count(params: dict, model, **_) -> None:
         if params.get("TableName") == settings.STATS_TABLE:
             counters[model.name] += 1
+        elif params.get("TableName") == settings.RATE_LIMIT_TABLE:
+            guard[model.name] += 1
         else:
             send_path[model.name] += 1
 
     for service, retries in (("dynamodb", True), ("ses", False)):
         client = aws_client(service, region="us-east-1", sdk_retries=retries)
         client.meta.events.register("provide-client-params.*.*", count)
-    return send_path, counters
+    return send_path, counters, guard
 
 
 def test_an_email_costs_three_aws_calls(pipeline, settings):
     assert pipeline.process(body("warm@example.com")).action is Action.DELETE  # caches, index
-    send_path, counters = count_calls(settings)
+    send_path, counters, guard = count_calls(settings)
     for i in range(3):
         assert pipeline.process(body(f"user{i}@example.com")).sent == 1
     assert sum(send_path.values()) == 9, send_path  # claim, send, mark
@@ -78,6 +82,8 @@ def test_an_email_costs_three_aws_calls(pipeline, settings):
     # The reputation counters cost no call per email: summed in memory, one ADD per scope and
     # hour when flushed (every STATS_FLUSH_SECONDS, and when a consumer stops).
     assert counters == Counter(), counters
+    # The send guard: Go's two rate counters (global, messageId) and the loop detector's count.
+    assert guard == Counter({"UpdateItem": 9}), guard
     container.current().flush_stats()
     assert counters == Counter({"UpdateItem": 2}), counters  # the account's and the messageId's
 

@@ -356,3 +356,30 @@ def test_a_suppressed_row_is_final(journal):
 
     assert journal.claim(claim_at(NOW + 10 * LEASE)).state is ClaimState.ALREADY_SENT
     assert not journal.record_failure(claim_at(NOW + 10 * LEASE), error="x")
+
+
+def test_a_log_only_row_is_written_as_the_go_service_writes_it_and_says_why(journal):
+    from emailops.core.journal_words import logged_only_words, row_state
+    from emailops.core.log_only import LogOnlyReason
+
+    assert journal.record_logged_only(claim_at(), reason=LogOnlyReason.LOOP, detail="6th copy")
+
+    item = row_of(journal)
+    assert item["Status"] == Status.SENT and item["LoggedOnly"] is True
+    assert item["MessageSent"] and "SesMessageId" not in item
+    assert (item["LoggedOnlyReason"], item["LoggedOnlyDetail"]) == ("loop", "6th copy")
+    row = journal.read(KEY)
+    assert row_state(row, now=NOW, go_lease_seconds=LEASE) == "not-delivered"
+    assert logged_only_words(row).startswith("not delivered: a loop")
+    assert journal.claim(claim_at(NOW + 10 * LEASE)).state is ClaimState.ALREADY_SENT
+    assert not journal.record_logged_only(
+        claim_at(NOW + 1), reason=LogOnlyReason.LOOP, detail="again"
+    )
+
+
+def test_a_go_log_only_row_reads_as_not_delivered_for_an_unknown_reason(journal):
+    from emailops.core.journal_words import logged_only_words
+
+    seed(journal, Status=Status.SENT, LoggedOnly=True, MessageSent="2026-05-28T20:26:41Z")
+
+    assert logged_only_words(journal.read(KEY)) == "not delivered: logged only, reason unknown"

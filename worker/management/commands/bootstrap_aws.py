@@ -63,6 +63,8 @@ class Command(BaseCommand):
             provision.ensure_tombstone_table(
                 dynamodb, require("ERASURE_TOMBSTONE_TABLE", aws.erasure_tombstone_table), report
             )
+            if rate_table := built.config.sending.rate_limit_table:
+                provision.ensure_rate_counter_table(dynamodb, rate_table, report)
             if stats_table := built.config.reputation.stats_table:
                 provision.ensure_stats_table(dynamodb, stats_table, report)
             provision.ensure_queue(

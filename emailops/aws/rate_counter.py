@@ -1,0 +1,162 @@
+"""``RATE_LIMIT_TABLE`` (``email-rate-counter``): the send guard's counts, shared with the Go consumer.
+
+One item per ``Bucket`` (S, the partition key), TTL on ``ExpiresAt``:
+
+- ``global#<window>`` and ``msg#<messageId>#<window>``: the Go consumer's rate counters,
+  ``Count`` (N), written exactly as Go writes them.
+- ``loop#<messageId>#<hash of the address>#<hour>``: ours, the loop detector: ``Copies`` (SS, hashes
+  of the distinct dedupe keys, at most the limit) and ``Over`` (N, copies refused). Go never reads
+  a bucket it did not name, so these are invisible to it.
+- ``hold#<hash of the dedupe key>``: ours, a request the safeguard holds right now (for the
+  console and the hold budget): ``MessageId``, ``HoldReason``, ``FirstHeldAt``, ``HeldUntil``,
+  ``Holds``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from emailops.aws.dynamo import conditional_call, table_call
+from emailops.core.send_guard import LoopCount
+
+__all__ = ["DynamoRateCounters", "HeldRequest"]
+
+
+class DynamoRateCounters:
+    def __init__(self, client: Any, table: str) -> None:
+        self.client = client
+        self.table = table
+
+    def increment(self, bucket: str, *, expires_at: int, by: int = 1) -> int:
+        answer = table_call(
+            self.client,
+            self.table,
+            "update_item",
+            "count a send (rate safeguard)",
+            bucket,
+            Key={"Bucket": {"S": bucket}},
+            UpdateExpression="ADD #c :one SET ExpiresAt = if_not_exists(ExpiresAt, :exp)",
+            ExpressionAttributeNames={"#c": "Count"},
+            ExpressionAttributeValues={":one": {"N": str(by)}, ":exp": {"N": str(expires_at)}},
+            ReturnValues="UPDATED_NEW",
+        )
+        return int(answer["Attributes"]["Count"]["N"])
+
+    def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int) -> LoopCount:
+        answer = conditional_call(
+            self.client,
+            self.table,
+            "update_item",
+            "count a copy (loop detector)",
+            bucket,
+            Key={"Bucket": {"S": bucket}},
+            UpdateExpression="ADD #k :member SET ExpiresAt = if_not_exists(ExpiresAt, :exp)",
+            ConditionExpression=(
+                "attribute_not_exists(#k) OR contains(#k, :one) OR size(#k) < :limit"
+            ),
+            ExpressionAttributeNames={"#k": "Copies"},
+            ExpressionAttributeValues={
+                ":member": {"SS": [member]},
+                ":one": {"S": member},
+                ":limit": {"N": str(limit)},
+                ":exp": {"N": str(expires_at)},
+            },
+        )
+        if not isinstance(answer, ClientError):
+            return LoopCount(within=True)
+        over = table_call(
+            self.client,
+            self.table,
+            "update_item",
+            "count a copy over the limit (loop detector)",
+            bucket,
+            Key={"Bucket": {"S": bucket}},
+            UpdateExpression="ADD #o :one",
+            ExpressionAttributeNames={"#o": "Over"},
+            ExpressionAttributeValues={":one": {"N": "1"}},
+            ReturnValues="UPDATED_NEW",
+        )
+        return LoopCount(within=False, over=int(over["Attributes"]["Over"]["N"]))
+
+    def note_hold(
+        self, bucket: str, *, message_id: str, why: str, now: int, until: int, expires_at: int
+    ) -> int:
+        answer = table_call(
+            self.client,
+            self.table,
+            "update_item",
+            "record a held request (rate safeguard)",
+            bucket,
+            Key={"Bucket": {"S": bucket}},
+            UpdateExpression=(
+                "SET FirstHeldAt = if_not_exists(FirstHeldAt, :now), HeldUntil = :until, "
+                "MessageId = :m, HoldReason = :why, ExpiresAt = :exp ADD Holds :one"
+            ),
+            ExpressionAttributeValues={
+                ":now": {"N": str(now)},
+                ":until": {"N": str(until)},
+                ":m": {"S": message_id},
+                ":why": {"S": why},
+                ":exp": {"N": str(expires_at)},
+                ":one": {"N": "1"},
+            },
+            ReturnValues="ALL_NEW",
+        )
+        return int(answer["Attributes"]["FirstHeldAt"]["N"])
+
+    def forget_hold(self, bucket: str) -> None:
+        table_call(
+            self.client,
+            self.table,
+            "delete_item",
+            "forget a held request",
+            bucket,
+            Key={"Bucket": {"S": bucket}},
+        )
+
+    def held(self, *, now: int, limit: int = 500) -> list[HeldRequest]:
+        """Requests held right now (their hold has not ended more than a window ago), newest
+        first. A Scan: the table holds only minutes of counters and the holds themselves."""
+        rows: list[HeldRequest] = []
+        kwargs: dict[str, Any] = {
+            "FilterExpression": "begins_with(#b, :hold) AND HeldUntil >= :since",
+            "ExpressionAttributeNames": {"#b": "Bucket"},
+            "ExpressionAttributeValues": {":hold": {"S": "hold#"}, ":since": {"N": str(now - 60)}},
+        }
+        while len(rows) < limit:
+            page = table_call(
+                self.client, self.table, "scan", "list held requests", "hold#", **kwargs
+            )
+            rows += [HeldRequest.from_item(item) for item in page.get("Items", [])]
+            if "LastEvaluatedKey" not in page:
+                break
+            kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        rows.sort(key=lambda row: row.first_held_at, reverse=True)
+        return rows[:limit]
+
+
+@dataclass(frozen=True)
+class HeldRequest:
+    """One held request as the console lists it (no address: only its messageId)."""
+
+    message_id: str
+    reason: str
+    first_held_at: int
+    held_until: int
+    holds: int
+
+    @classmethod
+    def from_item(cls, item: dict[str, Any]) -> HeldRequest:
+        def number(name: str) -> int:
+            return int(item.get(name, {}).get("N", "0"))
+
+        return cls(
+            message_id=item.get("MessageId", {}).get("S", ""),
+            reason=item.get("HoldReason", {}).get("S", ""),
+            first_held_at=number("FirstHeldAt"),
+            held_until=number("HeldUntil"),
+            holds=number("Holds"),
+        )

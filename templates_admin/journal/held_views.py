@@ -1,0 +1,77 @@
+"""The "held and log-only" page: what the send guard kept back, and a Support lead's release of
+selected log-only rows (``release.logged_only_release``). Thin: permission, selector, service."""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+from django.contrib import messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.urls import reverse
+
+from templates_admin import roles
+from templates_admin.console import Refusal, attempt, console_view
+from templates_admin.display import utc_text
+from templates_admin.journal.held import REASONS, guard_view
+from templates_admin.journal.release import RELEASABLE, logged_only_release
+from templates_admin.journal.views import AREA
+
+
+@console_view(roles.SEARCH_JOURNAL)
+def held(request: HttpRequest, admin_site) -> HttpResponse:
+    here = reverse(f"{admin_site.name}:templates_admin_journal_held")
+    error, status = "", 200
+    if request.method == "POST":
+        if not request.user.has_perm(roles.RESEND_EMAIL):
+            return HttpResponse("releasing needs the resend_email permission", status=403)
+        keys = request.POST.getlist("key")
+        why = request.POST.get("reason", "")
+        done, refusals = 0, []
+        for key in keys:
+            result = attempt(
+                lambda key=key: logged_only_release(key=key, reason=why, user=request.user),
+                unavailable="The release could not be queued",
+            )
+            if isinstance(result, Refusal):
+                refusals.append(f"{key[:16]}…: {result.text}")
+            else:
+                done += 1
+        if done:
+            messages.success(request, f"Released {done} request(s): queued to be sent.")
+        if not refusals and keys:
+            return HttpResponseRedirect(f"{here}?{request.GET.urlencode()}")
+        error = "; ".join(refusals) or "select at least one row to release"
+        status = 400
+    found = attempt(
+        lambda: guard_view(reason=request.GET.get("reason", "")),
+        unavailable="The journal could not be read",
+    )
+    if isinstance(found, Refusal):
+        return AREA.page(
+            request,
+            admin_site,
+            "held.html",
+            {"title": "Held and log-only", "error": found.text},
+            status=found.status,
+        )
+    held_rows = [
+        {**asdict(h), "first": utc_text(h.first_held_at), "until": utc_text(h.held_until)}
+        for h in found.held
+    ]
+    return AREA.page(
+        request,
+        admin_site,
+        "held.html",
+        {
+            "title": "Held and log-only",
+            "held": held_rows,
+            "rows": found.logged_only,
+            "reason": found.reason,
+            "reasons": REASONS,
+            "releasable": RELEASABLE,
+            "complete": found.complete,
+            "can_release": request.user.has_perm(roles.RESEND_EMAIL),
+            "error": error,
+        },
+        status=status,
+    )

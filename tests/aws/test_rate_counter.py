@@ -1,0 +1,57 @@
+"""The ``email-rate-counter`` adapter on moto: Go's counter update, the loop set, the holds."""
+
+from __future__ import annotations
+
+from emailops import container
+from emailops.aws.rate_counter import DynamoRateCounters
+
+TABLE = "email-rate-counter"
+
+
+def counters() -> DynamoRateCounters:
+    return DynamoRateCounters(container.current().client("dynamodb"), TABLE)
+
+
+def item(bucket: str) -> dict:
+    return (
+        container.current()
+        .client("dynamodb")
+        .get_item(TableName=TABLE, Key={"Bucket": {"S": bucket}})["Item"]
+    )
+
+
+def test_increment_is_gos_update_and_keeps_the_first_expiry(aws):
+    table = counters()
+    assert table.increment("global#60", expires_at=180) == 1
+    assert table.increment("global#60", expires_at=999) == 2
+    assert item("global#60") == {
+        "Bucket": {"S": "global#60"},
+        "Count": {"N": "2"},
+        "ExpiresAt": {"N": "180"},
+    }
+
+
+def test_note_copy_keeps_at_most_the_limit_and_counts_the_rest(aws):
+    table = counters()
+    assert [table.note_copy("loop#b", m, limit=2, expires_at=1).within for m in "aab"] == [True] * 3
+    over = [table.note_copy("loop#b", m, limit=2, expires_at=1) for m in "cd"]
+    assert [(o.within, o.over) for o in over] == [(False, 1), (False, 2)]
+    assert table.note_copy("loop#b", "a", limit=2, expires_at=1).within  # already counted
+    assert set(item("loop#b")["Copies"]["SS"]) == {"a", "b"}
+
+
+def test_holds_keep_their_first_time_and_are_listed_while_current(aws):
+    table = counters()
+    kw = {"message_id": "invite", "why": "over 5 per minute (global)", "expires_at": 999}
+    assert table.note_hold("hold#x", now=100, until=120, **kw) == 100
+    assert table.note_hold("hold#x", now=120, until=180, **kw) == 100
+    [held] = table.held(now=150)
+    assert (held.message_id, held.first_held_at, held.held_until, held.holds) == (
+        "invite",
+        100,
+        180,
+        2,
+    )
+    assert table.held(now=300) == []
+    table.forget_hold("hold#x")
+    assert table.held(now=150) == []
