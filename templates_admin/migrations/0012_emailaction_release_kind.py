@@ -5,7 +5,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("templates_admin", "0010_publish_steps"),
+        ("templates_admin", "0011_erasure_jobs_without_addresses"),
     ]
 
     operations = [
