@@ -122,6 +122,7 @@ class SendingConfig:
     simulate_events: bool = setting("SES_SIMULATE_EVENTS")
     account_suppression_sync: bool = setting("SES_ACCOUNT_SUPPRESSION_SYNC")
     # The send guard (emailops.core.send_guard); an empty table: no guard.
+    send_enabled: bool = setting("SEND_ENABLED")
     rate_limit_table: str = setting("RATE_LIMIT_TABLE")
     send_rate_limit_per_minute: int = setting(parse=lambda v: _cap("SEND_RATE_LIMIT_PER_MINUTE", v))
     per_message_rate_limit_per_minute: int = setting(

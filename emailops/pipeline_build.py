@@ -42,6 +42,7 @@ def pipeline_settings(config: Config, *, lease_seconds: int) -> PipelineSettings
         retry_max_seconds=sending.retry_max_seconds,
         claim_send_margin_seconds=sending.claim_send_margin_seconds,
         pause_wait_seconds=config.reputation.pause_wait_seconds,
+        send_enabled=sending.send_enabled,
     )
 
 

@@ -206,6 +206,8 @@ SES_RATE_REDIS_KEY = env.str("SES_RATE_REDIS_KEY", default="emailops:ses-rate")
 SES_RATE_FALLBACK_CONSUMERS = env.int("SES_RATE_FALLBACK_CONSUMERS", default=4)
 # The send guard (docs/send-guard.md): the rate safeguard's counters, shared with the Go consumer,
 # and the loop detector's. Empty table name: no guard at all.
+# The Go service's service-wide send control: false = every request journaled log-only, none sent.
+SEND_ENABLED = env.bool("SEND_ENABLED", default=True)
 RATE_LIMIT_TABLE = env.str("RATE_LIMIT_TABLE", default="email-rate-counter")
 SEND_RATE_LIMIT_PER_MINUTE = env.int("SEND_RATE_LIMIT_PER_MINUTE", default=300)
 PER_MESSAGE_RATE_LIMIT_PER_MINUTE = env.int("PER_MESSAGE_RATE_LIMIT_PER_MINUTE", default=120)

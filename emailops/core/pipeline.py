@@ -23,6 +23,7 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.erasure import Tombstones
 from emailops.core.errors import DailyQuotaExceeded, EmailOpsError, InvalidRequest, SendThrottled
 from emailops.core.events import EventLog
+from emailops.core.log_only import LogOnlyReason
 from emailops.core.pipeline_model import (
     Action,
     HeldClaim,
@@ -199,6 +200,13 @@ class EmailPipeline(PipelineSettlement):
             return _Result(_Kind.STOPPED, key, "consumer stopping")
         claim = self._claim(request, journalled or recipient.email, key, composed)
         try:
+            control = self._send_control(composed)
+            if control is not None:
+                written = self.journal.record_logged_only(
+                    claim, reason=control[0], detail=control[1]
+                )
+                log.info("recipient.logged_only", reason=control[0].value, written=written)
+                return _Result(_Kind.SUPPRESSED, key, control[1])
             if self.suppressions is not None:
                 reason = self.suppressions.suppression_reason(recipient.email)
                 if reason:
@@ -341,6 +349,14 @@ class EmailPipeline(PipelineSettlement):
             held.mark_lost(key, attempt)
         log.warning("send.claim_lost", attempt=attempt, reason="not sent: the claim is not ours")
         raise _NotNow(_Result(_Kind.WAIT, key, "claim lost before the send", int(now) + 1))
+
+    def _send_control(self, composed: Composed) -> tuple[LogOnlyReason, str] | None:
+        """The Go service's whole-request send controls: the service's, then the template's."""
+        if not self.settings.send_enabled:
+            return LogOnlyReason.SERVICE_STOP, "SEND_ENABLED is false"
+        if composed.mapping.send_disabled:
+            return LogOnlyReason.TEMPLATE_OFF, f"SendDisabled on {composed.mapping.message_id}"
+        return None
 
     def _guard(
         self, request: EmailRequest, recipient: Recipient, key: str, claim: Claim, log: EventLog

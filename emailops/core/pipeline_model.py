@@ -51,6 +51,7 @@ class PipelineSettings:
     # A send starts only on a claim with at least this long left (else it is extended first).
     claim_send_margin_seconds: int = 5
     pause_wait_seconds: int = 60  # how soon a record paused by the reputation guard looks again
+    send_enabled: bool = True  # SEND_ENABLED, as in Go: False journals every request log-only
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,9 @@ class TemplateMapping:
     # critical | normal | bulk (emailops.core.reputation.Priority): what the reputation guard
     # holds back when the rates are bad. The Go consumer ignores it.
     priority: str = "normal"
+    # SendDisabled (BOOL), which the Go service's send controls read too: the messageId is
+    # journaled log-only, never sent.
+    send_disabled: bool = False
 
 
 def default_template_key(template_file: str) -> str:

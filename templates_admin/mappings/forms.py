@@ -35,6 +35,14 @@ class MappingEditForm(forms.Form):
         initial="normal",
         help_text="What the reputation guard holds back when bounce or complaint rates are high.",
     )
+    sending_off = forms.BooleanField(
+        required=False,
+        label="Sending off (log-only)",
+        help_text=(
+            "Requests for this messageId are journaled as not delivered and never sent "
+            "(SendDisabled on the mapping: the Go service obeys it too)."
+        ),
+    )
     # The version the editor saw: the save is conditional on it still being current.
     version = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
 
@@ -49,6 +57,7 @@ class MappingCreateForm(MappingEditForm):
         help_text="Letters, digits, hyphens and underscores, as producers send it.",
     )
     version = None  # a new mapping has no version yet
+    sending_off = None  # a new mapping sends; the switch is on its page
 
     field_order = ["message_id", "template_file", "subject", "priority"]
 

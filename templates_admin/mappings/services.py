@@ -75,6 +75,7 @@ def _stamped(mapping: TemplateMapping, user: AbstractBaseUser) -> TemplateMappin
         template_file=mapping.template_file,
         subject=mapping.subject,
         priority=mapping.priority,
+        send_disabled=mapping.send_disabled,
         updated_by=user.get_username(),
         updated_at=timezone.now().isoformat(timespec="seconds"),
     )
@@ -150,22 +151,35 @@ def mapping_update(
     expected_version: int,
     user: AbstractBaseUser,
     priority: str | None = None,
+    send_disabled: bool | None = None,
 ) -> TemplateMapping:
     """Replace the mapping last seen at ``expected_version``; a save that changes nothing writes
     nothing. Raises ValidationError, or ConcurrentUpdate if someone else changed it meanwhile.
-    ``priority`` None keeps the current one."""
+    ``priority`` and ``send_disabled`` (sending off: log-only, obeyed by the Go service too) None
+    keep the current ones."""
     mapping_validate(template_file=template_file, subject=subject)
     current = _current_or_conflict(message_id)
     priority = _priority(priority, current.priority)
-    unchanged = (current.template_file, current.subject, current.priority) == (
+    send_disabled = current.send_disabled if send_disabled is None else send_disabled
+    unchanged = (
+        current.template_file,
+        current.subject,
+        current.priority,
+        current.send_disabled,
+    ) == (
         template_file,
         subject,
         priority,
+        send_disabled,
     )
     if unchanged and current.version == expected_version:
         return current
     mapping = TemplateMapping(
-        message_id=message_id, template_file=template_file, subject=subject, priority=priority
+        message_id=message_id,
+        template_file=template_file,
+        subject=subject,
+        priority=priority,
+        send_disabled=send_disabled,
     )
     return _audited_save(mapping, user=user, before=current, expected_version=expected_version)
 

@@ -126,6 +126,7 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
                 template_file=data["template_file"],
                 subject=data["subject"],
                 priority=data["priority"],
+                send_disabled=data["sending_off"],
                 expected_version=data["version"],
                 user=request.user,
             ),
@@ -161,6 +162,7 @@ def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
         "template_file": mapping.template_file,
         "subject": mapping.subject,
         "priority": mapping.priority,
+        "sending_off": mapping.send_disabled,
         "version": mapping.version,
     }
 

@@ -175,3 +175,15 @@ def test_a_missing_table_is_a_transient_error(aws):
         broken.list_mappings()
     with pytest.raises(TransientError):
         broken.save_mapping(mapping(), expected_version=None)
+
+
+def test_send_disabled_is_the_go_services_bool_both_ways(aws, store):
+    from dataclasses import replace
+
+    store.save_mapping(replace(mapping(), send_disabled=True), expected_version=None)
+    assert raw(aws, "welcome")["SendDisabled"] == {"BOOL": True}
+    assert store.get_mapping("welcome").send_disabled is True
+    put_hand_written(aws, SendDisabled={"BOOL": True})  # as an operator of the Go service sets it
+    assert store.get_mapping("legacy").send_disabled is True
+    put_hand_written(aws, "plain")
+    assert store.get_mapping("plain").send_disabled is False

@@ -319,3 +319,26 @@ def test_send_test_body_is_the_wire_format(samples, owner):
     [message] = samples.queue_messages(samples.queue_url)
     body = json.loads(message["Body"])
     assert set(body) == {"messageId", "recipients", "context", "dedupeId"}
+
+
+def test_sending_off_is_audited_and_kept_by_later_edits(samples, owner):
+    before = stored(ACCEPTED)
+    off = services.mapping_update(
+        message_id=ACCEPTED,
+        template_file=before.template_file,
+        subject=before.subject,
+        send_disabled=True,
+        expected_version=before.version,
+        user=owner,
+    )
+    change = MappingChange.objects.get()
+    assert (change.before["send_disabled"], change.after["send_disabled"]) == (False, True)
+
+    services.mapping_update(  # an edit that doesn't say keeps sending off
+        message_id=ACCEPTED,
+        template_file=before.template_file,
+        subject="Accepted: {{.datasetName}}",
+        expected_version=off.version,
+        user=owner,
+    )
+    assert stored(ACCEPTED).send_disabled is True

@@ -38,6 +38,7 @@ class Command(BaseCommand):
                     message_id=row["MessageId"],
                     template_file=row["TemplateFile"],
                     subject=row["Subject"],
+                    send_disabled=row.get("SendDisabled") is True,
                     updated_by="load_template_mappings",
                     updated_at=now,
                 )
