@@ -301,7 +301,9 @@ def check_destination(
     try:
         addresses = resolve(parts.hostname, port)
     except OSError as exc:
-        raise WebhookRefused("check webhook URL", key=url, reason=f"does not resolve: {exc}")
+        raise WebhookRefused(
+            "check webhook URL", key=url, reason=f"does not resolve: {exc}"
+        ) from None
     if not addresses:
         raise WebhookRefused("check webhook URL", key=url, reason="does not resolve")
     for text in addresses:
