@@ -34,6 +34,7 @@ from emailops.core.ports import JournalReader
 from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.suppression_index import IndexedSuppressionList
+from emailops.core.webhooks import NullOutbox, WebhookOutbox
 from emailops.redis.rate import RedisBucketStore
 from emailops.redis.reputation import ReputationGate, ReputationState
 from emailops.redis.suppression import RedisSuppressionIndex
@@ -203,7 +204,17 @@ class Container:
             verify=self.sns_verifier,
             clock=time.time,
             stats=self.stats,
+            outbox=self.webhook_outbox,
         )
+
+    @cached_property
+    def webhook_outbox(self) -> WebhookOutbox:
+        """Where the pipeline and the events consumer hand webhook events (WEBHOOK_OUTBOX)."""
+        if self.config.webhooks.outbox == "celery":
+            from emailops.webhook_outbox import CeleryOutbox
+
+            return CeleryOutbox(queue=self.config.webhooks.queue)
+        return NullOutbox()
 
     @cached_property
     def suppression_list(self) -> DynamoSuppressionList | IndexedSuppressionList:

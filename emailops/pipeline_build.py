@@ -65,6 +65,7 @@ def build_pipeline(
         gate=adapters.reputation_gate,
         slow_limiter=adapters.slow_rate_limiter,
         settings=settings,
+        outbox=adapters.webhook_outbox,
         **extra,
     )
 

@@ -351,3 +351,16 @@ class SetSuppressionIndex:
         self.members = set(addresses())
         self.complete = True
         return True
+
+
+class RecordingOutbox:
+    """The webhook outbox, recording what was emitted (``fail``: every emit raises)."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.events: list = []
+        self.fail = fail
+
+    def emit(self, event) -> None:
+        if self.fail:
+            raise ConnectionError("broker unreachable")
+        self.events.append(event)
