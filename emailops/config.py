@@ -31,6 +31,7 @@ __all__ = [
     "OpsConfig",
     "ReputationConfig",
     "SendingConfig",
+    "WebhooksConfig",
     "check_settings",
     "proxy_ssl_header",
     "require",
@@ -215,6 +216,27 @@ class ApiConfig:
 
 
 @dataclass(frozen=True)
+class WebhooksConfig:
+    """Delivery webhooks (docs/webhooks.md)."""
+
+    PREFIX: ClassVar[str] = "WEBHOOK_"
+    outbox: str = setting(parse=lambda v: _choice("WEBHOOK_OUTBOX", v, ("", "celery")))
+    queue: str
+    timeout_seconds: float
+    failing_after: int
+    max_in_flight: int
+    max_per_minute: int
+    rotation_overlap_hours: int
+    allow_loopback: bool
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    if value not in allowed:
+        raise ImproperlyConfigured(f"{name} must be one of {allowed!r}, not {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
 class Config:
     aws: AwsConfig
     sending: SendingConfig
@@ -223,6 +245,7 @@ class Config:
     ops: OpsConfig
     console: ConsoleConfig
     api: ApiConfig
+    webhooks: WebhooksConfig
 
     SECTIONS: ClassVar[tuple[type, ...]] = (
         AwsConfig,
@@ -232,6 +255,7 @@ class Config:
         OpsConfig,
         ConsoleConfig,
         ApiConfig,
+        WebhooksConfig,
     )
 
     @classmethod
@@ -250,6 +274,7 @@ class Config:
             ops=_read(OpsConfig, settings),
             console=_read(ConsoleConfig, settings),
             api=_read(ApiConfig, settings),
+            webhooks=_read(WebhooksConfig, settings),
         )
 
     def check_sending(self) -> None:

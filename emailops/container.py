@@ -36,6 +36,7 @@ from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.send_guard import OverCap, Safeguard
 from emailops.core.suppression_index import IndexedSuppressionList
+from emailops.core.webhooks import NullOutbox, WebhookOutbox
 from emailops.redis.rate import RedisBucketStore
 from emailops.redis.reputation import ReputationGate, ReputationState
 from emailops.redis.suppression import RedisSuppressionIndex
@@ -228,7 +229,17 @@ class Container:
             clock=time.time,
             stats=self.stats,
             tombstones=self.tombstones,
+            outbox=self.webhook_outbox,
         )
+
+    @cached_property
+    def webhook_outbox(self) -> WebhookOutbox:
+        """Where the pipeline and the events consumer hand webhook events (WEBHOOK_OUTBOX)."""
+        if self.config.webhooks.outbox == "celery":
+            from emailops.webhook_outbox import CeleryOutbox
+
+            return CeleryOutbox(queue=self.config.webhooks.queue)
+        return NullOutbox()
 
     @cached_property
     def suppression_list(self) -> DynamoSuppressionList | IndexedSuppressionList:

@@ -68,6 +68,7 @@ def build_pipeline(
         slow_limiter=adapters.slow_rate_limiter,
         send_guard=adapters.send_guard,
         settings=settings,
+        outbox=adapters.webhook_outbox,
         **extra,
     )
 

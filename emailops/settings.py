@@ -286,6 +286,25 @@ REPUTATION_PAUSE_WAIT_SECONDS = env.int("REPUTATION_PAUSE_WAIT_SECONDS", default
 # Warn alerts are POSTed here as {"text": ...} (a Slack incoming webhook accepts it); empty = none.
 ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
 
+# --- Delivery webhooks (docs/webhooks.md) ------------------------------------------------------
+# Where the pipeline and the events consumer hand webhook events: "celery" (a task on the Celery
+# broker, Redis) or "" (none emitted).
+WEBHOOK_OUTBOX = env.str("WEBHOOK_OUTBOX", default="")
+# The Celery queue the webhook tasks go to (a worker of its own: slow receivers wait there).
+WEBHOOK_QUEUE = env.str("WEBHOOK_QUEUE", default="emailops-webhooks")
+# One POST's whole budget (connect + response), seconds; no redirects are followed.
+WEBHOOK_TIMEOUT_SECONDS = env.float("WEBHOOK_TIMEOUT_SECONDS", default=5.0)
+# Consecutive failed attempts after which an endpoint is marked failing (and one alert is sent).
+WEBHOOK_FAILING_AFTER = env.int("WEBHOOK_FAILING_AFTER", default=10)
+# Deliveries one endpoint may have in flight at once; more wait (rescheduled), others go on.
+WEBHOOK_MAX_IN_FLIGHT = env.int("WEBHOOK_MAX_IN_FLIGHT", default=4)
+# Attempts one endpoint may receive per minute.
+WEBHOOK_MAX_PER_MINUTE = env.int("WEBHOOK_MAX_PER_MINUTE", default=600)
+# After a rotation, the old secret signs beside the new one this long.
+WEBHOOK_ROTATION_OVERLAP_HOURS = env.int("WEBHOOK_ROTATION_OVERLAP_HOURS", default=24)
+# Endpoints on loopback (and plain http to them): only for development (defaults to DJANGO_DEBUG).
+WEBHOOK_ALLOW_LOOPBACK = env.bool("WEBHOOK_ALLOW_LOOPBACK", default=DEBUG)
+
 # The S3 template store's client: path, virtual (host) or auto addressing.
 AWS_S3_ADDRESSING_STYLE = env.str("AWS_S3_ADDRESSING_STYLE", default="auto")
 

@@ -410,3 +410,16 @@ class InMemoryRateCounters:
     def forget_hold(self, bucket: str) -> None:
         self._check()
         self.holds.pop(bucket, None)
+
+
+class RecordingOutbox:
+    """The webhook outbox, recording what was emitted (``fail``: every emit raises)."""
+
+    def __init__(self, *, fail: bool = False) -> None:
+        self.events: list = []
+        self.fail = fail
+
+    def emit(self, event) -> None:
+        if self.fail:
+            raise ConnectionError("broker unreachable")
+        self.events.append(event)

@@ -106,7 +106,16 @@ def test_the_check_catches_an_upward_and_a_sideways_import():
 # --- The console's areas (templates_admin): one-way dependencies, no circles -------------------
 
 CONSOLE = "templates_admin"
-CONSOLE_AREAS = ("dashboard", "drafts", "jobs", "journal", "mappings", "reputation", "suppression")
+CONSOLE_AREAS = (
+    "dashboard",
+    "drafts",
+    "jobs",
+    "journal",
+    "mappings",
+    "reputation",
+    "suppression",
+    "webhooks",
+)
 # The bottom layer every area may use; it uses no area.
 CONSOLE_SHARED = (
     "console",

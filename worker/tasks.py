@@ -14,12 +14,14 @@ from dataclasses import asdict
 
 from celery import shared_task
 from django.db import OperationalError
+from django.utils import timezone
 
 from emailops import container
 from emailops.core.contract import parse_request
 from templates_admin import retention
 from templates_admin.jobs import monitoring, services
 from templates_admin.reputation import guard
+from templates_admin.webhooks import delivery as webhook_delivery
 from worker.wiring import build_consumer
 
 
@@ -78,3 +80,23 @@ def prune_audit_trails() -> dict[str, int]:
 def evaluate_reputation() -> list[str]:
     """Judge the bounce and complaint rates; set or lift the guard's automatic pauses."""
     return guard.reputation_evaluate()["warnings"]
+
+
+@shared_task(name="worker.webhook_fan_out")
+def webhook_fan_out(event: dict) -> list[int]:
+    """One emitted webhook event: a delivery per matching endpoint, each attempted by its task."""
+    ids = webhook_delivery.fan_out(event)
+    queue = container.current().config.webhooks.queue
+    for delivery_id in ids:
+        webhook_deliver.apply_async(args=[delivery_id], queue=queue)
+    return ids
+
+
+@shared_task(name="worker.webhook_deliver")
+def webhook_deliver(delivery_id: int, force: bool = False) -> str:
+    """One attempt; the next one (back-off, or a cap's short wait) is scheduled by countdown."""
+    outcome = webhook_delivery.delivery_attempt(delivery_id, now=timezone.now(), force=force)
+    if outcome.retry_in is not None:
+        queue = container.current().config.webhooks.queue
+        webhook_deliver.apply_async(args=[delivery_id], countdown=outcome.retry_in, queue=queue)
+    return outcome.state

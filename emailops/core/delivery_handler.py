@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
@@ -27,6 +27,7 @@ from emailops.core.events import EventLog
 from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Stats
 from emailops.core.reputation import event_counter, hour_of
+from emailops.core.webhooks import NullOutbox, WebhookOutbox, event_from_delivery
 
 __all__ = [
     "ApplyResult",
@@ -130,6 +131,8 @@ class DeliveryEventHandler:
     # Erasure's tombstones: an event that finds no row and names an erased recipient is stored
     # without anything personal (it is typically in flight while the erasure ran).
     tombstones: Tombstones | None = None
+    # Delivery webhooks: told of each event once the write that put it on its row succeeded.
+    outbox: WebhookOutbox = field(default_factory=NullOutbox)
 
     def handle(self, body: str, *, receive_count: int = 1) -> EventOutcome:
         return self.handle_batch([(body, receive_count)])[0]
@@ -248,22 +251,37 @@ class DeliveryEventHandler:
         events = self._for_row(events)
         counters = {event.event_id: self._counter(event, now) for event in events}
 
-        def counted(event: DeliveryEvent, message_id: str, organization: str | None) -> None:
-            if (count := counters.get(event.event_id)) is not None:
-                count(message_id, organization)
+        def applied_to(row_key: str) -> Callable[[DeliveryEvent, str, str | None], None]:
+            def applied(event: DeliveryEvent, message_id: str, organization: str | None) -> None:
+                if (count := counters.get(event.event_id)) is not None:
+                    count(message_id, organization)
+                self._emit(row_key, event)
+
+            return applied
 
         results = [ApplyResult.GONE] * len(events)
         if key and not (key in rows and rows[key] is None):  # None: read, and there is no row
             results = self.journal.apply_events(
-                key, events, now=now, row=rows.get(key), on_applied=counted
+                key, events, now=now, row=rows.get(key), on_applied=applied_to(key)
             )
         if ApplyResult.GONE not in results:
             return [(key, result) for result in results]
         found = self.journal.find_row_key(events[0])  # one email's events: one SES id
         if found and found != key:
-            results = self.journal.apply_events(found, events, now=now, on_applied=counted)
+            results = self.journal.apply_events(
+                found, events, now=now, on_applied=applied_to(found)
+            )
             key = found
         return [(key, result) for result in results]
+
+    def _emit(self, key: str, event: DeliveryEvent) -> None:
+        """Never fails the event: a webhook lost to a broker outage is logged, not retried
+        by redelivering (and re-applying) the SES event."""
+        try:
+            if (webhook := event_from_delivery(key, event)) is not None:
+                self.outbox.emit(webhook)
+        except Exception as exc:
+            self._log(event).warning("webhook.not_emitted", key=key, error=repr(exc))
 
     def _suppress(self, event: DeliveryEvent, now: int, *, written: str = "") -> None:
         """``written``: the recipient as the producer wrote it (the row's), written as well where

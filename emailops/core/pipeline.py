@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from email.utils import formataddr
 
 from emailops.core.compose import Composed, Composer
@@ -55,6 +55,7 @@ from emailops.core.ports import (
 from emailops.core.reputation import GateDecision
 from emailops.core.retry import RetryState, backoff_seconds
 from emailops.core.send_guard import GuardVerdict, Verdict
+from emailops.core.webhooks import NullOutbox, WebhookOutbox
 
 __all__ = [
     "Action",
@@ -86,6 +87,8 @@ class EmailPipeline(PipelineSettlement):
     fan_out: Callable[[Callable[[T], R], Sequence[T]], list[R]] = sequential
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
+    # Delivery webhooks: told of each fact once its journal write succeeded (see _emit).
+    outbox: WebhookOutbox = field(default_factory=NullOutbox)
 
     def process(
         self,

@@ -23,6 +23,7 @@ from emailops.core.pipeline_model import Action, RecordOutcome, _Kind, _Result
 from emailops.core.ports import Claim
 from emailops.core.reputation import hour_of
 from emailops.core.retry import RetryPolicy, RetryState
+from emailops.core.webhooks import WebhookEvent, failed_event, sent_event
 
 __all__ = ["PipelineSettlement"]
 
@@ -49,6 +50,7 @@ class PipelineSettlement:
                 continue
             if still_ours:
                 log.info("recipient.sent", attempt=attempt, sesMessageId=provider_id)
+                self._emit(sent_event(key, ses_message_id=provider_id, sent_at=self.clock()), log)
             else:
                 self._note_extra_send(key, attempt, provider_id, log)
             return _Result(
@@ -123,6 +125,8 @@ class PipelineSettlement:
                 provider_id=provider_id,
             )
         log.info("recipient.sent", sesMessageId=provider_id, reason="mark of an earlier send")
+        if marked:
+            self._emit(sent_event(key, ses_message_id=provider_id, sent_at=self.clock()), log)
         if marked and request is not None:
             self._count(request, log, sent=1)
         return _Result(_Kind.SENT, key, provider_id=provider_id)
@@ -243,11 +247,29 @@ class PipelineSettlement:
                 kind=type(exc).__name__,
                 permanent=exc.permanent,
             ):
+                failed = failed_event(
+                    key,
+                    error=exc.describe(),
+                    error_kind=type(exc).__name__,
+                    permanent=exc.permanent,
+                    at=self.clock(),
+                )
+                self._emit(failed, log)
                 return True
             log.warning("mark_failed.lease_lost", attempt=attempt)
         except EmailOpsError as exc:
             log.error("mark_failed.failed", error=exc.describe())
         return False
+
+    def _emit(self, event: WebhookEvent, log: EventLog) -> None:
+        """Tell the webhooks, after the write that records the fact succeeded (so a duplicate
+        record emits nothing). Never fails or slows a send: a lost event is logged.
+        (email.not_delivered: emit ``not_delivered_event`` where a log-only row is written,
+        once the send controls land here.)"""
+        try:
+            self.outbox.emit(event)
+        except Exception as exc:
+            log.warning("webhook.not_emitted", eventType=event.type, error=repr(exc))
 
     def _count(self, request: EmailRequest, log: EventLog, **counts: int) -> None:
         """Add to the reputation counters; a failure costs a count, never a send or a retry."""
@@ -313,6 +335,14 @@ class PipelineSettlement:
                 continue
             if written:
                 self._count(request, rlog, failed=1)
+                failed = failed_event(
+                    key,
+                    error=error,
+                    error_kind=type(failure).__name__ if failure else "",
+                    permanent=failure.permanent if failure else None,
+                    at=self.clock(),
+                )
+                self._emit(failed, rlog)
             rlog.info(
                 "recipient.failed" if written else "recipient.failure_not_recorded",
                 error=error,

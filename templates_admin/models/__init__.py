@@ -12,6 +12,12 @@ from templates_admin.models.journal import EmailAction, EmailJournalPage, Journa
 from templates_admin.models.mappings import MappingChange, TemplateMappingPage
 from templates_admin.models.reputation import ReputationPauseChange
 from templates_admin.models.suppression import SuppressionListPage, SuppressionRemoval
+from templates_admin.models.webhooks import (
+    WebhookAttempt,
+    WebhookDelivery,
+    WebhookEndpoint,
+    WebhooksPage,
+)
 
 __all__ = [
     "EmailAction",
@@ -28,5 +34,9 @@ __all__ = [
     "TemplateDraft",
     "TemplateMappingPage",
     "TemplateVersion",
+    "WebhookAttempt",
+    "WebhookDelivery",
+    "WebhookEndpoint",
+    "WebhooksPage",
     "key_organization",
 ]

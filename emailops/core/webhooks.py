@@ -1,0 +1,327 @@
+"""Delivery webhooks (Standard Webhooks): the events we tell producers about, their ids, their
+payloads (built from the journal row), the endpoint filters, the retry schedule, the signing and
+the destination (SSRF) check. Pure: the outbox, the HTTP client and the resolver are passed in.
+
+An event is emitted (``WebhookOutbox.emit``) only after the journal's conditional write that
+records its fact succeeded, so a duplicate SES event or a redelivered record emits nothing. The
+event carries only the row's key and the event's own facts; the payload is built from the row
+when it is delivered, so emitting costs no journal read.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import ipaddress
+import json
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from standardwebhooks.webhooks import Webhook
+
+from emailops.core.delivery_events import DeliveryEvent, EventType
+from emailops.core.errors import PermanentError
+from emailops.core.journal_row import JournalRow
+
+__all__ = [
+    "EVENT_TYPES",
+    "NullOutbox",
+    "WebhookEvent",
+    "WebhookFilter",
+    "WebhookOutbox",
+    "WebhookRefused",
+    "body_of",
+    "check_destination",
+    "event_from_delivery",
+    "failed_event",
+    "new_secret",
+    "not_delivered_event",
+    "payload",
+    "retry_delay",
+    "retryable",
+    "sent_event",
+    "sign",
+]
+
+EVENT_TYPES = (
+    "email.sent",
+    "email.delivered",
+    "email.bounced",
+    "email.complained",
+    "email.rejected",
+    "email.delayed",
+    "email.failed",
+    "email.not_delivered",
+    "email.opened",
+    "email.clicked",
+)
+
+_TYPE_OF = {
+    EventType.DELIVERY: "email.delivered",
+    EventType.BOUNCE: "email.bounced",
+    EventType.COMPLAINT: "email.complained",
+    EventType.REJECT: "email.rejected",
+    EventType.DELIVERY_DELAY: "email.delayed",
+    EventType.RENDERING_FAILURE: "email.failed",
+    EventType.OPEN: "email.opened",
+    EventType.CLICK: "email.clicked",
+}
+
+# Delivery: retried on these, with exponential back-off and jitter, for about three days.
+RETRY_BASE_SECONDS = 30
+RETRY_CAP_SECONDS = 6 * 3600
+RETRY_WINDOW_SECONDS = 3 * 86400
+
+
+class WebhookRefused(PermanentError):
+    """An endpoint URL we will not post to (scheme, or where its host resolves)."""
+
+
+@dataclass(frozen=True)
+class WebhookEvent:
+    """One fact about one journal row, to tell the endpoints that want it. ``id`` is the same
+    for the same (row, event), so a retry or a replay carries the id a receiver dedupes on."""
+
+    id: str
+    type: str
+    journal_key: str
+    occurred_at: str  # RFC 3339, UTC
+    facts: Mapping[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "type": self.type,
+            "journal_key": self.journal_key,
+            "occurred_at": self.occurred_at,
+            "facts": dict(self.facts),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> WebhookEvent:
+        return cls(
+            id=data["id"],
+            type=data["type"],
+            journal_key=data["journal_key"],
+            occurred_at=data["occurred_at"],
+            facts=dict(data.get("facts") or {}),
+        )
+
+
+class WebhookOutbox(Protocol):
+    def emit(self, event: WebhookEvent) -> None:
+        """Hand the event to delivery; cheap, never raises (a lost event is logged)."""
+        ...
+
+
+class NullOutbox:
+    def emit(self, event: WebhookEvent) -> None:
+        return None
+
+
+def _event_id(journal_key: str, event_type: str, source_id: str) -> str:
+    digest = hashlib.sha256(f"{journal_key}|{event_type}|{source_id}".encode()).hexdigest()
+    return "evt_" + digest[:32]
+
+
+def _rfc3339(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def sent_event(journal_key: str, *, ses_message_id: str, sent_at: float) -> WebhookEvent:
+    return WebhookEvent(
+        id=_event_id(journal_key, "email.sent", ses_message_id),
+        type="email.sent",
+        journal_key=journal_key,
+        occurred_at=_rfc3339(sent_at),
+        facts={"ses_message_id": ses_message_id},
+    )
+
+
+def failed_event(
+    journal_key: str, *, error: str, error_kind: str, permanent: bool | None, at: float
+) -> WebhookEvent:
+    # One FAILED mark per row attempt; the error identifies it across redeliveries.
+    return WebhookEvent(
+        id=_event_id(journal_key, "email.failed", error_kind or error),
+        type="email.failed",
+        journal_key=journal_key,
+        occurred_at=_rfc3339(at),
+        facts={"error": error, "error_kind": error_kind, "permanent": permanent},
+    )
+
+
+def not_delivered_event(journal_key: str, *, reason: str, at: float) -> WebhookEvent:
+    """A log-only row (send controls): recorded, never sent."""
+    return WebhookEvent(
+        id=_event_id(journal_key, "email.not_delivered", reason),
+        type="email.not_delivered",
+        journal_key=journal_key,
+        occurred_at=_rfc3339(at),
+        facts={"reason": reason},
+    )
+
+
+def event_from_delivery(journal_key: str, event: DeliveryEvent) -> WebhookEvent | None:
+    """The webhook event an applied SES event makes (None: one we do not publish, e.g. Send)."""
+    kind = _TYPE_OF.get(event.type)
+    if kind is None:
+        return None
+    facts: dict[str, Any] = {"ses_message_id": event.ses_message_id, "ses_event_id": event.event_id}
+    if event.type is EventType.BOUNCE:
+        facts |= {
+            "bounce_type": event.bounce_type,
+            "bounce_subtype": event.bounce_subtype,
+            "hard": event.bounce_type == "Permanent",
+            "diagnostic": event.diagnostic_code,
+        }
+    elif event.type is EventType.COMPLAINT:
+        facts["complaint_type"] = event.complaint_feedback_type
+    elif event.type is EventType.DELIVERY_DELAY:
+        facts["delay_type"] = event.delay_type
+    elif event.type is EventType.REJECT:
+        facts["reason"] = event.reject_reason
+    elif event.type is EventType.RENDERING_FAILURE:
+        facts |= {"error": event.failure_message, "error_kind": "RenderingFailure"}
+        facts["permanent"] = True
+    elif event.type is EventType.CLICK:
+        facts["link"] = event.link
+    return WebhookEvent(
+        id=_event_id(journal_key, kind, event.event_id),
+        type=kind,
+        journal_key=journal_key,
+        occurred_at=event.at,
+        facts=facts,
+    )
+
+
+def payload(
+    event: WebhookEvent,
+    row: JournalRow | None,
+    *,
+    organization: str | None,
+    dedupe_id: str = "",
+    context_keys: bool = False,
+) -> dict[str, Any]:
+    """The body an endpoint receives. Context values are never included (they may hold secrets
+    and personal data); the context's key names only when the endpoint opts in."""
+    data: dict[str, Any] = {
+        "journalKey": event.journal_key,
+        "messageId": row.message_id if row else "",
+        "recipient": row.recipient if row else "",
+        "organization": organization,
+        "producer": row.producer if row else "",
+        "dedupeId": dedupe_id,
+        "templateVersion": row.template_version if row else "",
+        "status": row.status if row else "",
+        "sentAt": row.message_sent if row else "",
+        "occurredAt": event.occurred_at,
+        **{_camel(k): v for k, v in event.facts.items()},
+    }
+    if context_keys and row is not None:
+        data["contextKeys"] = sorted(str(k) for k in row.context)
+    return {"type": event.type, "timestamp": event.occurred_at, "data": data}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.title() for part in rest)
+
+
+@dataclass(frozen=True)
+class WebhookFilter:
+    """What one endpoint wants. Empty means any; ``producer`` is the row's producer (an API
+    token's namespace, or "" for the queue), and a token's endpoint always carries its own."""
+
+    event_types: frozenset[str] = frozenset()
+    message_ids: frozenset[str] = frozenset()
+    organization: str = ""
+    producer: str | None = None
+
+    def matches(self, event_type: str, row: JournalRow | None, organization: str | None) -> bool:
+        if self.event_types and event_type not in self.event_types:
+            return False
+        if self.message_ids and (row is None or row.message_id not in self.message_ids):
+            return False
+        if self.organization and organization != self.organization:
+            return False
+        return self.producer is None or (row is not None and row.producer == self.producer)
+
+
+def retryable(status: int | None) -> bool:
+    """A timeout or connection failure (None), 429 or a 5xx is worth another attempt."""
+    return status is None or status == 429 or status >= 500
+
+
+def retry_delay(attempt: int, *, random: Callable[[], float]) -> float:
+    """Seconds before attempt ``attempt + 1``: exponential, capped, with full jitter in its
+    upper half (so a burst of failures does not come back all at once)."""
+    ceiling = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    return ceiling / 2 + random() * ceiling / 2
+
+
+def new_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+def sign(event_id: str, timestamp: datetime, body: str, secrets_: Iterable[str]) -> dict[str, str]:
+    """Standard Webhooks headers; several secrets (a rotation's overlap) sign side by side."""
+    signatures = " ".join(Webhook(s).sign(event_id, timestamp, body) for s in secrets_)
+    return {
+        "webhook-id": event_id,
+        "webhook-timestamp": str(int(timestamp.timestamp())),
+        "webhook-signature": signatures,
+        "content-type": "application/json",
+    }
+
+
+def body_of(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+Resolver = Callable[[str, int], list[str]]
+
+
+def check_destination(
+    url: str, *, resolve: Resolver, allow_loopback: bool, require_https: bool
+) -> list[str]:
+    """The addresses ``url``'s host resolves to, or WebhookRefused: a scheme other than https
+    (http only where allowed), or any address that is private, loopback (unless allowed),
+    link-local, reserved or multicast. Checked at creation and again before every delivery."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebhookRefused("check webhook URL", key=url, reason="not an http(s) URL")
+    if parts.scheme == "http" and require_https:
+        raise WebhookRefused("check webhook URL", key=url, reason="HTTPS is required")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        addresses = resolve(parts.hostname, port)
+    except OSError as exc:
+        raise WebhookRefused(
+            "check webhook URL", key=url, reason=f"does not resolve: {exc}"
+        ) from None
+    if not addresses:
+        raise WebhookRefused("check webhook URL", key=url, reason="does not resolve")
+    for text in addresses:
+        address = ipaddress.ip_address(text.split("%")[0])
+        if address.is_loopback:
+            if allow_loopback:
+                continue
+            raise WebhookRefused("check webhook URL", key=url, reason=f"{address} is loopback")
+        if (
+            address.is_private
+            or address.is_link_local
+            or address.is_reserved
+            or address.is_multicast
+            or address.is_unspecified
+        ):
+            raise WebhookRefused(
+                "check webhook URL", key=url, reason=f"{address} is a private address"
+            )
+    if parts.scheme == "http" and not all(ipaddress.ip_address(a).is_loopback for a in addresses):
+        raise WebhookRefused("check webhook URL", key=url, reason="http only to loopback")
+    return addresses

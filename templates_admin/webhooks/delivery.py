@@ -1,0 +1,235 @@
+"""Fan-out (one delivery per matching endpoint, its body built once from the journal row) and
+one delivery attempt: caps, the destination check, signing, the post, the log, the next retry,
+410, and the endpoint's health (failing after WEBHOOK_FAILING_AFTER, one alert).
+
+Both are idempotent: a fan-out delivered twice finds its deliveries (one per endpoint and event
+id); an attempt on a delivery that is done does nothing. The Celery tasks (worker/tasks.py)
+enqueue what these return; tests call them directly with a clock."""
+
+from __future__ import annotations
+
+import logging
+import random as random_module
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.db import IntegrityError, transaction
+from django.db.models import F
+
+from emailops import container
+from emailops.alerts import post_alert
+from emailops.core.contract import organization_id_of
+from emailops.core.events import EventLog
+from emailops.core.webhooks import (
+    RETRY_WINDOW_SECONDS,
+    WebhookEvent,
+    WebhookRefused,
+    body_of,
+    payload,
+    retry_delay,
+    retryable,
+    sign,
+)
+from templates_admin.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from templates_admin.webhooks import sender
+from templates_admin.webhooks.destination import destination_check
+from templates_admin.webhooks.services import endpoint_filter, signing_secrets
+
+__all__ = ["AttemptOutcome", "delivery_attempt", "fan_out"]
+
+logger = logging.getLogger("templates_admin.webhooks")
+Delivery = WebhookDelivery.State
+# A capped delivery looks again this soon (not an attempt: it never left).
+CAPPED_RETRY_SECONDS = 5
+
+
+def fan_out(event_data: Mapping[str, Any]) -> list[int]:
+    """The deliveries (ids) to attempt for one emitted event: one per enabled endpoint whose
+    filters match the row. Already fanned out (a redelivered task): the same ones, not again."""
+    event = WebhookEvent.from_dict(event_data)
+    row = container.current().journal_reader.read(event.journal_key)
+    organization = organization_id_of(dict(row.context)) if row else None
+    ids = []
+    for endpoint in WebhookEndpoint.objects.filter(enabled=True):
+        if not endpoint_filter(endpoint).matches(event.type, row, organization):
+            continue
+        body = body_of(
+            payload(
+                event,
+                row,
+                organization=organization,
+                context_keys=endpoint.include_context_keys,
+            )
+        )
+        try:
+            with transaction.atomic():
+                delivery = WebhookDelivery.objects.create(
+                    endpoint=endpoint,
+                    event_id=event.id,
+                    event_type=event.type,
+                    journal_key=event.journal_key,
+                    event=event.to_dict(),
+                    body=body,
+                )
+        except IntegrityError:
+            continue  # fanned out before: its own task carries it
+        ids.append(delivery.pk)
+    return ids
+
+
+@dataclass(frozen=True)
+class AttemptOutcome:
+    state: str  # the delivery's state after this attempt
+    retry_in: float | None = None  # seconds until the next attempt (None: none)
+    status: int | None = None
+
+
+def delivery_attempt(
+    delivery_id: int,
+    *,
+    now: datetime,
+    random: Callable[[], float] = random_module.random,
+    force: bool = False,
+) -> AttemptOutcome:
+    """One attempt. ``force`` (a replay): attempt a delivered or failed one again, same id."""
+    settings = container.current().config.webhooks
+    reserved = _reserve(delivery_id, now=now, force=force, settings=settings)
+    if isinstance(reserved, AttemptOutcome):
+        return reserved
+    delivery, endpoint = reserved
+    log = EventLog(
+        logger, key=delivery.journal_key, eventId=delivery.event_id, endpoint=endpoint.pk
+    )
+    try:
+        addresses = destination_check(endpoint.url)
+    except WebhookRefused as exc:
+        result = sender.PostResult(None, 0, exc.describe())
+        return _settle(delivery, endpoint, result, now=now, random=random, refused=True, log=log)
+    headers = sign(delivery.event_id, now, delivery.body, signing_secrets(endpoint, now))
+    result = sender.post(
+        endpoint.url,
+        addresses[0],
+        headers=headers,
+        body=delivery.body,
+        timeout=settings.timeout_seconds,
+    )
+    return _settle(delivery, endpoint, result, now=now, random=random, refused=False, log=log)
+
+
+def _reserve(delivery_id: int, *, now: datetime, force: bool, settings) -> Any:
+    """Mark the delivery SENDING, within its endpoint's caps: (delivery, endpoint), or the
+    outcome that says why not now."""
+    with transaction.atomic():
+        delivery = WebhookDelivery.objects.select_for_update().get(pk=delivery_id)
+        endpoint = WebhookEndpoint.objects.select_for_update().get(pk=delivery.endpoint_id)
+        done = delivery.state in (Delivery.DELIVERED, Delivery.FAILED)
+        if done and not force:
+            return AttemptOutcome(delivery.state)
+        waiting = delivery.state == Delivery.PENDING and delivery.next_attempt_at
+        if waiting and delivery.next_attempt_at > now and not force:
+            # Early (a broker redelivered the scheduled task): keep to the schedule.
+            return AttemptOutcome(
+                delivery.state, retry_in=(delivery.next_attempt_at - now).total_seconds()
+            )
+        if not endpoint.enabled:
+            delivery.state = Delivery.FAILED
+            delivery.save(update_fields=["state"])
+            return AttemptOutcome(delivery.state)
+        in_flight = (
+            WebhookDelivery.objects.filter(
+                endpoint=endpoint, state=Delivery.SENDING, next_attempt_at__gt=now
+            )
+            .exclude(pk=delivery.pk)
+            .count()
+        )
+        recent = WebhookAttempt.objects.filter(
+            delivery__endpoint=endpoint, at__gt=now - timedelta(minutes=1)
+        ).count()
+        if in_flight >= settings.max_in_flight or recent >= settings.max_per_minute:
+            return AttemptOutcome(delivery.state, retry_in=CAPPED_RETRY_SECONDS)
+        delivery.state = Delivery.SENDING
+        # A worker that dies mid-attempt frees its slot when this passes.
+        delivery.next_attempt_at = now + timedelta(seconds=2 * settings.timeout_seconds + 5)
+        delivery.save(update_fields=["state", "next_attempt_at"])
+    return delivery, endpoint
+
+
+def _settle(
+    delivery: WebhookDelivery,
+    endpoint: WebhookEndpoint,
+    result: sender.PostResult,
+    *,
+    now: datetime,
+    random: Callable[[], float],
+    refused: bool,
+    log: EventLog,
+) -> AttemptOutcome:
+    WebhookAttempt.objects.create(
+        delivery=delivery,
+        at=now,
+        status_code=result.status,
+        latency_ms=result.latency_ms,
+        error=result.error,
+    )
+    attempts = delivery.attempts + 1
+    ok = result.status is not None and 200 <= result.status < 300
+    fields = {"attempts": attempts, "last_status": result.status}
+    retry_in = None
+    if ok:
+        fields |= {"state": Delivery.DELIVERED, "delivered_at": now, "next_attempt_at": None}
+        WebhookEndpoint.objects.filter(pk=endpoint.pk).update(consecutive_failures=0, failing=False)
+    else:
+        if result.status == 410:
+            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+                enabled=False, disabled_reason="the receiver answered 410 Gone"
+            )
+            log.warning("webhook.endpoint_gone", url=endpoint.url)
+        window_ends = delivery.created_at + timedelta(seconds=RETRY_WINDOW_SECONDS)
+        if (refused or retryable(result.status)) and result.status != 410:
+            retry_in = retry_delay(attempts, random=random)
+            if now + timedelta(seconds=retry_in) > window_ends:
+                retry_in = None
+        if retry_in is None:
+            fields |= {"state": Delivery.FAILED, "next_attempt_at": None}
+        else:
+            next_at = now + timedelta(seconds=retry_in)
+            fields |= {"state": Delivery.PENDING, "next_attempt_at": next_at}
+        _count_failure(endpoint, log)
+        log.warning(
+            "webhook.attempt_failed",
+            status=result.status,
+            error=result.error or None,
+            attempt=attempts,
+            retryIn=retry_in,
+        )
+    WebhookDelivery.objects.filter(pk=delivery.pk).update(**fields)
+    return AttemptOutcome(fields["state"], retry_in=retry_in, status=result.status)
+
+
+def _count_failure(endpoint: WebhookEndpoint, log: EventLog) -> None:
+    """One more consecutive failure; the one that reaches the limit marks the endpoint failing
+    and sends the one alert (the conditional update picks exactly one attempt)."""
+    settings = container.current().config
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+        consecutive_failures=F("consecutive_failures") + 1
+    )
+    marked = WebhookEndpoint.objects.filter(
+        pk=endpoint.pk,
+        failing=False,
+        consecutive_failures__gte=settings.webhooks.failing_after,
+    ).update(failing=True)
+    if not marked:
+        return
+    log.error("webhook.endpoint_failing", url=endpoint.url)
+    url = settings.reputation.alert_webhook_url
+    if url:
+        text = (
+            f"emailops webhook endpoint {endpoint.pk} ({endpoint.url}) is failing: "
+            f"{settings.webhooks.failing_after} attempts in a row failed; retries go on."
+        )
+        try:
+            post_alert(url, text)
+        except OSError as exc:
+            log.error("webhook.alert_failed", error=f"{type(exc).__name__}: {exc}")

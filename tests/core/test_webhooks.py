@@ -1,0 +1,123 @@
+"""The webhook rules: ids, payloads, filters, back-off, signing and the SSRF check."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from emailops.core import webhooks
+from emailops.core.journal_row import JournalRow
+
+ROW = JournalRow(
+    key="k1",
+    message_id="welcome",
+    recipient="erin@example.com",
+    producer="tok_a",
+    template_version="v3",
+    context={"organizationId": 7, "password": "hunter2", "name": "Erin"},
+)
+
+
+def test_the_same_fact_has_the_same_id_and_another_fact_another():
+    one = webhooks.sent_event("k1", ses_message_id="ses-1", sent_at=1_700_000_000)
+    again = webhooks.sent_event("k1", ses_message_id="ses-1", sent_at=1_700_000_999)
+    other = webhooks.sent_event("k2", ses_message_id="ses-1", sent_at=1_700_000_000)
+    assert one.id == again.id != other.id
+    assert one.id.startswith("evt_")
+
+
+def test_payload_never_carries_context_values_and_keys_only_when_asked():
+    event = webhooks.sent_event("k1", ses_message_id="ses-1", sent_at=0)
+    plain = webhooks.payload(event, ROW, organization="7")
+    assert "hunter2" not in webhooks.body_of(plain)
+    assert "contextKeys" not in plain["data"]
+    keys = webhooks.payload(event, ROW, organization="7", context_keys=True)
+    assert keys["data"]["contextKeys"] == ["name", "organizationId", "password"]
+    assert "hunter2" not in webhooks.body_of(keys) and "Erin" not in webhooks.body_of(keys)
+    assert plain["data"] | {"sesMessageId": "ses-1"} == plain["data"]
+    assert plain["data"]["templateVersion"] == "v3"
+
+
+def test_filters():
+    anyone = webhooks.WebhookFilter()
+    assert anyone.matches("email.sent", ROW, "7")
+    assert not webhooks.WebhookFilter(event_types=frozenset({"email.bounced"})).matches(
+        "email.sent", ROW, "7"
+    )
+    assert webhooks.WebhookFilter(message_ids=frozenset({"welcome"})).matches(
+        "email.sent", ROW, "7"
+    )
+    assert not webhooks.WebhookFilter(organization="8").matches("email.sent", ROW, "7")
+    assert webhooks.WebhookFilter(producer="tok_a").matches("email.sent", ROW, "7")
+    assert not webhooks.WebhookFilter(producer="tok_b").matches("email.sent", ROW, "7")
+    assert not webhooks.WebhookFilter(producer="").matches("email.sent", ROW, "7")
+
+
+def test_back_off_grows_is_jittered_and_spans_about_three_days():
+    low = [webhooks.retry_delay(n, random=lambda: 0.0) for n in range(1, 30)]
+    high = [webhooks.retry_delay(n, random=lambda: 1.0) for n in range(1, 30)]
+    assert low[0] == 15 and high[0] == 30
+    assert low == sorted(low) and max(high) == webhooks.RETRY_CAP_SECONDS
+    assert webhooks.retryable(None) and webhooks.retryable(429) and webhooks.retryable(503)
+    assert not webhooks.retryable(400) and not webhooks.retryable(410)
+
+
+def test_signatures_verify_with_standardwebhooks_and_a_rotation_signs_with_both():
+    old, new = webhooks.new_secret(), webhooks.new_secret()
+    assert old.startswith("whsec_")
+    body = '{"a":1}'
+    headers = webhooks.sign("evt_1", datetime.now(UTC), body, [new, old])
+    assert Webhook(old).verify(body, headers) == {"a": 1}
+    assert Webhook(new).verify(body, headers) == {"a": 1}
+    only_new = webhooks.sign("evt_1", datetime.now(UTC), body, [new])
+    with pytest.raises(WebhookVerificationError):
+        Webhook(old).verify(body, only_new)
+
+
+def _resolver(addresses):
+    return lambda host, port: addresses
+
+
+@pytest.mark.parametrize(
+    "address", ["10.0.0.5", "192.168.1.1", "172.16.0.1", "169.254.169.254", "::1", "fd00::1"]
+)
+def test_private_destinations_are_refused(address):
+    with pytest.raises(webhooks.WebhookRefused):
+        webhooks.check_destination(
+            "https://hooks.example.com/x",
+            resolve=_resolver([address]),
+            allow_loopback=False,
+            require_https=True,
+        )
+
+
+def test_loopback_only_where_allowed_and_http_only_to_loopback():
+    check = webhooks.check_destination
+    assert check(
+        "http://localhost:8000/h",
+        resolve=_resolver(["127.0.0.1"]),
+        allow_loopback=True,
+        require_https=False,
+    ) == ["127.0.0.1"]
+    with pytest.raises(webhooks.WebhookRefused, match="HTTPS"):
+        check(
+            "http://x.example/h",
+            resolve=_resolver(["93.184.216.34"]),
+            allow_loopback=False,
+            require_https=True,
+        )
+    with pytest.raises(webhooks.WebhookRefused, match="loopback"):
+        check(
+            "http://x.example/h",
+            resolve=_resolver(["93.184.216.34"]),
+            allow_loopback=True,
+            require_https=False,
+        )
+    assert check(
+        "https://x.example/h",
+        resolve=_resolver(["93.184.216.34"]),
+        allow_loopback=False,
+        require_https=True,
+    )

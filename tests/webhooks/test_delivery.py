@@ -1,0 +1,241 @@
+"""Webhooks end to end on in-process moto with a local receiver: a send, its delivery and its
+bounce arrive as three signed events; retries keep the event id and leave a log; filters, SSRF,
+410, the failing mark's one alert, rotation and duplicate SES events."""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import replace
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from standardwebhooks.webhooks import Webhook, WebhookVerificationError
+
+from emailops import container
+from emailops.core.contract import parse_request
+from emailops.core.dedupe import dedupe_key
+from emailops.core.delivery_events import encode_journal_key
+from emailops.core.ports import TemplateMapping
+from emailops.core.webhooks import WebhookRefused, sent_event
+from templates_admin.models import WebhookDelivery, WebhookEndpoint
+from templates_admin.webhooks import delivery, destination, services
+from tests.core.test_delivery_events import envelope, ses_event
+from tests.fakes import RecordingOutbox
+
+pytestmark = pytest.mark.django_db
+
+NOW = datetime.now(UTC)  # standardwebhooks checks the signed timestamp against the clock
+BODY = json.dumps(
+    {
+        "messageId": "added-to-team",
+        "recipients": [{"email": "erin@example.com"}],
+        "context": {"teamName": "Team", "administrator": "Ada", "apiToken": "s3cret"},
+    }
+)
+
+
+@pytest.fixture
+def stack(aws_events, loopback_webhooks):
+    adapters = container.current()
+    adapters.mapping_store.save_mapping(
+        TemplateMapping("added-to-team", "added-to-team.html", "Welcome to {{.teamName}}"),
+        expected_version=None,
+    )
+    adapters.template_store.write_template("default/added-to-team.html", "<p>{{.teamName}}</p>")
+    outbox = RecordingOutbox()
+    adapters.__dict__["webhook_outbox"] = outbox  # before the pipeline and handler are built
+    return adapters, outbox
+
+
+def send(adapters, body: str = BODY, namespace: str = "") -> str:
+    pipeline = adapters.build_pipeline(lease_seconds=30)
+    pipeline.process(body, record_id="sqs-1", namespace=namespace)
+    return dedupe_key(replace(parse_request(body), namespace=namespace), "erin@example.com")
+
+
+def ses_event_for(adapters, key: str, name: str) -> str:
+    row = adapters.journal_reader.read(key)
+    event = copy.deepcopy(ses_event(name))
+    event["mail"]["messageId"] = row.ses_message_id
+    event["mail"]["tags"]["emailops-journal-key"] = [encode_journal_key(key)]
+    return envelope(event, message_id=f"sns-{name}")
+
+
+def deliver_all(outbox, *, now=NOW) -> list:
+    outcomes = []
+    for event in outbox.events:
+        for delivery_id in delivery.fan_out(event.to_dict()):
+            outcomes.append(delivery.delivery_attempt(delivery_id, now=now))
+    outbox.events.clear()
+    return outcomes
+
+
+def verified(receiver, secret: str) -> list[dict]:
+    return [Webhook(secret).verify(body, headers) for headers, body in receiver.received]
+
+
+def test_a_send_its_delivery_and_a_bounce_arrive_as_three_signed_events(stack, receiver):
+    adapters, outbox = stack
+    _, secret = services.endpoint_add(url=receiver.url, include_context_keys=True)
+    key = send(adapters)
+    handler = adapters.delivery_event_handler
+    assert handler.handle(ses_event_for(adapters, key, "delivery.json")).result == "applied"
+    assert handler.handle(ses_event_for(adapters, key, "bounce.json")).result == "applied"
+    outcomes = deliver_all(outbox)
+    assert [o.state for o in outcomes] == ["delivered"] * 3
+    events = verified(receiver, secret)
+    assert [e["type"] for e in events] == ["email.sent", "email.delivered", "email.bounced"]
+    data = events[2]["data"]
+    assert data["journalKey"] == key and data["messageId"] == "added-to-team"
+    assert data["recipient"] == "erin@example.com" and data["hard"] is True
+    assert data["bounceType"] == "Permanent"
+    assert "apiToken" in data["contextKeys"]
+    assert "s3cret" not in "".join(body for _, body in receiver.received)
+    ids = [headers["webhook-id"] for headers, _ in receiver.received]
+    assert len(set(ids)) == 3
+
+
+def test_duplicate_ses_events_emit_one_webhook(stack, receiver):
+    adapters, outbox = stack
+    services.endpoint_add(url=receiver.url)
+    key = send(adapters)
+    outbox.events.clear()
+    handler = adapters.delivery_event_handler
+    bounce = ses_event_for(adapters, key, "bounce.json")
+    assert handler.handle(bounce).result == "applied"
+    assert handler.handle(bounce).result == "duplicate"
+    deliver_all(outbox)
+    assert len(receiver.received) == 1
+    # The same event fanned out again (a redelivered task) is not delivered twice either.
+    event = sent_event(key, ses_message_id="x", sent_at=0)
+    assert len(delivery.fan_out(event.to_dict())) == 1
+    assert delivery.fan_out(event.to_dict()) == []
+
+
+def test_fails_five_times_then_succeeds_with_the_same_event_id_and_a_log(stack, receiver):
+    adapters, outbox = stack
+    services.endpoint_add(url=receiver.url)
+    send(adapters)
+    receiver.answers = [500, 503, 429, 502, 500]
+    (event,) = outbox.events
+    (delivery_id,) = delivery.fan_out(event.to_dict())
+    now, waits = NOW, []
+    for _ in range(6):
+        outcome = delivery.delivery_attempt(delivery_id, now=now, random=lambda: 0.5)
+        if outcome.retry_in is None:
+            break
+        waits.append(outcome.retry_in)
+        early = delivery.delivery_attempt(delivery_id, now=now + timedelta(seconds=1))
+        assert early.retry_in is not None and len(receiver.received) == len(waits)  # not yet
+        now += timedelta(seconds=outcome.retry_in)
+    assert outcome.state == "delivered"
+    assert waits == sorted(waits) and len(waits) == 5
+    assert {headers["webhook-id"] for headers, _ in receiver.received} == {event.id}
+    record = WebhookDelivery.objects.get(pk=delivery_id)
+    assert record.attempts == 6
+    assert [a.status_code for a in record.log.all()] == [500, 503, 429, 502, 500, 200]
+
+
+def test_a_token_endpoint_never_sees_another_producers_rows(stack, receiver):
+    adapters, outbox = stack
+    services.endpoint_add(url=receiver.url, producer="tok_a")
+    send(adapters, namespace="tok_b")
+    send(adapters)  # the queue's
+    deliver_all(outbox)
+    assert receiver.received == []
+    send(adapters, namespace="tok_a")
+    deliver_all(outbox)
+    assert [json.loads(b)["data"]["producer"] for _, b in receiver.received] == ["tok_a"]
+
+
+def test_event_type_and_message_id_filters(stack, receiver):
+    adapters, outbox = stack
+    services.endpoint_add(url=receiver.url, event_types=["email.bounced"])
+    services.endpoint_add(url=receiver.url, message_ids=["another-message"])
+    send(adapters)
+    deliver_all(outbox)
+    assert receiver.received == []
+
+
+def test_ssrf_refused_at_creation_and_at_delivery_when_dns_changed(stack, receiver, monkeypatch):
+    adapters, outbox = stack
+    monkeypatch.setattr(destination, "resolve", lambda host, port: ["10.1.2.3"])
+    with pytest.raises(WebhookRefused, match="private"):
+        services.endpoint_add(url="http://hooks.internal.test/x")
+    monkeypatch.setattr(destination, "resolve", lambda host, port: ["127.0.0.1"])
+    services.endpoint_add(url=receiver.url.replace("127.0.0.1", "hooks.test"))
+    send(adapters)
+    monkeypatch.setattr(destination, "resolve", lambda host, port: ["169.254.169.254"])
+    (outcome,) = deliver_all(outbox)
+    assert outcome.state == "pending" and outcome.retry_in  # refused, not posted
+    assert receiver.received == []
+    assert "private" in WebhookDelivery.objects.get().log.get().error
+
+
+def test_loopback_is_refused_outside_debug(settings, db):
+    settings.WEBHOOK_ALLOW_LOOPBACK = False
+    container.reset()
+    with pytest.raises(WebhookRefused):
+        services.endpoint_add(url="http://127.0.0.1:9/hooks")
+    with pytest.raises(WebhookRefused):
+        services.endpoint_add(url="https://127.0.0.1:9/hooks")
+    container.reset()
+
+
+def test_410_disables_the_endpoint(stack, receiver):
+    adapters, outbox = stack
+    endpoint, _ = services.endpoint_add(url=receiver.url)
+    receiver.answers = [410]
+    send(adapters)
+    (outcome,) = deliver_all(outbox)
+    assert outcome.state == "failed"
+    endpoint.refresh_from_db()
+    assert not endpoint.enabled and "410" in endpoint.disabled_reason
+
+
+def test_consecutive_failures_mark_the_endpoint_failing_with_one_alert(
+    stack, receiver, settings, monkeypatch
+):
+    _, outbox = stack
+    settings.WEBHOOK_FAILING_AFTER = 3
+    settings.ALERT_WEBHOOK_URL = "https://alerts.example/hook"
+    container.reset()
+    container.current().__dict__["webhook_outbox"] = outbox
+    alerts = []
+    monkeypatch.setattr(delivery, "post_alert", lambda url, text: alerts.append(text))
+    endpoint, _ = services.endpoint_add(url=receiver.url)
+    receiver.answers = [500] * 10
+    for _ in range(5):
+        send(container.current(), BODY.replace("Team", f"Team{_}"))
+    deliver_all(outbox)
+    endpoint.refresh_from_db()
+    assert endpoint.failing and endpoint.consecutive_failures == 5
+    assert len(alerts) == 1 and str(endpoint.pk) in alerts[0]
+
+
+def test_rotation_both_secrets_sign_during_the_overlap_then_only_the_new(stack, receiver):
+    adapters, outbox = stack
+    endpoint, old = services.endpoint_add(url=receiver.url)
+    new = services.endpoint_rotate(endpoint_id=endpoint.pk, now=NOW)
+    send(adapters)
+    deliver_all(outbox)
+    assert verified(receiver, old) and verified(receiver, new)
+    receiver.received.clear()
+    WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
+        previous_secret_until=NOW - timedelta(seconds=1)  # the overlap has ended
+    )
+    send(adapters, BODY.replace("Team", "Later"))
+    deliver_all(outbox)
+    assert verified(receiver, new)
+    with pytest.raises(WebhookVerificationError):
+        verified(receiver, old)
+
+
+def test_a_disabled_endpoint_gets_nothing(stack, receiver):
+    adapters, outbox = stack
+    endpoint, _ = services.endpoint_add(url=receiver.url)
+    services.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=False)
+    send(adapters)
+    assert deliver_all(outbox) == []
+    assert WebhookEndpoint.objects.get().enabled is False
