@@ -186,6 +186,8 @@ def _bounce_words(delivery: DeliveryState) -> DeliveryWords:
 def delivery_words(row: JournalRow) -> DeliveryWords | None:
     """The row's delivery outcome; None while there is none to tell (QUEUED, FAILED)."""
     delivery = row.delivery
+    if row.logged_only:  # SENT as the Go service writes it, yet never handed to SES
+        return DeliveryWords("not-delivered", "warning", logged_only_words(row))
     if row.status == Status.SUPPRESSED:
         why = " ".join(row.error.split()) or "the address is suppressed"
         return DeliveryWords("suppressed", "warning", f"suppressed: never sent ({why})")

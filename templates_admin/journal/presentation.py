@@ -19,6 +19,7 @@ from emailops.core.journal_words import (
     claim_words,
     delivery_words,
     failure_words,
+    logged_only_words,
     row_state,
 )
 from emailops.core.ports import Status
@@ -134,6 +135,8 @@ def status_pill(row: JournalRow, *, now: int) -> StatusPill:
         tone = {"stuck": "warning", "failed": "error", "suppressed": "warning"}.get(state, "")
         return StatusPill(label, state or "unknown", tone or ("ok" if words else "pending"))
     accepted = "accepted by SES" if row.status == Status.SENT else row.status
+    if row.logged_only:
+        accepted = "journaled only, never sent"
     return StatusPill(
         state.replace("-", " ").upper(),
         state,
@@ -170,6 +173,17 @@ def explain_status(row: JournalRow, *, now: int) -> StatusExplanation:
     """What the row's status means for the person asking "did they get the email?"."""
     status = row.status
     claimed = local_text(row.timestamp)
+    if row.logged_only:
+        words = logged_only_words(row)
+        return StatusExplanation(
+            "warning",
+            f"{words[0].upper()}{words[1:]}.",
+            [
+                f"Journaled at {claimed} and never handed to SES: a send control, the "
+                "suppression list or the rate safeguard kept it back (a log-only row, as the Go "
+                "service writes it: SENT with LoggedOnly)."
+            ],
+        )
     if status == Status.SENT or row.delivery.status:
         accepted = _rfc3339_local(row.message_sent) or claimed
         return _explain_delivery(row, accepted)
