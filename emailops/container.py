@@ -38,7 +38,7 @@ from emailops.core.send_guard import OverCap, Safeguard
 from emailops.core.suppression_index import IndexedSuppressionList
 from emailops.core.webhooks import NullOutbox, WebhookOutbox
 from emailops.redis.rate import RedisBucketStore
-from emailops.redis.reputation import ReputationGate, ReputationState
+from emailops.redis.reputation import ReputationGate, ReputationState, SendStop
 from emailops.redis.suppression import RedisSuppressionIndex
 
 # Imported where used: the consumer never needs them, and its start-up is measured (bench/startup.py).
@@ -322,6 +322,11 @@ class Container:
     @cached_property
     def reputation_gate(self) -> ReputationGate:
         return ReputationGate(self.reputation_state, refresh=REPUTATION_REFRESH_SECONDS)
+
+    @cached_property
+    def send_stop(self) -> SendStop:
+        """The console's emergency stop, seen by every consumer within the pauses' refresh."""
+        return SendStop(self.reputation_state, refresh=REPUTATION_REFRESH_SECONDS)
 
     @cached_property
     def stats(self) -> BufferedStats | None:

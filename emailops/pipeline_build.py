@@ -65,6 +65,7 @@ def build_pipeline(
         rate_limiter=adapters.send_rate_limiter,
         stats=adapters.stats,
         gate=adapters.reputation_gate,
+        send_switch=adapters.send_stop,
         slow_limiter=adapters.slow_rate_limiter,
         send_guard=adapters.send_guard,
         settings=settings,

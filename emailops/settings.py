@@ -108,13 +108,15 @@ WSGI_APPLICATION = "emailops.wsgi.application"
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [_NINJA / "templates"],
+        # The overrides extend the admin's own base_site.html (the emergency stop's banner).
+        "DIRS": [BASE_DIR / "templates_admin" / "overrides", _NINJA / "templates"],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "templates_admin.context_processors.send_stop",
             ],
         },
     },

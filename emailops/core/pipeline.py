@@ -49,6 +49,7 @@ from emailops.core.ports import (
     Sender,
     SendGuard,
     SendRateLimiter,
+    SendSwitch,
     Stats,
     SuppressionList,
 )
@@ -82,6 +83,7 @@ class EmailPipeline(PipelineSettlement):
     rate_limiter: SendRateLimiter | None = None
     stats: Stats | None = None
     gate: ReputationGate | None = None
+    send_switch: SendSwitch | None = None  # the console's emergency stop
     slow_limiter: SendRateLimiter | None = None  # the reduced rate of normal mail while it acts
     send_guard: SendGuard | None = None  # the rate safeguard and the loop detector
     fan_out: Callable[[Callable[[T], R], Sequence[T]], list[R]] = sequential
@@ -357,6 +359,8 @@ class EmailPipeline(PipelineSettlement):
         """The Go service's whole-request send controls: the service's, then the template's."""
         if not self.settings.send_enabled:
             return LogOnlyReason.SERVICE_STOP, "SEND_ENABLED is false"
+        if self.send_switch is not None and (why := self.send_switch.stop_reason()):
+            return LogOnlyReason.SERVICE_STOP, f"emergency stop: {why}"
         if composed.mapping.send_disabled:
             return LogOnlyReason.TEMPLATE_OFF, f"SendDisabled on {composed.mapping.message_id}"
         return None

@@ -190,6 +190,12 @@ class Journal(Protocol):
         ...
 
 
+class SendSwitch(Protocol):
+    """The console's emergency stop: why sending is stopped for the whole service, or None."""
+
+    def stop_reason(self) -> str | None: ...
+
+
 class JournalReader(Protocol):
     """Typed reads of single journal rows, for the console and the API (never raw items)."""
 

@@ -22,10 +22,12 @@ from emailops.core.events import EventLog
 from emailops.core.reputation import GateDecision, Priority, parse_priority
 from emailops.redis.client import connect, location, translating
 
-__all__ = ["ReputationGate", "ReputationState"]
+__all__ = ["ReputationGate", "ReputationState", "SendStop"]
 
 logger = logging.getLogger("emailops.reputation")
 ANY = "*"
+# The console's emergency stop: one more field of the same hash, read as often as the pauses.
+STOP_FIELD = "send-stop"
 
 
 def _field(priority: str, organization: str | None) -> str:
@@ -58,7 +60,7 @@ class ReputationState:
         """Pauses and slowdowns in force, oldest first."""
         found = []
         for name, value in self.client.hgetall(self.key).items():
-            if name.startswith("hold|") or name == "evaluation":
+            if name.startswith("hold|") or name in ("evaluation", STOP_FIELD):
                 continue
             try:
                 found.append(json.loads(value))
@@ -119,6 +121,24 @@ class ReputationState:
         return json.loads(current) if current else None
 
     @translating
+    def stop(self) -> dict[str, Any] | None:
+        """The emergency stop in force (``{reason, by, since}``), or None."""
+        raw = self.client.hget(self.key, STOP_FIELD)
+        return json.loads(raw) if raw else None
+
+    @translating
+    def set_stop(self, *, reason: str, by: str, since: str) -> None:
+        self.client.hset(
+            self.key, STOP_FIELD, json.dumps({"reason": reason, "by": by, "since": since})
+        )
+
+    @translating
+    def lift_stop(self) -> dict[str, Any] | None:
+        current = self.client.hget(self.key, STOP_FIELD)
+        self.client.hdel(self.key, STOP_FIELD)
+        return json.loads(current) if current else None
+
+    @translating
     def lift_auto(self, *, priority: str, organization: str | None) -> bool:
         """Lift an automatic entry (the rates recovered); a person's stays."""
         name = _field(priority, organization)
@@ -174,3 +194,36 @@ class ReputationGate:
                 return GateDecision.PAUSE, entry.get("reason", "")
             decision, reason = GateDecision.SLOW, entry.get("reason", "")
         return decision, reason
+
+
+class SendStop:
+    """The emergency stop as each consumer sees it (``emailops.core.ports.SendSwitch``), re-read
+    at most every ``refresh`` seconds. Redis unreachable: the last answer stands, so a stop stays a
+    stop through a blink, and a blink never starts one."""
+
+    def __init__(
+        self,
+        state: ReputationState,
+        *,
+        refresh: float = 5.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self.state = state
+        self.refresh = refresh
+        self.clock = clock
+        self._last: tuple[float, str | None] | None = None  # one tuple: safe between threads
+        self._log = EventLog(logger)
+
+    def stop_reason(self) -> str | None:
+        now = self.clock()
+        last = self._last
+        if last is not None and now - last[0] < self.refresh:
+            return last[1]
+        try:
+            entry = self.state.stop()
+            reason = f"{entry.get('reason', '')} (by {entry.get('by', '?')})" if entry else None
+        except SharedStateUnavailable as exc:
+            self._log.warning("send_stop.state_unavailable", error=f"{type(exc).__name__}: {exc}")
+            reason = last[1] if last else None
+        self._last = (now, reason)
+        return reason

@@ -24,3 +24,15 @@ class PauseForm(forms.Form):
         help_text="Required. Kept in the audit trail with your name.",
         error_messages={"required": "Say why."},
     )
+
+
+class SendStopForm(forms.Form):
+    """The emergency stop: every request journaled log-only, none sent, until it is lifted."""
+
+    action = forms.ChoiceField(choices=[("set", "Stop all sending"), ("lift", "Resume sending")])
+    reason = forms.CharField(
+        max_length=500,
+        widget=forms.TextInput(attrs={"size": 40}),
+        help_text="Required. Kept in the audit trail with your name.",
+        error_messages={"required": "Say why."},
+    )

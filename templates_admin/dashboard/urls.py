@@ -11,5 +11,10 @@ from templates_admin.dashboard import views
 
 
 def admin_urls(admin_site) -> list[URLPattern]:
-    page = admin_site.admin_view(partial(views.pause, admin_site=admin_site))
-    return [path("pause/", page, name="templates_admin_dashboard_pause")]
+    def page(view):
+        return admin_site.admin_view(partial(view, admin_site=admin_site))
+
+    return [
+        path("pause/", page(views.pause), name="templates_admin_dashboard_pause"),
+        path("send-stop/", page(views.send_stop), name="templates_admin_dashboard_send_stop"),
+    ]

@@ -15,12 +15,13 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from emailops.container import REPUTATION_REFRESH_SECONDS
 from emailops.core.errors import SharedStateUnavailable
 from templates_admin import roles
 from templates_admin.console import Refusal, attempt, console_view
 from templates_admin.csp import strict_csp
 from templates_admin.dashboard import selectors
-from templates_admin.dashboard.forms import PauseForm
+from templates_admin.dashboard.forms import PauseForm, SendStopForm
 from templates_admin.reputation import services as reputation_services
 
 
@@ -37,6 +38,7 @@ def index_view(
             context["can_manage_pauses"] = request.user.has_perm(roles.MANAGE_REPUTATION)
             if context["can_manage_pauses"]:
                 context["pause_form"] = PauseForm()
+                context["send_stop_form"] = SendStopForm()
         return django_index(request, extra_context=context)
 
     return strict_csp(index)
@@ -69,4 +71,27 @@ def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
     else:
         done = "paused" if setting else "resumed"
         messages.success(request, f"{data['priority']} mail {done} ({where}).")
+    return redirect(reverse(f"{admin_site.name}:index"))
+
+
+@require_POST
+@console_view(roles.MANAGE_REPUTATION)
+def send_stop(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
+    form = SendStopForm(request.POST)
+    if not form.is_valid():
+        for field, errors in form.errors.items():
+            messages.error(request, f"Sending not changed: {field}: {' '.join(errors)}")
+        return redirect(reverse(f"{admin_site.name}:index"))
+    stopping = form.cleaned_data["action"] == "set"
+    change = reputation_services.send_stop_set if stopping else reputation_services.send_stop_lift
+    changed = attempt(
+        lambda: change(reason=form.cleaned_data["reason"], user=request.user),
+        also={SharedStateUnavailable: lambda exc: f"the shared state is unavailable ({exc})."},
+    )
+    if isinstance(changed, Refusal):
+        messages.error(request, f"Sending not changed: {changed.text}")
+    else:
+        seconds = int(REPUTATION_REFRESH_SECONDS)
+        done = "stopped: every request is journaled, none sent" if stopping else "resumed"
+        messages.success(request, f"Sending {done}. Every consumer sees it within {seconds} s.")
     return redirect(reverse(f"{admin_site.name}:index"))

@@ -107,3 +107,31 @@ def pause_lift(
         was=(lifted or {}).get("mode"),
     )
     return lifted
+
+
+# The audit trail records the emergency stop as a pause of this "priority": all mail.
+ALL_MAIL = "all"
+
+
+def send_stop_set(*, reason: str, user: Any, actor: str = "") -> None:
+    """Stop all sending: every consumer journals each request log-only (reason service-stop)
+    within REPUTATION_REFRESH_SECONDS, critical mail included. Audited."""
+    if not reason.strip():
+        raise ValidationError("a reason is required")
+    who = _who(user, actor)
+    with transaction.atomic():
+        _audit(ReputationPauseChange.Action.PAUSE, ALL_MAIL, None, reason, user, actor)
+        container.current().reputation_state.set_stop(reason=reason, by=who, since=now_text())
+    log.error("send_stop.set", by=who, reason=reason)
+
+
+def send_stop_lift(*, reason: str, user: Any, actor: str = "") -> dict[str, Any] | None:
+    """Lift the emergency stop; returns the stop lifted, if any. Audited."""
+    if not reason.strip():
+        raise ValidationError("a reason is required")
+    who = _who(user, actor)
+    with transaction.atomic():
+        _audit(ReputationPauseChange.Action.RESUME, ALL_MAIL, None, reason, user, actor)
+        lifted = container.current().reputation_state.lift_stop()
+    log.warning("send_stop.lifted", by=who, reason=reason, was=bool(lifted))
+    return lifted
