@@ -302,6 +302,11 @@ class Stack:
             # processes running side by side) share one Redis, not one table.
             "SUPPRESSION_INDEX_REDIS_KEY": f"emailops-stack:{uuid.uuid4().hex}:suppressed",
             "SES_RATE_REDIS_KEY": f"emailops-stack:{uuid.uuid4().hex}:ses-rate",
+            # The send guard off: these stacks send hundreds a minute to one messageId, which the
+            # Go-compatible caps (300, 120 a minute) would hold; its own tests turn it on.
+            "SEND_RATE_LIMIT_PER_MINUTE": "0",
+            "PER_MESSAGE_RATE_LIMIT_PER_MINUTE": "0",
+            "LOOP_LIMIT_PER_HOUR": "0",
             **(extra_env or {}),
         }
         self.consumers: list[ChildProcess] = []
