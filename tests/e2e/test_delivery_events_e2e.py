@@ -6,6 +6,7 @@ leaves a SUPPRESSED row and sends nothing."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,7 @@ from tests.e2e.test_consume_e2e import key_for
 pytestmark = pytest.mark.e2e
 
 SIM = "simulator.amazonses.com"
+CONTRACT = Path(__file__).resolve().parents[1] / "contract"
 
 
 @pytest.fixture(scope="module")
@@ -86,3 +88,30 @@ def test_the_next_request_to_a_suppressed_address_sends_nothing(e2e_stack, deliv
     assert "bounce" in row["Error"]
     assert "SesMessageId" not in row
     assert len(e2e_stack.sent_to(f"bounce@{SIM}")) == before
+
+
+def test_a_go_topic_identity_notification_lands_on_its_row(e2e_stack, delivered):
+    """The Go branch routes SES bounce *notifications* (``notificationType``) to its own topic:
+    bootstrap_aws subscribes the events queue to it, and consume_ses_events applies them."""
+    body = request("legacy@example.com", team="Legacy")
+    e2e_stack.enqueue([body])
+    e2e_stack.consume()
+    e2e_stack.consume("consume_ses_events")  # its simulated Send and Delivery
+    ses_id = e2e_stack.row(key_for(body, "legacy@example.com"))["SesMessageId"]
+
+    sns = e2e_stack.client("sns")
+    go_topic = sns.create_topic(Name="go-ses-notifications")["TopicArn"]
+    env = {"SES_EVENTS_NOTIFICATIONS_TOPIC_ARN": go_topic}
+    assert f"topic {go_topic}: subscribed by" in e2e_stack.manage("bootstrap_aws", env=env).stdout
+    notification = (
+        (CONTRACT / "ses-events" / "legacy-bounce-notification.json")
+        .read_text()
+        .replace("recipient@example.com", "legacy@example.com")
+        .replace("EXAMPLE7c191be45-e9aedb9a-02f9-4d12-a87d-dd0099a07f8a-000000", ses_id)
+    )
+    sns.publish(TopicArn=go_topic, Message=notification)
+    out = e2e_stack.consume("consume_ses_events", env=env).stdout
+    assert re.search(r"\bapplied=1\b", out), out
+    row = e2e_stack.row(key_for(body, "legacy@example.com"))
+    assert (row["DeliveryStatus"], row["BounceType"]) == ("BOUNCED", "Permanent")
+    assert suppression(e2e_stack, "legacy@example.com")["Reason"] == "bounce"

@@ -42,3 +42,47 @@ def test_a_go_written_suppression_stops_the_consumer(e2e_stack):
     assert row["Status"] == "SUPPRESSED" and "hard bounce" in row["Error"]
     assert e2e_stack.sent_to(address) == []
     assert e2e_stack.row(key_for(body, "free@example.com"))["Status"] == "SENT"
+
+
+OLD = "email-suppression-old"
+
+
+def test_on_a_table_in_our_old_shape_mail_flows_and_the_migration_keeps_every_entry(e2e_stack):
+    """Until an operator migrates, the consumer keeps working against the old key schema
+    (``Address``, lowercased); bootstrap_aws names the command; the copy keeps every entry."""
+    e2e_stack.dynamodb.create_table(
+        TableName=OLD,
+        KeySchema=[{"AttributeName": "Address", "KeyType": "HASH"}],
+        AttributeDefinitions=[{"AttributeName": "Address", "AttributeType": "S"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    for n, reason in enumerate(("BOUNCE", "COMPLAINT", "MANUAL")):
+        e2e_stack.dynamodb.put_item(
+            TableName=OLD,
+            Item={
+                "Address": {"S": f"old{n}@example.com"},
+                "Reason": {"S": reason},
+                "CreatedAt": {"N": str(1_764_000_000 + n)},
+            },
+        )
+    env = {"SUPPRESSION_TABLE": OLD}
+    body = request("Old0@Example.com")
+    e2e_stack.enqueue([body])
+    e2e_stack.consume(env=env)
+    assert e2e_stack.row(key_for(body, "Old0@Example.com"))["Status"] == "SUPPRESSED"
+    assert e2e_stack.row(key_for(body, "free@example.com"))["Status"] == "SENT"
+
+    out = e2e_stack.manage("bootstrap_aws", env=env).stdout
+    said = [line for line in out.splitlines() if OLD in line]
+    assert len(said) == 1 and f"migrate_suppression_table --to {OLD}-v2" in said[0]
+
+    out = e2e_stack.manage("migrate_suppression_table", "--to", f"{OLD}-v2", env=env).stdout
+    assert "3 read, 3 copied, 0 already there" in out
+    for n, reason in enumerate(("bounce", "complaint", "manual")):
+        item = e2e_stack.item(f"{OLD}-v2", {"Email": f"old{n}@example.com"})
+        assert item["Reason"] == reason and item["CreatedAt"].endswith("Z")
+    again = request("OLD2@example.com")
+    e2e_stack.enqueue([again])
+    e2e_stack.consume(env={"SUPPRESSION_TABLE": f"{OLD}-v2"})
+    assert e2e_stack.row(key_for(again, "OLD2@example.com"))["Status"] == "SUPPRESSED"
+    assert e2e_stack.sent_to("OLD2@example.com") == []
