@@ -25,7 +25,9 @@ from tests.fakes import RecordingOutbox
 
 pytestmark = pytest.mark.django_db
 
-NOW = datetime.now(UTC)  # standardwebhooks checks the signed timestamp against the clock
+# Signed times are the test's own "now", never the module's import time: standardwebhooks checks
+# the signed timestamp against the clock (5 minutes), and under xdist a module imported at
+# collection may run its tests many minutes later.
 BODY = json.dumps(
     {
         "messageId": "added-to-team",
@@ -62,7 +64,8 @@ def ses_event_for(adapters, key: str, name: str) -> str:
     return envelope(event, message_id=f"sns-{name}")
 
 
-def deliver_all(outbox, *, now=NOW) -> list:
+def deliver_all(outbox, *, now: datetime | None = None) -> list:
+    now = now or datetime.now(UTC)
     outcomes = []
     for event in outbox.events:
         for delivery_id in delivery.fan_out(event.to_dict()):
@@ -120,7 +123,7 @@ def test_fails_five_times_then_succeeds_with_the_same_event_id_and_a_log(stack, 
     receiver.answers = [500, 503, 429, 502, 500]
     (event,) = outbox.events
     (delivery_id,) = delivery.fan_out(event.to_dict())
-    now, waits = NOW, []
+    now, waits = datetime.now(UTC), []
     for _ in range(6):
         outcome = delivery.delivery_attempt(delivery_id, now=now, random=lambda: 0.5)
         if outcome.retry_in is None:
@@ -217,13 +220,14 @@ def test_consecutive_failures_mark_the_endpoint_failing_with_one_alert(
 def test_rotation_both_secrets_sign_during_the_overlap_then_only_the_new(stack, receiver):
     adapters, outbox = stack
     endpoint, old = services.endpoint_add(url=receiver.url)
-    new = services.endpoint_rotate(endpoint_id=endpoint.pk, now=NOW)
+    start = datetime.now(UTC)
+    new = services.endpoint_rotate(endpoint_id=endpoint.pk, now=start)
     send(adapters)
     deliver_all(outbox)
     assert verified(receiver, old) and verified(receiver, new)
     receiver.received.clear()
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
-        previous_secret_until=NOW - timedelta(seconds=1)  # the overlap has ended
+        previous_secret_until=start - timedelta(seconds=1)  # the overlap has ended
     )
     send(adapters, BODY.replace("Team", "Later"))
     deliver_all(outbox)
