@@ -19,7 +19,8 @@ class DraftCreateForm(forms.Form):
     organization's), its source (pasted, uploaded or edited from the current one), and the subject.
 
     ``cleaned_data["key"]`` is the object key; ``cleaned_data["source"]`` is "" when the draft
-    only changes the subject.
+    only changes the subject; ``cleaned_data["from_editor"]`` says it came from the text box (whose
+    line breaks the browser sent as CRLF), not from an uploaded file (kept byte for byte).
     """
 
     target = forms.ChoiceField(label="File")
@@ -75,6 +76,7 @@ class DraftCreateForm(forms.Form):
         if target == NEW_ORG_TARGET and not data.get("new_organization"):
             self.add_error("new_organization", "Give the new organization's id.")
         upload = data.get("upload")
+        data["from_editor"] = upload is None
         if upload is not None:
             if upload.size > MAX_TEMPLATE_SOURCE * 4:
                 self.add_error("upload", "The file is too large for a template.")

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 
 from emailops import container
 from emailops.aws.s3 import PublishedObject
+from emailops.core.line_endings import ENDING_NAMES, line_ending, lines, only_line_endings_differ
 from emailops.core.ports import TemplateMapping
 from templates_admin.drafts.layout import validate_template_key
 from templates_admin.models import TemplateDraft, TemplateVersion
@@ -80,15 +81,18 @@ def version_source(*, key: str, version_id: str) -> str:
 
 
 def version_diff(*, key: str, old: str, new: str) -> str:
-    """A unified diff between two versions of ``key`` (by version_id)."""
+    """A unified diff between two versions of ``key`` (by version_id), line by line: a change of
+    line endings alone is one line saying so, never every line removed and added again."""
     before = version_source(key=key, version_id=old)
     after = version_source(key=key, version_id=new)
-    return "".join(
+    if only_line_endings_differ(before, after):
+        return (
+            f"@@ only the line endings differ: {ENDING_NAMES[line_ending(before)]} in {old}, "
+            f"{ENDING_NAMES[line_ending(after)]} in {new} @@\n"
+        )
+    return "\n".join(
         difflib.unified_diff(
-            before.splitlines(keepends=True),
-            after.splitlines(keepends=True),
-            fromfile=f"{key}@{old}",
-            tofile=f"{key}@{new}",
+            lines(before), lines(after), fromfile=f"{key}@{old}", tofile=f"{key}@{new}", lineterm=""
         )
     )
 

@@ -21,6 +21,7 @@ from django.utils import timezone
 from emailops import container
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
+from emailops.core.line_endings import with_line_endings_of
 from emailops.core.ports import TemplateMapping
 from templates_admin.drafts.check import check_draft
 from templates_admin.drafts.layout import draft_object_key, validate_template_key
@@ -79,9 +80,11 @@ def draft_create(
     subject: str | None,
     message_id: str,
     user: AbstractBaseUser | None,
+    from_editor: bool = False,
 ) -> TemplateDraft:
     """A draft of ``key`` from the version published now. ``source`` None starts from the
-    published source; "" (with a subject) changes only the mapping's subject."""
+    published source; "" (with a subject) changes only the mapping's subject. Text ``from_editor``
+    takes the line endings of the file it replaces (LF for a new file)."""
     validate_template_key(key)
     subject = (subject or "").strip()
     if subject and not message_id:
@@ -90,8 +93,11 @@ def draft_create(
     if message_id and mapping is None:
         raise ValidationError(f"There is no mapping for messageId {message_id!r}.")
     current = container.current().template_store.read_object(key)
+    published = current.data.decode("utf-8") if current else None
     if source is None:
-        source = current.data.decode("utf-8") if current else ""
+        source = published or ""
+    elif from_editor:
+        source = with_line_endings_of(source, published)
     if not source and not subject:
         raise ValidationError("The draft changes nothing: give a source or a subject.")
     with transaction.atomic():

@@ -84,6 +84,7 @@ def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str
                     subject=form.cleaned_data["subject"] or None,
                     message_id=message_id,
                     user=request.user,
+                    from_editor=form.cleaned_data["from_editor"],
                 )
             )
             if isinstance(draft, Refusal):
