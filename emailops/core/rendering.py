@@ -15,7 +15,7 @@ import traceback
 from dataclasses import dataclass, replace
 from typing import Any
 
-from jinja2 import ChainableUndefined, TemplateSyntaxError, meta, nodes
+from jinja2 import ChainableUndefined, TemplateSyntaxError, nodes
 from jinja2.exceptions import SecurityError
 from jinja2.exceptions import TemplateError as JinjaTemplateError
 from markupsafe import Markup
@@ -32,6 +32,7 @@ from emailops.core.render_limits import (
     check_printable,
 )
 from emailops.core.sandbox import BoundedSandbox
+from emailops.core.template_variables import guarded_variables, read_variables
 
 __all__ = ["ONE_LINE_REASON", "Rendered", "Renderer", "go_format"]
 
@@ -135,10 +136,17 @@ class Renderer:
 
     def variables(self, source: str, *, name: str = "template") -> set[str]:
         """Top-level context variables the template reads (for the preview's variable report)."""
-        env = self._html
+        return read_variables(self._parse(source, name))
+
+    def optional_variables(self, source: str, *, name: str = "template") -> set[str]:
+        """The variables it reads only under a test of themselves (``{{if .x}}``, ``{{with .x}}``):
+        a context without them renders as the author meant, so they are not "missing"."""
+        return guarded_variables(self._parse(source, name))
+
+    def _parse(self, source: str, name: str) -> nodes.Template:
         _check_source_size(source, html=True, name=name)
         try:
-            ast = env.parse(translate(source, name=name))
+            return self._html.parse(translate(source, name=name))
         except TemplateSyntaxError as exc:
             raise TemplateError(
                 "compile template", key=name, reason=str(exc), line=exc.lineno
@@ -149,13 +157,6 @@ class Renderer:
             ) from None
         except (ValueError, MemoryError) as exc:
             raise TemplateError("compile template", key=name, reason=str(exc)) from None
-        found = set(meta.find_undeclared_variables(ast)) - {"_root"}
-        # `{{$.x}}` reads x through the root; count it as x.
-        for node in ast.find_all(nodes.Getitem):
-            reads_root = isinstance(node.node, nodes.Name) and node.node.name == "_root"
-            if reads_root and isinstance(node.arg, nodes.Const) and isinstance(node.arg.value, str):
-                found.add(node.arg.value)
-        return found
 
     def render_body(self, source: str, context: dict[str, Any], *, name: str = "body") -> Rendered:
         return self._render(source, context, html=True, name=name, limits=self.limits)

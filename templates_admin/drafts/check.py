@@ -8,7 +8,9 @@ Used by the draft pages, ``manage.py templates check`` (through the publish serv
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from emailops import container
@@ -27,15 +29,18 @@ from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import sample_context, template_manifest
 
 if TYPE_CHECKING:
+    from templates_admin.drafts.preview import RecentSend
     from templates_admin.models import TemplateDraft
 
 __all__ = [
     "ERROR",
     "WARNING",
+    "DraftVerdict",
     "Finding",
     "check_draft",
     "check_sources",
     "draft_sources",
+    "draft_verdict",
     "errors_of",
     "sample_context_for",
     "warnings_of",
@@ -70,6 +75,13 @@ def sample_context_for(
     return sample_context(names, sources=[*sources.values(), subject or ""])
 
 
+def _optional(source: str, *, name: str) -> set[str]:
+    try:
+        return container.current().renderer.optional_variables(source, name=name)
+    except EmailOpsError:
+        return set()
+
+
 def _variable_line(source: str, name: str) -> int | None:
     match = re.search(rf"(?<![\w]){re.escape(name)}(?!\w)", source)
     return source.count("\n", 0, match.start()) + 1 if match else None
@@ -83,6 +95,8 @@ def _missing_variable_findings(
     used = _variables(source, name=key) | (
         _variables(subject, name="subject") if subject else set()
     )
+    # Read only under a test of itself ({{if .x}}): a send without it renders as meant.
+    used -= _optional(source, name=key) | (_optional(subject, name="subject") if subject else set())
     organization = organization_of_key(key)
     return [
         Finding(
@@ -103,34 +117,24 @@ def check_sources(
     message_id: str,
     sources: Mapping[str, str],
     subject: str | None,
-    contexts: Sequence[Mapping[str, Any]] | None = None,
     recent: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[Finding]:
     """Check each ``key -> source`` (``default/...`` renders as the default, ``custom/O{org}/...``
-    as that organization) with ``subject`` (None: no subject, a file without a mapping).
-
-    ``contexts``: the contexts to render with (real sends' contexts, masked); None renders with
-    the manifest's sample context. The "missing in recent sends" warning compares against
-    ``contexts`` when given, else against ``recent`` (the daily check passes neither).
-    """
+    as that organization) with ``subject`` (None: no subject, a file without a mapping),
+    rendered with the manifest's sample context; ``recent`` (real sends' contexts, masked) is
+    what the "missing in recent sends" warning compares with (the daily check passes none)."""
     renderer = container.current().renderer
-    if contexts:
-        renders: list[Mapping[str, Any]] = list(contexts)
-        recent = list(contexts)
-    else:
-        renders = [sample_context_for(message_id=message_id, sources=sources, subject=subject)]
+    sample = sample_context_for(message_id=message_id, sources=sources, subject=subject)
     found: list[Finding] = []
     for key, source in sources.items():
         organization = organization_of_key(key)
-        keyed = renders
-        if organization is not None and not contexts:
-            keyed = [{**c, "organizationId": organization} for c in renders]
+        context = sample if organization is None else {**sample, "organizationId": organization}
         found += check_render(
             renderer=renderer,
             key=key,
             source=source,
             subject_source=subject,
-            contexts=keyed,
+            contexts=[context],
             organization=organization,
         )
         found += _missing_variable_findings(
@@ -164,35 +168,99 @@ def draft_sources(*, draft: TemplateDraft) -> tuple[dict[str, str], str | None]:
     return sources, subject
 
 
-def check_draft(
-    *,
-    draft: TemplateDraft,
-    contexts: list[dict] | None = None,
-    recent: list[dict] | None = None,
-) -> list[Finding]:
-    """Every (file x organization) render of ``draft``. ``contexts`` None: the sample context,
-    plus the recent sends' (masked) contexts for the "missing in recent sends" warning: ``recent``
-    when the caller has read them already (the preview page), else the last sends, read here."""
+def _identity(finding: Finding) -> tuple:
+    """A finding as the published version would have it too (lines move with an edit)."""
+    return (finding.severity, finding.code, finding.message, finding.file, finding.organization)
+
+
+@dataclass(frozen=True)
+class DraftVerdict:
+    """The check of a draft, judged against the published version: only the warnings the draft
+    introduces need confirming; ``basis`` says what it was rendered and compared with."""
+
+    findings: list[Finding]
+    inherited: frozenset[tuple]  # identities of the warnings the published version has too
+    basis: str
+
+    @property
+    def errors(self) -> list[Finding]:
+        return errors_of(self.findings)
+
+    @property
+    def new_warnings(self) -> list[Finding]:
+        return [f for f in warnings_of(self.findings) if _identity(f) not in self.inherited]
+
+    @property
+    def inherited_warnings(self) -> list[Finding]:
+        return [f for f in warnings_of(self.findings) if _identity(f) in self.inherited]
+
+
+def _published_sources(draft: TemplateDraft, sources: Mapping[str, str]) -> dict[str, str]:
+    if not draft.source:  # a subject-only draft renders the published files themselves
+        return dict(sources)
+    current = container.current().template_store.read_template(draft.key)
+    return {draft.key: current} if current is not None else {}
+
+
+def _basis(message_id: str, sends: Sequence[RecentSend] | None) -> str:
+    manifest = message_id and template_manifest().get(message_id) is not None
+    rendered = (
+        f"Rendered with the sample context of {message_id} (the variables manifest's names)"
+        if manifest
+        else "Rendered with a sample value for every variable the template reads"
+    )
+    if not sends:
+        return f"{rendered}; no recent sends, so no variable was compared with real traffic."
+    newest = max((s.timestamp for s in sends if s.timestamp), default=None)
+    when = f", newest {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(newest))}" if newest else ""
+    plural = "s" if len(sends) != 1 else ""
+    return f"{rendered}; variables compared with the last {len(sends)} send{plural}{when}."
+
+
+def draft_verdict(
+    *, draft: TemplateDraft, sends: Sequence[RecentSend] | None = None
+) -> DraftVerdict:
+    """Every (file x organization) render of ``draft`` with the sample context, variables
+    compared with the recent sends (``sends`` when the caller has read them already, as the
+    preview page has; else read here), and the same check of the published version, so that a
+    warning already there is not the draft's to confirm."""
     from templates_admin.drafts.preview import recent_sends
 
     try:
         sources, subject = draft_sources(draft=draft)
-        if recent is None and contexts is None and draft.message_id:
-            recent = [send.context for send in recent_sends(message_id=draft.message_id).sends]
-        return check_sources(
-            message_id=draft.message_id,
-            sources=sources,
-            subject=subject,
-            contexts=contexts,
-            recent=recent,
+        if sends is None and draft.message_id:
+            sends = recent_sends(message_id=draft.message_id).sends
+        recent = [send.context for send in sends or ()]
+        findings = check_sources(
+            message_id=draft.message_id, sources=sources, subject=subject, recent=recent
+        )
+        published = _published_sources(draft, sources)
+        mapping = (
+            mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
+        )
+        before = (
+            check_sources(
+                message_id=draft.message_id,
+                sources=published,
+                subject=mapping.subject if mapping else subject,
+                recent=recent,
+            )
+            if published
+            else []
         )
     except EmailOpsError as exc:  # the bucket or the table unreachable: nothing was checked
-        return [
-            Finding(
-                ERROR,
-                "check",
-                f"the check could not run: {exc.describe()}",
-                draft.key,
-                organization_of_key(draft.key),
-            )
-        ]
+        failed = Finding(
+            ERROR,
+            "check",
+            f"the check could not run: {exc.describe()}",
+            draft.key,
+            organization_of_key(draft.key),
+        )
+        return DraftVerdict([failed], frozenset(), "The check could not run.")
+    inherited = frozenset(_identity(f) for f in warnings_of(before))
+    return DraftVerdict(findings, inherited, _basis(draft.message_id, sends))
+
+
+def check_draft(*, draft: TemplateDraft) -> list[Finding]:
+    """The draft's findings (``draft_verdict`` has them judged against the published version)."""
+    return draft_verdict(draft=draft).findings

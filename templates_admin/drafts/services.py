@@ -23,7 +23,7 @@ from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
 from emailops.core.line_endings import with_line_endings_of
 from emailops.core.ports import TemplateMapping
-from templates_admin.drafts.check import check_draft
+from templates_admin.drafts.check import draft_verdict
 from templates_admin.drafts.layout import draft_object_key, validate_template_key
 from templates_admin.drafts.publishing import (
     DraftConflict,
@@ -144,15 +144,16 @@ def draft_publish(
 ) -> TemplateVersion | None:
     """Check, then publish the draft's file (if it changes one) and the mapping's subject (if it
     changes it, through the audited mapping service). Returns the new version; None for a draft
-    that only changed the subject. Raises CheckFailed, WarningsNotAccepted, DraftConflict."""
+    that only changed the subject. Raises CheckFailed, WarningsNotAccepted (warnings the draft
+    introduces, unconfirmed), DraftConflict."""
     draft = _open_draft(draft_id)
-    findings = check_draft(draft=draft)
-    errors = [f for f in findings if f.severity == "error"]
-    if errors:
-        raise CheckFailed(errors)
-    warnings = [f for f in findings if f.severity == "warning"]
-    if warnings and not accept_warnings:
-        raise WarningsNotAccepted(warnings)
+    verdict = draft_verdict(draft=draft)
+    if verdict.errors:
+        raise CheckFailed(verdict.errors)
+    # Only what the draft introduces needs confirming: a warning the published version has
+    # too is no news about this draft.
+    if verdict.new_warnings and not accept_warnings:
+        raise WarningsNotAccepted(verdict.new_warnings)
     mapping = _subject_preflight(draft)
     version = None
     if draft.source:

@@ -117,7 +117,12 @@ def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str
 
 @console_view(roles.MANAGE_MAPPINGS)
 def draft_detail(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) -> HttpResponse:
-    draft = _draft_or_404(draft_id)
+    return _detail_page(request, admin_site, _draft_or_404(draft_id), PublishForm())
+
+
+def _detail_page(
+    request: HttpRequest, admin_site: AdminSite, draft: TemplateDraft, publish_form: PublishForm
+) -> HttpResponse:
     replay = ReplayForm(request.GET or None)
     send_key, count = None, preview.DEFAULT_REPLAY_COUNT
     if replay.is_valid():
@@ -125,16 +130,18 @@ def draft_detail(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) 
         count = replay.cleaned_data["count"] or count
     result = preview.draft_preview(draft=draft, send_key=send_key, count=count)
     # The sends the preview read already: one bounded journal Scan per page view, not two.
-    findings = check.check_draft(draft=draft, recent=[s.context for s in result.sends.sends])
+    verdict = check.draft_verdict(draft=draft, sends=result.sends.sends)
     context = {
         "title": f"Draft #{draft.pk}: {draft.key}",
         "draft": draft,
         "organization": organization_of_key(draft.key),
         "preview": result,
         "count": count,
-        "errors": check.errors_of(findings),
-        "warnings": check.warnings_of(findings),
-        "publish_form": PublishForm(),
+        "verdict": verdict,
+        "errors": verdict.errors,
+        "warnings": verdict.new_warnings,
+        "inherited_warnings": verdict.inherited_warnings,
+        "publish_form": publish_form,
         "pickup_note": _pickup_note(),
         "is_open": draft.is_open,
     }
@@ -149,7 +156,7 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
     back = _url("detail", draft_id=draft.pk)
     if not form.is_valid():
         messages.error(request, "Not published: give a reason.")
-        return HttpResponseRedirect(back)
+        return _detail_page(request, admin_site, draft, form)
     version = attempt(
         lambda: services.draft_publish(
             draft_id=draft.pk,
@@ -176,6 +183,8 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
         level = messages.WARNING if warned else messages.ERROR
         prefix = "Not finished" if getattr(version.error, "finish", False) else "Not published"
         messages.add_message(request, level, f"{prefix}: {version.text}")
+        # The page again, not a redirect: the reason the person typed stays in the form.
+        return _detail_page(request, admin_site, draft, form)
     else:
         if version is None:  # the draft changed only the subject
             messages.success(

@@ -83,7 +83,10 @@ def test_pull_draft_check_publish_history_rollback(e2e_stack, cli, tmp_path):
     ).items()
 
     # edit + draft: the id on the last line; nothing sent changes
-    edited = original.replace(b"Open your teams", b"See your teams").replace(b"\n", b"\r\n")
+    # (a file from disk keeps its bytes, CRLF too; the draft reads a variable no send has)
+    edited = original.replace(b"Open your teams", b"See your teams{{ .nickname }}").replace(
+        b"\n", b"\r\n"
+    )
     (pulled / KEY).write_bytes(edited)
     draft_out = cli("draft", KEY, str(pulled / KEY), "--message-id", "added-to-team").stdout
     draft_id = draft_out.strip().splitlines()[-1]
@@ -101,9 +104,12 @@ def test_pull_draft_check_publish_history_rollback(e2e_stack, cli, tmp_path):
     assert published(e2e_stack) == original
     assert_sends(e2e_stack, original)
 
-    # publish: with warnings (recent sends lack `administrator`) only once confirmed; then the key
+    # publish: with a warning the draft introduces (recent sends lack `nickname`) only once
+    # confirmed; then the key
     # holds exactly the draft's bytes and the consumer sends them
-    assert [f for f in checked if f["severity"] == "warning"]
+    assert [f["message"].split()[0] for f in checked if not f.get("inherited", True)] == [
+        "nickname"
+    ]
     unconfirmed = cli("publish", draft_id, "--reason", "wording", check=False)
     assert unconfirmed.returncode != 0 and "--accept-warnings" in unconfirmed.stderr
     assert published(e2e_stack) == original

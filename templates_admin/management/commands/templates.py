@@ -144,20 +144,28 @@ class Command(BaseCommand):
         )
 
     def _check(self, options) -> None:
-        from templates_admin.drafts.check import check_draft
+        from templates_admin.drafts.check import draft_verdict
 
         draft = selectors.draft_get(draft_id=options["draft_id"])
-        findings = check_draft(draft=draft)
-        errors = [f for f in findings if f.severity == "error"]
+        verdict = draft_verdict(draft=draft)
+        findings, errors = verdict.findings, verdict.errors
+        inherited = {id(f) for f in verdict.inherited_warnings}
         lines = [
             f"{f.severity:7}  {f.file}"
             + (f" [O{f.organization}]" if f.organization else "")
             + (f":{f.line}" if f.line else "")
             + f"  {f.code}: {f.message}"
+            + ("  (the published version has it too)" if id(f) in inherited else "")
             for f in findings
         ]
-        lines.append(f"{len(errors)} error(s), {len(findings) - len(errors)} warning(s)")
-        self._emit([asdict(f) for f in findings], "\n".join(lines))
+        lines.append(
+            f"{len(errors)} error(s), {len(verdict.new_warnings)} new warning(s), "
+            f"{len(inherited)} already published"
+        )
+        lines.append(verdict.basis)
+        self._emit(
+            [{**asdict(f), "inherited": id(f) in inherited} for f in findings], "\n".join(lines)
+        )
         if errors:
             raise CommandError(f"the check found {len(errors)} error(s)", returncode=1)
 
