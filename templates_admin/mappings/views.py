@@ -253,8 +253,11 @@ def template_source(
 def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
     mapping = mapping_or_404(message_id)
     override_orgs = selectors.override_index().get(mapping.template_file, ())
-    if "context" in request.GET:
-        form = PreviewForm(request.GET, override_orgs=override_orgs)
+    # The context travels in the POST body, never the URL (it would land in access logs); back
+    # from a test send, it is the one stashed in the session.
+    stashed = request.session.pop(_preview_stash(message_id), None)
+    if request.method == "POST" or stashed:
+        form = PreviewForm(request.POST or stashed, override_orgs=override_orgs)
     else:  # first visit: sample values, and the asked-for (or first) branded organization
         sample = selectors.preview_initial_context(mapping=mapping)
         asked = request.GET.get("organization", "")
@@ -312,5 +315,10 @@ def send_test(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -
                 ),
             )
     fields = ("organization", "other_organization", "context")
-    query = urlencode({name: request.POST.get(name, "") for name in fields})
+    request.session[_preview_stash(message_id)] = {f: request.POST.get(f, "") for f in fields}
+    query = urlencode({"organization": request.POST.get("organization", "")})
     return HttpResponseRedirect(f"{_url('preview', message_id=message_id)}?{query}")
+
+
+def _preview_stash(message_id: str) -> str:
+    return f"preview-context:{message_id}"

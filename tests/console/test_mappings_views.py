@@ -354,7 +354,7 @@ def test_first_preview_is_prefilled_and_side_by_side(owner_client, samples):
 
 
 def test_preview_frames_are_sandboxed_without_scripts(owner_client, samples):
-    page = text(owner_client.get(f"{PAGE}preview/", preview_query()))
+    page = text(owner_client.post(f"{PAGE}preview/", preview_query()))
     for frame in iframes(page):
         assert 'sandbox=""' in frame and "allow-" not in frame
 
@@ -363,7 +363,7 @@ def test_preview_never_lets_markup_out_of_the_context(owner_client, samples):
     payload = '<img src=x onerror="window.parent.__pwned=1"><script>document.title="pwned"</script>'
 
     page = text(
-        owner_client.get(f"{PAGE}preview/", preview_query(context={"datasetName": payload}))
+        owner_client.post(f"{PAGE}preview/", preview_query(context={"datasetName": payload}))
     )
 
     assert "<img src=x" not in page and "<script>document" not in page
@@ -372,18 +372,18 @@ def test_preview_never_lets_markup_out_of_the_context(owner_client, samples):
 
 
 def test_preview_of_the_default_only(owner_client, samples):
-    page = text(owner_client.get(f"{PAGE}preview/", preview_query("default")))
+    page = text(owner_client.post(f"{PAGE}preview/", preview_query("default")))
     assert len(iframes(page)) == 1
 
 
 def test_preview_of_an_organization_without_override_says_so(owner_client, samples):
-    page = text(owner_client.get(f"{PAGE}preview/", preview_query("other", other="42")))
+    page = text(owner_client.post(f"{PAGE}preview/", preview_query("other", other="42")))
     assert len(iframes(page)) == 2 and "Organization 42 has no branded copy" in page
 
 
 def test_preview_shows_the_variable_report(owner_client, samples):
     page = text(
-        owner_client.get(
+        owner_client.post(
             f"{PAGE}preview/", preview_query(context={"datasetName": "A", "colour": "red"})
         )
     )
@@ -398,7 +398,7 @@ def test_a_broken_template_shows_inline_with_its_line(owner_client, samples):
         f"custom/O367/{ACCEPTED_FILE}", "<p>ok</p>\n<p>{{if .date}}</p>\n"
     )
 
-    response = owner_client.get(f"{PAGE}preview/", preview_query())
+    response = owner_client.post(f"{PAGE}preview/", preview_query())
 
     assert response.status_code == 200
     page = text(response)
@@ -415,7 +415,7 @@ def test_a_recursive_macro_shows_inline_not_a_server_error(owner_client, samples
         f"custom/O367/{ACCEPTED_FILE}", RECURSIVE_MACRO
     )
 
-    response = owner_client.get(f"{PAGE}preview/", preview_query())
+    response = owner_client.post(f"{PAGE}preview/", preview_query())
 
     assert response.status_code == 200
     page = unescape(text(response))
@@ -428,7 +428,7 @@ def test_a_subject_override_that_would_build_a_gigabyte_shows_inline(owner_clien
     context = {"subject": "{{ '%0999999999d' % 1 }}"}
     started = time.monotonic()
 
-    response = owner_client.get(f"{PAGE}preview/", preview_query(context=context))
+    response = owner_client.post(f"{PAGE}preview/", preview_query(context=context))
 
     assert response.status_code == 200
     assert time.monotonic() - started < 10
@@ -437,7 +437,7 @@ def test_a_subject_override_that_would_build_a_gigabyte_shows_inline(owner_clien
 
 
 def test_invalid_context_is_a_form_error_not_a_crash(owner_client, samples):
-    response = owner_client.get(
+    response = owner_client.post(
         f"{PAGE}preview/", {"organization": "367", "other_organization": "", "context": "{oops"}
     )
     assert response.status_code == 200
@@ -544,3 +544,17 @@ def test_a_message_id_with_a_slash_still_gets_working_pages(samples, owner_clien
         page = owner_client.get(f"{BASE}mapping/{odd}/{suffix}")
         assert page.status_code == 200, suffix
         assert odd in page.content.decode()
+
+
+def test_the_preview_context_travels_in_the_post_body_never_the_url(client, samples, make_user):
+    """Access logs keep URLs: the context (names, addresses, tokens) must never be in one."""
+    owner = make_user("Template owners")
+    client.force_login(owner)
+    page = text(client.get(f"{PAGE}preview/"))
+    assert '<form method="post" id="preview-form">' in page
+    secret = preview_query(context={"datasetName": "Secret Atlas"})
+    response = client.post(f"{PAGE}send-test/", secret)
+    assert "Secret" not in response["Location"]
+    back = text(client.get(response["Location"]))
+    assert "Secret Atlas" in back  # the page comes back with what was previewed
+    assert "Secret Atlas" not in text(client.get(f"{PAGE}preview/"))  # once
