@@ -134,6 +134,7 @@ AUTH_PASSWORD_VALIDATORS = [
 
 LANGUAGE_CODE = "en-us"
 TIME_ZONE = env.str("TIME_ZONE", default="UTC")
+FORMAT_MODULE_PATH = ["emailops.formats"]  # one date format on every page
 USE_I18N = True
 USE_TZ = True
 STATIC_URL = "static/"

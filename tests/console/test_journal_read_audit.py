@@ -96,3 +96,14 @@ def test_others_cannot_see_the_audit(client, journal, make_user, group):
 def test_anonymous_users_are_sent_to_the_login(client, journal):
     response = client.get(AUDIT)
     assert response.status_code == 302 and response["Location"].startswith("/admin/login/")
+
+
+def test_the_audit_page_prints_dates_as_every_other_page_does(client, journal, make_user):
+    from datetime import UTC, datetime
+
+    audit = JournalReadAudit.objects.create(channel="cli", actor="ops", action="id", query="x")
+    JournalReadAudit.objects.filter(pk=audit.pk).update(at=datetime(2026, 12, 2, 1, 40, tzinfo=UTC))
+    client.force_login(make_user("Support leads"))
+    page = client.get(AUDIT).content.decode()
+    assert "2026-12-02 01:40 UTC" in page
+    assert "Dec. 2, 2026" not in page
