@@ -19,7 +19,13 @@ from emailops.core.template_check import organization_of_key
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.drafts import check, preview, selectors, services
-from templates_admin.drafts.forms import DraftCreateForm, PublishForm, ReplayForm, RollbackForm
+from templates_admin.drafts.forms import (
+    NEW_ORG_TARGET,
+    DraftCreateForm,
+    PublishForm,
+    ReplayForm,
+    RollbackForm,
+)
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.views import mapping_or_404
 from templates_admin.models import TemplateDraft, TemplateMappingPage
@@ -108,7 +114,14 @@ def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str
                 },
                 **options,
             )
-    context = {"title": f"New draft of {message_id}", "mapping": mapping, "form": form}
+    # One file picker (the form's): the files that exist are offered as "load" links, not a second one.
+    loadable = [c for c in form.fields["target"].choices if c[0] != NEW_ORG_TARGET]
+    context = {
+        "title": f"New draft of {message_id}",
+        "mapping": mapping,
+        "form": form,
+        "loadable": loadable,
+    }
     return AREA.page(request, admin_site, "create.html", context)
 
 
