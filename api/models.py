@@ -6,6 +6,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from emailops.core.dedupe import api_namespace
+
 
 class ApiToken(models.Model):
     """One producer's bearer token. Only its SHA-256 is stored; ``prefix`` identifies it.
@@ -42,4 +44,4 @@ class ApiToken(models.Model):
 
     @property
     def namespace(self) -> str:
-        return f"api:{self.pk}"
+        return api_namespace(self.pk)

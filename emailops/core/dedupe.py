@@ -14,7 +14,15 @@ from typing import Any
 
 from emailops.core.contract import EmailRequest, go_text
 
-__all__ = ["canonical_context", "dedupe_key", "go_dedupe_key", "go_json"]
+__all__ = [
+    "API_NAMESPACE_PREFIX",
+    "api_namespace",
+    "canonical_context",
+    "dedupe_key",
+    "go_dedupe_key",
+    "go_json",
+    "reserved_dedupe_id",
+]
 
 _HEX = "0123456789abcdef"
 # Go's encodeState escapes these even though they are printable: HTML-significant bytes and the two
@@ -94,6 +102,25 @@ def canonical_context(context: dict[str, Any] | None) -> str:
     # After go_text, code-point order is UTF-8 byte order, as Go sorts.
     items = sorted(((go_text(k), v) for k, v in context.items()), key=_first)
     return "".join(f"{key}={go_json(value)};" for key, value in items)
+
+
+# The send API's rows live under ``api:<token>:…`` (``api.models.ApiToken.namespace``); a queue
+# producer's dedupeId may not start there, or it could plant a row that blocks a token's send.
+API_NAMESPACE_PREFIX = "api:"
+
+
+def api_namespace(token_id: int | str) -> str:
+    return f"{API_NAMESPACE_PREFIX}{token_id}"
+
+
+def reserved_dedupe_id(request: EmailRequest) -> str | None:
+    """Why a queue request's dedupeId is refused (it enters the API's key space), or None."""
+    if request.namespace or not request.dedupe_id.startswith(API_NAMESPACE_PREFIX):
+        return None
+    return (
+        f"dedupeId {request.dedupe_id[:80]!r} starts with {API_NAMESPACE_PREFIX!r}, the send "
+        "API's reserved key space: a queue producer must choose another dedupeId"
+    )
 
 
 def dedupe_key(request: EmailRequest, recipient_email: str) -> str:

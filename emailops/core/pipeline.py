@@ -19,7 +19,7 @@ from email.utils import formataddr
 
 from emailops.core.compose import Composed, Composer
 from emailops.core.contract import EmailRequest, Recipient, parse_request
-from emailops.core.dedupe import dedupe_key
+from emailops.core.dedupe import dedupe_key, reserved_dedupe_id
 from emailops.core.erasure import Tombstones
 from emailops.core.errors import DailyQuotaExceeded, EmailOpsError, InvalidRequest, SendThrottled
 from emailops.core.events import EventLog
@@ -119,6 +119,18 @@ class EmailPipeline(PipelineSettlement):
                 Action.DEAD_LETTER, reason=exc.describe(), message_id=exc.key or "", state=state
             )
         log = log.bind(messageId=request.message_id)
+        if (reserved := reserved_dedupe_id(request)) is not None:
+            # Refused before any claim, and with no row: its keys are another producer's.
+            refused = InvalidRequest(
+                "parse request", key=request.message_id, reason=reserved, field="dedupeId"
+            )
+            log.warning("request.invalid", error=refused.describe())
+            return RecordOutcome(
+                Action.DEAD_LETTER,
+                reason=refused.describe(),
+                message_id=request.message_id,
+                state=state,
+            )
         for warning in request.warnings:
             log.warning("request.warning", warning=warning)
         results = self._run(request, state, held or HeldClaims(), log)

@@ -126,3 +126,26 @@ def test_the_producer_view_is_an_allow_list_with_sensitive_names_masked(settings
 
     assert context == {"resetUrl": MASK, "pin": MASK, "name": "Pat"}
     assert producer_view(row_from_item(row), {}).Context == {}  # nothing declared: nothing returned
+
+
+def test_a_queue_dedupe_id_in_the_apis_key_space_is_refused_before_it_claims(
+    stack, api_client, token
+):
+    """The attack: a queue message with dedupeId ``api:<token>:invite-99`` planted that token's key,
+    and the token's later send with dedupeId invite-99 got 422 and sent nothing."""
+    planted = _invite("Queue team")
+    planted["dedupeId"] = f"{token.token.namespace}:invite-99"
+    outcome = (
+        container.current()
+        .build_pipeline(lease_seconds=60)
+        .process(json.dumps(planted), record_id="sqs-1")
+    )
+    assert outcome.action.value == "dead-letter"
+    assert "reserved key space" in outcome.reason and "dedupeId" in outcome.reason
+    key = f"{token.token.namespace}:invite-99:bob@example.com"
+    assert container.current().journal.get(key) is None  # no row in the token's key space
+    assert stack.sent_emails() == []
+
+    response = api_client.send(_invite("Real team"))
+    assert response.status_code == 200, response.content
+    assert len(stack.sent_emails()) == 1
