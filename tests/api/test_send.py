@@ -174,3 +174,22 @@ def test_a_journal_outage_after_the_send_is_a_503(stack, api_client, monkeypatch
 
     assert response.status_code == 503 and response["Retry-After"]
     assert b"ServiceUnavailable" not in response.content  # logged, not told
+
+
+@pytest.mark.parametrize("spelling", ['"victim2"@example.com', '"Victim2"@Example.COM'])
+def test_a_suppressed_address_is_suppressed_however_the_api_spells_it(stack, api_client, spelling):
+    """The finding: with victim2@example.com suppressed, the API sent to "victim2"@example.com.
+    One normaliser (``address_key``) serves the API's lookups as it serves the queue's."""
+    container.current().suppression_list.add(
+        "victim2@example.com", reason="complaint", detail="abuse", source="test", now=time.time()
+    )
+    body = json.loads(fixture_body("minimal.json"))
+    body["recipients"] = (
+        [{"email": spelling}]
+        if "<" not in spelling
+        else [{"name": "Vic", "email": "victim2@example.com"}]
+    )
+    response = api_client.send(body)
+    (result,) = response.json()["results"]
+    assert result["status"] == "SUPPRESSED", response.content
+    assert stack.sent_emails() == []
