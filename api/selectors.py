@@ -9,7 +9,7 @@ from api.models import ApiToken
 from api.schemas import JournalRowOut, journal_row_out
 from emailops import container
 from emailops.core.journal_row import JournalRow
-from templates_admin.display import mask_context
+from templates_admin.display import mask_context, mask_row
 from templates_admin.mappings.variables import template_manifest
 
 __all__ = ["journal_row_for_token", "producer_view"]
@@ -22,7 +22,7 @@ def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRow
     declared = set(manifest.get(row.message_id, ()))
     allowed: dict[str, Any] = {k: v for k, v in row.context.items() if k in declared}
     return journal_row_out(
-        row,
+        mask_row(row),  # a sensitive value masked wherever the row carries it (the subject...)
         context=mask_context(allowed),
         now=int(time.time()),
         go_lease_seconds=container.current().config.sending.go_lease_seconds,

@@ -11,8 +11,19 @@ from typing import Any
 from django.utils import timezone
 
 from emailops import container
+from emailops.core import masking as core_masking
+from emailops.core.journal_row import JournalRow
+from emailops.core.masking import MASK, RowMask
 
-MASK = "••••••"
+__all__ = [
+    "MASK",
+    "local_text",
+    "mask_context",
+    "mask_row",
+    "moment",
+    "sensitive_keys",
+    "utc_text",
+]
 
 
 def sensitive_keys() -> tuple[str, ...]:
@@ -21,15 +32,15 @@ def sensitive_keys() -> tuple[str, ...]:
 
 def mask_context(value: Any, sensitive: Iterable[str] | None = None) -> Any:
     """A copy with the value of every key that contains a sensitive word masked, at any depth."""
-    words = tuple(sensitive) if sensitive is not None else sensitive_keys()
-    if isinstance(value, dict):
-        return {
-            key: MASK if any(w in str(key).lower() for w in words) else mask_context(item, words)
-            for key, item in value.items()
-        }
-    if isinstance(value, list):
-        return [mask_context(item, words) for item in value]
-    return value
+    return core_masking.mask_context(
+        value, sensitive if sensitive is not None else sensitive_keys()
+    )
+
+
+def mask_row(row: JournalRow) -> JournalRow:
+    """The row as the console, ``email_log`` and the API show it: a sensitive value masked in
+    its context and wherever else the row's text carries it (the subject, the error...)."""
+    return RowMask.masked(row, sensitive_keys())
 
 
 def moment(epoch: int | float | None) -> datetime | None:

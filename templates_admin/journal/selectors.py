@@ -33,6 +33,7 @@ from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Status
+from templates_admin.display import mask_row
 from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
 from templates_admin.journal.presentation import branding, go_lease_seconds, mask_context
@@ -173,7 +174,7 @@ def journal_search(
     return JournalSearchResult(
         query=query,
         kind=SearchKind.RECIPIENT,
-        rows=page.rows,
+        rows=[mask_row(row) for row in page.rows],
         runs=page.runs,
         next_cursor=_encode_cursor(page.next, fingerprint),
         previous_cursor=_encode_cursor(page.previous, fingerprint),
@@ -216,12 +217,14 @@ def _lookup(query: str) -> JournalSearchResult:
     table = container.current().journal.table
     get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(row is not None))
     if row is not None:
-        return JournalSearchResult(query=query, kind=SearchKind.ID, rows=[row], runs=(get,))
+        return JournalSearchResult(
+            query=query, kind=SearchKind.ID, rows=[mask_row(row)], runs=(get,)
+        )
     page: JournalPage = container.current().journal_search.by_ses_message_id(query)
     return JournalSearchResult(
         query=query,
         kind=SearchKind.SES_MESSAGE_ID if page.rows else SearchKind.ID_OR_SES_MESSAGE_ID,
-        rows=page.rows,
+        rows=[mask_row(row) for row in page.rows],
         runs=(get, *page.runs),
         problems=page.problems,
     )
@@ -284,6 +287,7 @@ class JournalEntry:
 
 def journal_entry(*, key: str) -> JournalEntry:
     row = container.current().journal_reader.read(key)
+    row = mask_row(row) if row is not None else None
     actions = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND).select_related("user")
     return JournalEntry(
         key=key,
