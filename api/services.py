@@ -11,8 +11,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.utils import timezone
 
 from api.models import ApiToken
-from templates_admin.journal.services import journal_read_record
 from templates_admin.models import JournalReadAudit
+from templates_admin.read_audit import read_record
 
 __all__ = [
     "NewToken",
@@ -88,7 +88,7 @@ def journal_read_by_token(*, token: ApiToken, action: str, queries: list[str]) -
     """The API audits its journal reads in the console's trail, as every reader does: one entry
     per row asked for or handed back (its Id names the recipient, so erasure finds it)."""
     for query in queries:
-        journal_read_record(
+        read_record(
             channel=JournalReadAudit.Channel.API,
             action=action,
             query=query,

@@ -124,6 +124,7 @@ CONSOLE_SHARED = (
     "forms",
     "login_throttle",
     "models",
+    "read_audit",
     "retention",
     "roles",
 )

@@ -29,6 +29,7 @@ from templates_admin.drafts.forms import (
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.views import mapping_or_404
 from templates_admin.models import TemplateDraft, TemplateMappingPage
+from templates_admin.read_audit import read_by_console
 
 AREA = Area("templates_admin/drafts/", TemplateMappingPage, "templates_admin/mappings.css")
 
@@ -142,6 +143,10 @@ def _detail_page(
         send_key = replay.cleaned_data["send"] or None
         count = replay.cleaned_data["count"] or count
     result = preview.draft_preview(draft=draft, send_key=send_key, count=count)
+    if result.sends.sends:  # recent recipients and their (masked) contexts: personal data
+        read_by_console(
+            request, "replay", draft.message_id, {"count": count}, rows=len(result.sends.sends)
+        )
     # The sends the preview read already: one bounded journal Scan per page view, not two.
     verdict = check.draft_verdict(draft=draft, sends=result.sends.sends)
     context = {

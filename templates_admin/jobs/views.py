@@ -22,6 +22,7 @@ from templates_admin.csp import POLLING_POLICY
 from templates_admin.jobs import dlq, selectors, services
 from templates_admin.jobs.forms import BulkResendForm, EraseRecipientForm, RedriveForm
 from templates_admin.models import Job, OperationsPage
+from templates_admin.read_audit import read_by_console
 
 
 def _permissions(request: HttpRequest) -> dict[str, bool]:
@@ -79,6 +80,8 @@ def dead_letters(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse
         if form.is_valid():
             return _start(request, admin_site, Job.Kind.DLQ_REDRIVE, form.cleaned_data["inputs"])
     latest, done, listing = dlq.dead_letter_listing()
+    if listing and listing.messages:  # addresses and contexts of the dead-lettered requests
+        read_by_console(request, "dead-letters", "", rows=len(listing.messages))
     if form is None:
         form = RedriveForm(ids=[m.message_id for m in listing.messages] if listing else [])
     return AREA.page(

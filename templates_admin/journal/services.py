@@ -3,17 +3,12 @@ console's pages, ``email_log`` and the API all record their reads here)."""
 
 from __future__ import annotations
 
-import getpass
 import logging
-import os
 import uuid
-from datetime import date, datetime
-from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.http import HttpRequest
 
 from emailops import container
 from emailops.core.contract import (
@@ -27,13 +22,10 @@ from emailops.core.erasure import ERASED_PREFIX
 from emailops.core.errors import InvalidRequest
 from emailops.core.events import EventLog
 from templates_admin import roles
-from templates_admin.models import EmailAction, JournalReadAudit
+from templates_admin.models import EmailAction
 
 __all__ = [
     "email_resend",
-    "journal_read_by_console",
-    "journal_read_counted",
-    "journal_read_record",
     "new_resend_dedupe_id",
 ]
 
@@ -115,70 +107,3 @@ def email_resend(
         sqsMessageId=action.sqs_message_id,
     )
     return action
-
-
-# A search's own arguments that are not filters: the query has its own column, and a page cursor
-# is an opaque signed blob.
-_NOT_FILTERS = {"query", "cursor"}
-
-
-def _os_user() -> str:
-    try:
-        return getpass.getuser()
-    except (KeyError, OSError):  # a container user without a passwd entry
-        return f"uid {os.getuid()}"
-
-
-def _plain(value: Any) -> Any:
-    return value.isoformat() if isinstance(value, date | datetime) else value
-
-
-def journal_read_record(
-    *,
-    channel: JournalReadAudit.Channel,
-    action: str,
-    query: str,
-    user: AbstractBaseUser | AnonymousUser | None = None,
-    actor: str = "",
-    token_prefix: str = "",
-    filters: dict[str, Any] | None = None,
-) -> JournalReadAudit:
-    """Audit one read of the journal. The actor is ``actor`` when the reader names itself (an API
-    token), else the console user, else (the command line, with no Django user) the OS user
-    running it. ``filters`` may be a search's keyword arguments: empty ones, ``query`` and
-    ``cursor`` are left out."""
-    signed_in = user is not None and user.is_authenticated
-    if not actor:
-        actor = user.get_username() if signed_in else f"os:{_os_user()}"
-    return JournalReadAudit.objects.create(
-        channel=channel,
-        action=action,
-        query=query[:500],
-        actor=actor[:200],
-        user=user if signed_in else None,
-        token_prefix=token_prefix,
-        filters={
-            k: _plain(v)
-            for k, v in (filters or {}).items()
-            if k not in _NOT_FILTERS and v not in (None, "", False)
-        },
-    )
-
-
-def journal_read_by_console(
-    request: HttpRequest, action: str, query: str, filters: dict[str, Any] | None = None
-) -> JournalReadAudit:
-    """The console's journal pages audit each read with this one call."""
-    return journal_read_record(
-        channel=JournalReadAudit.Channel.CONSOLE,
-        action=action,
-        query=query,
-        user=request.user,
-        filters=filters,
-    )
-
-
-def journal_read_counted(*, audit: JournalReadAudit, rows: int) -> None:
-    """Record how many rows a read (a CSV export, known only once streamed) handed over."""
-    JournalReadAudit.objects.filter(pk=audit.pk).update(rows=rows)
-    audit.rows = rows

@@ -25,11 +25,11 @@ from templates_admin.journal import csv_export, delivery, no_result, presentatio
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import (
     email_resend,
-    journal_read_counted,
     new_resend_dedupe_id,
 )
-from templates_admin.journal.services import journal_read_by_console as _audit
 from templates_admin.models import EmailJournalPage
+from templates_admin.read_audit import read_by_console as _audit
+from templates_admin.read_audit import read_counted
 from templates_admin.suppression import selectors as suppression_selectors
 
 AREA = Area("templates_admin/journal/", EmailJournalPage, "templates_admin/journal.css")
@@ -117,7 +117,7 @@ def export(request: HttpRequest, admin_site) -> HttpResponse:
     audit = _audit(request, "export", arguments["query"], arguments)
 
     def counted(rows: int) -> None:
-        journal_read_counted(audit=audit, rows=rows)
+        read_counted(audit=audit, rows=rows)
 
     lines = csv_export.csv_lines(
         itertools.chain([first], pages), max_rows=selectors.EXPORT_MAX_ROWS, on_done=counted

@@ -19,6 +19,7 @@ from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
 from templates_admin.display import local_text, utc_text
 from templates_admin.models import SuppressionListPage
+from templates_admin.read_audit import read_by_console
 from templates_admin.suppression import selectors
 from templates_admin.suppression.forms import SuppressionRemoveForm, SuppressionSearchForm
 from templates_admin.suppression.services import suppression_remove
@@ -61,6 +62,8 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
         error, status = found.text, found.status
     else:
         page = found
+        if page.entries:  # the addresses listed are personal data
+            read_by_console(request, "suppression-list", prefix, rows=len(page.entries))
     next_url = ""
     if page and page.next_cursor:
         next_url = "?" + urlencode({"q": page.prefix, "cursor": page.next_cursor})
@@ -84,6 +87,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
 @console_view(roles.VIEW_SUPPRESSIONS)
 def detail(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     found = selectors.suppression_entry(address=address)
+    read_by_console(request, "suppression-entry", address, rows=int(bool(found.suppression)))
     context: dict[str, Any] = {
         "title": "Suppressed address" if found.suppression else "Not suppressed",
         "address": found.address,
@@ -101,6 +105,7 @@ def detail(request: HttpRequest, admin_site, address: str) -> HttpResponse:
 @console_view(roles.VIEW_SUPPRESSIONS, roles.REMOVE_SUPPRESSION)
 def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     found = selectors.suppression_entry(address=address)
+    read_by_console(request, "suppression-entry", address, rows=int(bool(found.suppression)))
     detail_url = _url(admin_site, "detail", found.address)
     if found.suppression is None:
         messages.info(request, f"{found.address} is not on the suppression list.")

@@ -13,7 +13,8 @@ from django.core.management.base import BaseCommand, CommandError
 from emailops.core.errors import EmailOpsError
 from templates_admin.jobs import dlq
 from templates_admin.management.jobs import cli_job_create, cli_job_run
-from templates_admin.models import Job
+from templates_admin.models import Job, JournalReadAudit
+from templates_admin.read_audit import read_record
 
 
 class Command(BaseCommand):
@@ -41,6 +42,13 @@ class Command(BaseCommand):
 
     def _list(self, limit: int, as_json: bool) -> None:
         listing = dlq.dead_letter_list(limit=limit)
+        read_record(
+            channel=JournalReadAudit.Channel.CLI,
+            action="dlq-list",
+            query="",
+            filters={"limit": limit},
+            rows=len(listing.messages),
+        )
         if as_json:
             self.stdout.write(dlq.as_json_lines(listing))
             return

@@ -25,8 +25,8 @@ from emailops.aws.journal_codec import TIMELINE_ATTRIBUTE
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from templates_admin.journal import delivery, no_result, presentation, selectors
-from templates_admin.journal.services import journal_read_record
 from templates_admin.models import JournalReadAudit
+from templates_admin.read_audit import read_record
 
 _TABLE = (
     ("TIME", 23),
@@ -95,7 +95,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, command: str, **options: Any) -> None:
         # Journal reads are audited; the command line's "who" is the OS user running it.
-        journal_read_record(
+        read_record(
             channel=JournalReadAudit.Channel.CLI,
             action=command,
             query=options.get("id") or options.get("email") or "",
