@@ -42,6 +42,7 @@ _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="
 class _Block:
     kind: str  # "if", "range" or "with"
     dot: str  # the Jinja expression `.` stood for when the block opened
+    line: int  # where the block opened: an unclosed block is reported there, not at the last action
     in_else: bool = False
 
 
@@ -182,7 +183,7 @@ class _Translator:
         return None
 
     def open_block(self, kind: str, expr: str) -> str:
-        self.stack.append(_Block(kind=kind, dot=self.dot))
+        self.stack.append(_Block(kind=kind, dot=self.dot, line=self.line))
         if kind == "if":
             return f"{{% if {expr} %}}"
         self.counter += 1
@@ -229,8 +230,11 @@ def translate(source: str, *, name: str = "template") -> str:
         out.append(tag + ("{#" + "\n" * newlines + "#}" if newlines else ""))
         pos = match.end()
     if translator.stack:
+        # Jinja names the innermost open block; so do we, on the line that opened it.
+        block = translator.stack[-1]
+        translator.line = block.line
         raise translator.error(
-            f"{{{{{translator.stack[-1].kind}}}}} is never closed with {{{{end}}}}"
+            f"{{{{{block.kind}}}}} opened on line {block.line} is never closed with {{{{end}}}}"
         )
     out.append(source[pos:])
     return "".join(out)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import math
+import re
 import traceback
 from dataclasses import dataclass, replace
 from typing import Any
@@ -116,12 +117,12 @@ class Renderer:
     def _compile_uncached(self, source: str, html: bool, name: str):
         env = self._html if html else self._text
         _check_source_size(source, html=html, name=name)
+        translated = ""
         try:
-            return env.from_string(translate(source, name=name))
+            translated = translate(source, name=name)
+            return env.from_string(translated)
         except TemplateSyntaxError as exc:
-            raise TemplateError(
-                "compile template", key=name, reason=exc.message or str(exc), line=exc.lineno
-            ) from None
+            raise _syntax_error(exc, env, translated, name=name) from None
         except RecursionError:
             raise TemplateError(
                 "compile template", key=name, reason="the template is nested too deeply"
@@ -137,12 +138,12 @@ class Renderer:
         """Top-level context variables the template reads (for the preview's variable report)."""
         env = self._html
         _check_source_size(source, html=True, name=name)
+        translated = ""
         try:
-            ast = env.parse(translate(source, name=name))
+            translated = translate(source, name=name)
+            ast = env.parse(translated)
         except TemplateSyntaxError as exc:
-            raise TemplateError(
-                "compile template", key=name, reason=str(exc), line=exc.lineno
-            ) from None
+            raise _syntax_error(exc, env, translated, name=name) from None
         except RecursionError:
             raise TemplateError(
                 "compile template", key=name, reason="the template is nested too deeply"
@@ -215,6 +216,56 @@ def _check_source_size(source: str, *, html: bool, name: str) -> None:
         raise TemplateError(
             "compile template", key=name, reason=f"the {what} is longer than {limit:,} characters"
         )
+
+
+# Jinja tags that open a block closed by `end<tag>` (`set` only without `=`: `{% set x %}`).
+_BLOCK_TAGS = frozenset(
+    ("if", "for", "with", "macro", "call", "filter", "block", "autoescape", "trans", "set")
+)
+_UNCLOSED = re.compile(
+    r"^Unexpected end of template\..*innermost block that needs to be closed is '(\w+)'"
+)
+
+
+def _syntax_error(
+    exc: TemplateSyntaxError, env: BoundedSandbox, translated: str, *, name: str
+) -> TemplateError:
+    """Jinja's syntax error as ours. A block still open at the end of the template is reported
+    on the line that opened it: Jinja can only say where the template ended."""
+    reason, line = exc.message or str(exc), exc.lineno
+    unclosed = _UNCLOSED.match(reason)
+    opened = _innermost_open_block(env, translated) if unclosed else None
+    if unclosed and opened is not None and opened[0] == unclosed[1]:
+        tag, line = opened
+        reason = f"{{% {tag} %}} opened on line {line} is never closed with {{% end{tag} %}}"
+    return TemplateError("compile template", key=name, reason=reason, line=line)
+
+
+def _innermost_open_block(env: BoundedSandbox, source: str) -> tuple[str, int] | None:
+    """The tag and line of the innermost block left open at the end of ``source`` (Jinja
+    syntax, the Go actions translated already), or None when the tags cannot be followed."""
+    stack: list[tuple[str, int]] = []
+    tag: list[tuple[str, str]] | None = None  # the tokens of the block tag being read
+    begun = 0  # the line of its `{%`
+    try:
+        for lineno, kind, value in env.lex(source):
+            if kind == "block_begin":
+                tag, begun = [], lineno
+            elif kind == "block_end" and tag is not None:
+                word = tag[0][1] if tag and tag[0][0] == "name" else ""
+                assigns = ("operator", "=") in tag
+                if word in _BLOCK_TAGS and not (word == "set" and assigns):
+                    stack.append((word, begun))
+                elif word.startswith("end") and word[3:] in _BLOCK_TAGS:
+                    if not stack or stack[-1][0] != word[3:]:
+                        return None  # a nesting mistake: Jinja reports that itself
+                    stack.pop()
+                tag = None
+            elif tag is not None and kind != "whitespace":
+                tag.append((kind, value))
+    except TemplateSyntaxError:
+        return None
+    return stack[-1] if stack else None
 
 
 def _line(exc: BaseException) -> int | None:

@@ -225,3 +225,14 @@ def test_a_subject_only_draft_is_checked_with_every_branded_copy(samples, owner)
     )
     found = {(f.code, f.organization) for f in check_draft(draft=draft) if f.severity == "error"}
     assert found == {("subject-length", None), ("subject-length", "367")}
+
+
+def test_an_unclosed_if_is_reported_on_the_line_that_opened_it(samples, owner_client, owner):
+    source = "<p>a</p>\n<p>b</p>\n<p>c</p>\n<p>d</p>\n{{if .x}}\n<p>{{ .teamName }}</p>\n"
+    draft = draft_create(
+        key="default/added-to-team.html", source=source, subject=None, message_id=TEAM, user=owner
+    )
+    page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
+    finding = page.split('<tr class="finding-error">', 1)[1].split("</tr>", 1)[0]
+    assert "{{if}} opened on line 5 is never closed with {{end}}" in finding
+    assert finding.endswith("<td>5</td>")
