@@ -22,7 +22,7 @@ from jinja2.exceptions import TemplateError as JinjaTemplateError
 from markupsafe import Markup
 
 from emailops.core.errors import TemplateError
-from emailops.core.gotemplate import translate
+from emailops.core.gotemplate import translate, unclosed_action_error
 from emailops.core.render_limits import (
     MAX_SUBJECT_OUTPUT,
     MAX_SUBJECT_SOURCE,
@@ -122,7 +122,7 @@ class Renderer:
             translated = translate(source, name=name)
             return env.from_string(translated)
         except TemplateSyntaxError as exc:
-            raise _syntax_error(exc, env, translated, name=name) from None
+            raise _syntax_error(exc, env, source, translated, name=name) from None
         except RecursionError:
             raise TemplateError(
                 "compile template", key=name, reason="the template is nested too deeply"
@@ -143,7 +143,7 @@ class Renderer:
             translated = translate(source, name=name)
             ast = env.parse(translated)
         except TemplateSyntaxError as exc:
-            raise _syntax_error(exc, env, translated, name=name) from None
+            raise _syntax_error(exc, env, source, translated, name=name) from None
         except RecursionError:
             raise TemplateError(
                 "compile template", key=name, reason="the template is nested too deeply"
@@ -228,10 +228,15 @@ _UNCLOSED = re.compile(
 
 
 def _syntax_error(
-    exc: TemplateSyntaxError, env: BoundedSandbox, translated: str, *, name: str
+    exc: TemplateSyntaxError, env: BoundedSandbox, source: str, translated: str, *, name: str
 ) -> TemplateError:
-    """Jinja's syntax error as ours. A block still open at the end of the template is reported
-    on the line that opened it: Jinja can only say where the template ended."""
+    """Jinja's syntax error as ours. An action opened with ``{{`` and never closed comes first
+    (Jinja would only say "unexpected '.'" about what follows it); a block still open at the end
+    of the template is reported on the line that opened it (Jinja says where the template ended).
+    """
+    unclosed_action = unclosed_action_error(source, name=name)
+    if unclosed_action is not None:
+        return unclosed_action
     reason, line = exc.message or str(exc), exc.lineno
     unclosed = _UNCLOSED.match(reason)
     opened = _innermost_open_block(env, translated) if unclosed else None

@@ -236,3 +236,17 @@ def test_an_unclosed_if_is_reported_on_the_line_that_opened_it(samples, owner_cl
     finding = page.split('<tr class="finding-error">', 1)[1].split("</tr>", 1)[0]
     assert "{{if}} opened on line 5 is never closed with {{end}}" in finding
     assert finding.endswith("<td>5</td>")
+
+
+def test_an_action_never_closed_is_reported_as_such(samples, owner_client, owner):
+    draft = draft_create(
+        key="default/added-to-team.html",
+        source="<p>Hello</p>\n<p>{{ .teamName </p>\n<p>Bye</p>\n",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+    )
+    page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
+    finding = page.split('<tr class="finding-error">', 1)[1].split("</tr>", 1)[0]
+    assert "{{ on line 2 has no matching }}" in finding and "unexpected '.'" not in finding
+    assert finding.endswith("<td>2</td>")

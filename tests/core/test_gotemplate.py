@@ -4,12 +4,14 @@ How the translated templates *render* is tested in test_rendering.py."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emailops.core.errors import TemplateError
-from emailops.core.gotemplate import translate
+from emailops.core.gotemplate import translate, unclosed_action_error
 
 
 @pytest.mark.parametrize(
@@ -161,6 +163,28 @@ def test_the_innermost_unclosed_block_is_named():
     with pytest.raises(TemplateError) as info:
         translate("{{if .a}}\n{{range .xs}}\n{{.}}\n{{if .b}}{{end}}\n")
     assert info.value.line == 2 and "{{range}} opened on line 2" in info.value.reason
+
+
+def test_an_action_never_closed_is_named_not_the_action_it_ran_into():
+    with pytest.raises(TemplateError) as info:
+        translate("<p>\n{{ .teamName </p>\n<p>{{ .x }}</p>\n")
+    assert info.value.line == 2
+    assert info.value.reason.startswith("{{ on line 2 has no matching }}")
+    assert "{{ .teamName </p>" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{/* }}" * 70_000,  # comments never closed: was minutes, searching for */ at each one
+        "{{ ' }}" * 70_000,  # quotes on one long line
+        "{{ x }}" * 70_000 + "{{ .y",
+    ],
+)
+def test_looking_for_an_unclosed_action_is_linear(source):
+    started = time.perf_counter()
+    unclosed_action_error(source)
+    assert time.perf_counter() - started < 5
 
 
 @pytest.mark.parametrize(

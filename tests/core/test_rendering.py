@@ -286,6 +286,46 @@ def test_variables_names_the_line_an_unclosed_block_was_opened_on(renderer):
     assert info.value.line == 5 and "opened on line 5" in info.value.reason
 
 
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("<p>\n{{ .teamName </p>\nmore\n", 2),  # nothing closes it: Jinja said "unexpected '.'"
+        ("<p>\n{{ .teamName </p>\nmore {{ .x }}\n", 2),  # the next action's }} swallowed it
+        ("{{if .x}}\n{{ .teamName </p>\n{{end}}\n", 2),  # ... and the {{end}} with it
+        ("{{ teamName </p>\n", 1),  # Jinja syntax
+        ("{{if .x}}\n{{ teamName </p>\n{{end}}\n", 2),  # not "{{if}} never closed"
+        ('{{ "}}" }} it\'s\n{{ .b </p>', 2),  # a }} in a string closes nothing
+        ("{% raw %}{{{% endraw %}\n{# {{ #}\n{{/* {{ */}}\n{{ .b </p>\n", 4),
+    ],
+)
+def test_an_action_never_closed_names_its_line(renderer, source, line):
+    with pytest.raises(TemplateError) as info:
+        renderer.check(source, name="default/t.html")
+    assert info.value.line == line
+    assert info.value.reason.startswith(f"{{{{ on line {line} has no matching }}}}")
+    assert info.value.what == "compile template" and info.value.key == "default/t.html"
+
+
+def test_an_unclosed_action_is_named_by_variables_too(renderer):
+    with pytest.raises(TemplateError) as info:
+        renderer.variables("<p>\n{{ .teamName </p>\n")
+    assert info.value.line == 2 and "has no matching }}" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% raw %}{{ x{% endraw %} {{ y }}",
+        "{# {{ #}{{ y }}",
+        '{{ "{{" }}',
+        "{{/* {{ */}}{{ .y }}",
+        '{{ "}}" }} {{ .y }}',
+    ],
+)
+def test_a_brace_pair_that_opens_no_action_compiles(renderer, source):
+    renderer.check(source)
+
+
 def test_check_accepts_good_templates(renderer):
     renderer.check("{{.a}}{% if b %}{{ b }}{% endif %}")
     renderer.check("Subject {{.a}}", html=False)
