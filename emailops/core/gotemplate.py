@@ -9,6 +9,9 @@ Supported: ``{{.}}``, ``{{.a.b}}``, ``{{$}}``, ``{{$.a}}``, ``{{if P}}``, ``{{el
 ``{{else}}``, ``{{end}}``, ``{{range P}}`` (maps iterate their values in key order, as in Go),
 ``{{with P}}``, ``{{/* comments */}}``, ``{{-``/``-}}`` trimming, and in pipelines the functions
 ``not and or eq ne lt le gt ge len index html urlquery print`` with ``(...)`` and ``|``.
+
+An action opened with ``{{`` and never closed runs into the next action's ``}}`` or the end of the
+text; ``unclosed_action_error`` finds it, so a failed compile names that ``{{`` and its line.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass
 
 from emailops.core.errors import TemplateError
 
-__all__ = ["translate"]
+__all__ = ["translate", "unclosed_action_error"]
 
 # `{{- ` and ` -}}` trim in Go only with a space beside the dash.
 _ACTION = re.compile(r"\{\{(-(?=\s))?\s*(.*?)\s*((?<=\s)-)?\}\}", re.DOTALL)
@@ -42,6 +45,7 @@ _COMPARE = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="
 class _Block:
     kind: str  # "if", "range" or "with"
     dot: str  # the Jinja expression `.` stood for when the block opened
+    line: int  # where the block opened: an unclosed block is reported there, not at the last action
     in_else: bool = False
 
 
@@ -182,7 +186,7 @@ class _Translator:
         return None
 
     def open_block(self, kind: str, expr: str) -> str:
-        self.stack.append(_Block(kind=kind, dot=self.dot))
+        self.stack.append(_Block(kind=kind, dot=self.dot, line=self.line))
         if kind == "if":
             return f"{{% if {expr} %}}"
         self.counter += 1
@@ -208,6 +212,18 @@ class _Translator:
 
 def translate(source: str, *, name: str = "template") -> str:
     """Rewrite the Go actions in ``source`` as Jinja2; leave everything else as it is."""
+    try:
+        return _translate(source, name)
+    except TemplateError:
+        # An action never closed runs into the next action's `}}` (or into nothing): whatever
+        # failed after it, the `{{` without its `}}` is what the author has to fix.
+        unclosed = unclosed_action_error(source, name=name)
+        if unclosed is None:
+            raise
+        raise unclosed from None
+
+
+def _translate(source: str, name: str) -> str:
     translator = _Translator(name)
     out: list[str] = []
     pos = 0
@@ -229,8 +245,115 @@ def translate(source: str, *, name: str = "template") -> str:
         out.append(tag + ("{#" + "\n" * newlines + "#}" if newlines else ""))
         pos = match.end()
     if translator.stack:
+        # Jinja names the innermost open block; so do we, on the line that opened it.
+        block = translator.stack[-1]
+        translator.line = block.line
         raise translator.error(
-            f"{{{{{translator.stack[-1].kind}}}}} is never closed with {{{{end}}}}"
+            f"{{{{{block.kind}}}}} opened on line {block.line} is never closed with {{{{end}}}}"
         )
     out.append(source[pos:])
     return "".join(out)
+
+
+# --- actions never closed ------------------------------------------------------------------------
+
+_OPENING = re.compile(r"\{\{|\{%|\{#")
+_RAW = re.compile(r"\{%-?\s*raw\s*-?%\}")
+_ENDRAW = re.compile(r"\{%-?\s*endraw\s*-?%\}")
+_GO_COMMENT_OPEN = re.compile(r"\{\{-?\s*/\*")
+_GO_COMMENT_CLOSE = re.compile(r"\*/\s*-?\}\}")
+_QUOTES = "\"'`"
+
+
+class _ActionScanner:
+    """Finds the first ``{{`` that has no ``}}`` before the next ``{{`` or the end of the text,
+    outside Jinja comments, raw blocks, Go comments and quoted strings. Linear in the text: a
+    broken template of 500,000 characters must not make its error cost minutes."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.line_end = -1  # the end of the line being scanned (cached: finding it is O(line))
+        # Where the next Go comment close found starts and ends (cached; end -1: there is none).
+        self.close_at = (-1, -1)
+
+    def first_unclosed(self) -> int | None:
+        source, pos = self.source, 0
+        while match := _OPENING.search(source, pos):
+            start, opening = match.start(), match.group()
+            if opening == "{#":
+                end = source.find("#}", start + 2)
+                if end < 0:
+                    return None  # an unclosed comment: Jinja says so itself
+                pos = end + 2
+            elif opening == "{%":
+                raw = _RAW.match(source, start)
+                if raw:
+                    endraw = _ENDRAW.search(source, raw.end())
+                    if endraw is None:
+                        return None
+                    pos = endraw.end()
+                else:
+                    end = self.tag_end(start + 2, "%}")
+                    if end is None:
+                        return None
+                    pos = end
+            elif (comment_end := self.go_comment_end(start)) is not None:
+                pos = comment_end
+            else:
+                end = self.tag_end(start + 2, "}}")
+                if end is None:
+                    return start
+                pos = end
+        return None
+
+    def go_comment_end(self, start: int) -> int | None:
+        """Where the Go comment ``{{/* ... */}}`` opened at ``start`` ends, if it is one."""
+        opened = _GO_COMMENT_OPEN.match(self.source, start)
+        if not opened:
+            return None
+        if self.close_at[0] < opened.end():
+            close = _GO_COMMENT_CLOSE.search(self.source, opened.end())
+            self.close_at = (close.start(), close.end()) if close else (len(self.source), -1)
+        return self.close_at[1] if self.close_at[1] >= 0 else None
+
+    def tag_end(self, pos: int, closer: str) -> int | None:
+        """Where the tag whose body starts at ``pos`` ends (after ``closer``); None when another
+        ``{{`` (for an action) or the end of the text comes first."""
+        source, i = self.source, pos
+        while i < len(source):
+            if source.startswith(closer, i):
+                return i + 2
+            if closer == "}}" and source.startswith("{{", i):
+                return None
+            char = source[i]
+            if char in _QUOTES:
+                # A quote is a string only if it closes on its line ("It's" in text is not).
+                if self.line_end < i:
+                    self.line_end = source.find("\n", i)
+                    if self.line_end < 0:
+                        self.line_end = len(source)
+                end = source.find(char, i + 1, self.line_end)
+                if end >= 0:
+                    i = end + 1
+                    continue
+            i += 1
+        return None
+
+
+def unclosed_action_error(source: str, *, name: str = "template") -> TemplateError | None:
+    """The compile error for the first action of ``source`` opened with ``{{`` and never closed
+    with ``}}``, on the line of its ``{{``; None when there is none. Asked only once the template
+    failed to compile: the error it gives names a cause the author can see."""
+    at = _ActionScanner(source).first_unclosed()
+    if at is None:
+        return None
+    line = source.count("\n", 0, at) + 1
+    action = source[at:].split("\n", 1)[0].rstrip()
+    if len(action) > 60:
+        action = action[:57] + "..."
+    return TemplateError(
+        "compile template",
+        key=name,
+        reason=f"{{{{ on line {line} has no matching }}}}: the action {action} is never closed",
+        line=line,
+    )

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import math
+import re
 import traceback
 from dataclasses import dataclass, replace
 from typing import Any
@@ -21,7 +22,7 @@ from jinja2.exceptions import TemplateError as JinjaTemplateError
 from markupsafe import Markup
 
 from emailops.core.errors import TemplateError
-from emailops.core.gotemplate import translate
+from emailops.core.gotemplate import translate, unclosed_action_error
 from emailops.core.render_limits import (
     MAX_SUBJECT_OUTPUT,
     MAX_SUBJECT_SOURCE,
@@ -116,19 +117,7 @@ class Renderer:
 
     def _compile_uncached(self, source: str, html: bool, name: str):
         env = self._html if html else self._text
-        _check_source_size(source, html=html, name=name)
-        try:
-            return env.from_string(translate(source, name=name))
-        except TemplateSyntaxError as exc:
-            raise TemplateError(
-                "compile template", key=name, reason=exc.message or str(exc), line=exc.lineno
-            ) from None
-        except RecursionError:
-            raise TemplateError(
-                "compile template", key=name, reason="the template is nested too deeply"
-            ) from None
-        except (ValueError, MemoryError) as exc:  # e.g. a number literal thousands of digits long
-            raise TemplateError("compile template", key=name, reason=str(exc)) from None
+        return _translated(env, env.from_string, source, html=html, name=name)
 
     def check(self, source: str, *, html: bool = True, name: str = "template") -> None:
         """Raise TemplateError if ``source`` does not compile."""
@@ -144,19 +133,7 @@ class Renderer:
         return guarded_variables(self._parse(source, name))
 
     def _parse(self, source: str, name: str) -> nodes.Template:
-        _check_source_size(source, html=True, name=name)
-        try:
-            return self._html.parse(translate(source, name=name))
-        except TemplateSyntaxError as exc:
-            raise TemplateError(
-                "compile template", key=name, reason=str(exc), line=exc.lineno
-            ) from None
-        except RecursionError:
-            raise TemplateError(
-                "compile template", key=name, reason="the template is nested too deeply"
-            ) from None
-        except (ValueError, MemoryError) as exc:
-            raise TemplateError("compile template", key=name, reason=str(exc)) from None
+        return _translated(self._html, self._html.parse, source, html=True, name=name)
 
     def render_body(self, source: str, context: dict[str, Any], *, name: str = "body") -> Rendered:
         return self._render(source, context, html=True, name=name, limits=self.limits)
@@ -207,6 +184,24 @@ class Renderer:
         return Rendered(text=text, missing=tuple(names))
 
 
+def _translated(env, build, source: str, *, html: bool, name: str):
+    """``build`` (compile or parse) of the source translated from Go syntax; every failure a
+    TemplateError with the author's line."""
+    _check_source_size(source, html=html, name=name)
+    translated = ""
+    try:
+        translated = translate(source, name=name)
+        return build(translated)
+    except TemplateSyntaxError as exc:
+        raise _syntax_error(exc, env, source, translated, name=name) from None
+    except RecursionError:
+        raise TemplateError(
+            "compile template", key=name, reason="the template is nested too deeply"
+        ) from None
+    except (ValueError, MemoryError) as exc:  # e.g. a number literal thousands of digits long
+        raise TemplateError("compile template", key=name, reason=str(exc)) from None
+
+
 def _check_source_size(source: str, *, html: bool, name: str) -> None:
     """Compiling is not under the render budget (it is cached, and takes ~15 us a character of
     dense tags): a request's ``context.subject`` must not make each message cost seconds."""
@@ -216,6 +211,61 @@ def _check_source_size(source: str, *, html: bool, name: str) -> None:
         raise TemplateError(
             "compile template", key=name, reason=f"the {what} is longer than {limit:,} characters"
         )
+
+
+# Jinja tags that open a block closed by `end<tag>` (`set` only without `=`: `{% set x %}`).
+_BLOCK_TAGS = frozenset(
+    ("if", "for", "with", "macro", "call", "filter", "block", "autoescape", "trans", "set")
+)
+_UNCLOSED = re.compile(
+    r"^Unexpected end of template\..*innermost block that needs to be closed is '(\w+)'"
+)
+
+
+def _syntax_error(
+    exc: TemplateSyntaxError, env: BoundedSandbox, source: str, translated: str, *, name: str
+) -> TemplateError:
+    """Jinja's syntax error as ours. An action opened with ``{{`` and never closed comes first
+    (Jinja would only say "unexpected '.'" about what follows it); a block still open at the end
+    of the template is reported on the line that opened it (Jinja says where the template ended).
+    """
+    unclosed_action = unclosed_action_error(source, name=name)
+    if unclosed_action is not None:
+        return unclosed_action
+    reason, line = exc.message or str(exc), exc.lineno
+    unclosed = _UNCLOSED.match(reason)
+    opened = _innermost_open_block(env, translated) if unclosed else None
+    if unclosed and opened is not None and opened[0] == unclosed[1]:
+        tag, line = opened
+        reason = f"{{% {tag} %}} opened on line {line} is never closed with {{% end{tag} %}}"
+    return TemplateError("compile template", key=name, reason=reason, line=line)
+
+
+def _innermost_open_block(env: BoundedSandbox, source: str) -> tuple[str, int] | None:
+    """The tag and line of the innermost block left open at the end of ``source`` (Jinja
+    syntax, the Go actions translated already), or None when the tags cannot be followed."""
+    stack: list[tuple[str, int]] = []
+    tag: list[tuple[str, str]] | None = None  # the tokens of the block tag being read
+    begun = 0  # the line of its `{%`
+    try:
+        for lineno, kind, value in env.lex(source):
+            if kind == "block_begin":
+                tag, begun = [], lineno
+            elif kind == "block_end" and tag is not None:
+                word = tag[0][1] if tag and tag[0][0] == "name" else ""
+                assigns = ("operator", "=") in tag
+                if word in _BLOCK_TAGS and not (word == "set" and assigns):
+                    stack.append((word, begun))
+                elif word.startswith("end") and word[3:] in _BLOCK_TAGS:
+                    if not stack or stack[-1][0] != word[3:]:
+                        return None  # a nesting mistake: Jinja reports that itself
+                    stack.pop()
+                tag = None
+            elif tag is not None and kind != "whitespace":
+                tag.append((kind, value))
+    except TemplateSyntaxError:
+        return None
+    return stack[-1] if stack else None
 
 
 def _line(exc: BaseException) -> int | None:

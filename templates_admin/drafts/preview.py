@@ -122,7 +122,9 @@ class RenderSide:
     subject: str | None = None
     html: str | None = None
     text: str | None = None
-    problem: str = ""
+    problem: str = ""  # everything that went wrong, for the pane
+    subject_problem: str = ""  # the subject did not render (``subject`` is None)
+    body_problem: str = ""  # the body did not render (``html`` and ``text`` are None)
 
 
 @dataclass(frozen=True)
@@ -141,6 +143,24 @@ def diff_lines(diff: str | Iterable[str]) -> list[DiffLine]:
         kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
         out.append(DiffLine(kind, line))
     return out
+
+
+def _unrendered_note(published: str, draft: str) -> str:
+    """Why there is no diff when a side could not be rendered (its problem), else "". Diffing
+    what did render against nothing would show every line of it removed (or added)."""
+    if published and draft:
+        return (
+            f"Neither version renders (the published one: {published}; the draft: {draft}), "
+            "so there is nothing to compare."
+        )
+    if draft:
+        return f"The draft does not render: {draft}; fix it to see the difference."
+    if published:
+        return (
+            f"The published version does not render: {published}; there is nothing to compare "
+            "the draft with."
+        )
+    return ""
 
 
 def _diff(old: str | None, new: str | None, *, name: str) -> list[DiffLine]:
@@ -164,6 +184,9 @@ class PreviewPair:
     subject_diff: list[DiffLine]
     html_diff: list[DiffLine]
     text_diff: list[DiffLine]
+    # Set (and the diffs below it empty) when a side's subject or body could not be rendered.
+    subject_note: str = ""
+    body_note: str = ""  # for the HTML and the plain-text diff
 
     @property
     def label(self) -> str:
@@ -171,7 +194,10 @@ class PreviewPair:
 
     @property
     def changed(self) -> bool:
-        return bool(self.subject_diff or self.html_diff or self.text_diff)
+        """Shown as changed unless both versions rendered alike (one that does not render
+        cannot be called unchanged)."""
+        diffs = self.subject_diff or self.html_diff or self.text_diff
+        return bool(diffs or self.subject_note or self.body_note)
 
 
 @dataclass(frozen=True)
@@ -198,7 +224,7 @@ def _render(
     if key is None or source is None:
         return RenderSide(key=key, problem="no such template")
     renderer = container.current().renderer
-    problems = []
+    subject_problem = ""
     subject_text = None
     if subject is not None:
         try:
@@ -206,18 +232,25 @@ def _render(
                 subject_source_for(TemplateMapping("", "", subject), context), context
             ).text
         except EmailOpsError as exc:
-            problems.append(exc.describe())
+            subject_problem = exc.describe()
     try:
         html = renderer.render_body(source, context, name=key).text
     except EmailOpsError as exc:
-        problems.append(exc.describe())
-        return RenderSide(key=key, subject=subject_text, problem="; ".join(problems))
+        body_problem = exc.describe()
+        return RenderSide(
+            key=key,
+            subject=subject_text,
+            problem="; ".join(p for p in (subject_problem, body_problem) if p),
+            subject_problem=subject_problem,
+            body_problem=body_problem,
+        )
     return RenderSide(
         key=key,
         subject=subject_text,
         html=html,
         text=html_to_text(html),
-        problem="; ".join(problems),
+        problem=subject_problem,
+        subject_problem=subject_problem,
     )
 
 
@@ -302,14 +335,20 @@ def draft_preview(
         new_key = _resolve(drafted, template_file, org) if mapping else draft.key
         old = _render(old_key, published.get(old_key or ""), published_subject, context)
         new = _render(new_key, drafted.get(new_key or ""), draft_subject, context)
+        subject_note = _unrendered_note(old.subject_problem, new.subject_problem)
+        body_note = _unrendered_note(old.body_problem, new.body_problem)
         pairs.append(
             PreviewPair(
                 organization=org,
                 published=old,
                 draft=new,
-                subject_diff=_diff(old.subject, new.subject, name="subject"),
-                html_diff=_diff(old.html, new.html, name="HTML"),
-                text_diff=_diff(old.text, new.text, name="text"),
+                subject_diff=[]
+                if subject_note
+                else _diff(old.subject, new.subject, name="subject"),
+                html_diff=[] if body_note else _diff(old.html, new.html, name="HTML"),
+                text_diff=[] if body_note else _diff(old.text, new.text, name="text"),
+                subject_note=subject_note,
+                body_note=body_note,
             )
         )
 

@@ -226,3 +226,96 @@ def test_a_subject_only_draft_is_checked_with_every_branded_copy(samples, owner)
     )
     found = {(f.code, f.organization) for f in check_draft(draft=draft) if f.severity == "error"}
     assert found == {("subject-length", None), ("subject-length", "367")}
+
+
+def test_an_unclosed_if_is_reported_on_the_line_that_opened_it(samples, owner_client, owner):
+    source = "<p>a</p>\n<p>b</p>\n<p>c</p>\n<p>d</p>\n{{if .x}}\n<p>{{ .teamName }}</p>\n"
+    draft = draft_create(
+        key="default/added-to-team.html", source=source, subject=None, message_id=TEAM, user=owner
+    )
+    page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
+    finding = page.split('<tr class="finding-error">', 1)[1].split("</tr>", 1)[0]
+    assert "{{if}} opened on line 5 is never closed with {{end}}" in finding
+    assert finding.endswith("<td>5</td>")
+
+
+def test_an_action_never_closed_is_reported_as_such(samples, owner_client, owner):
+    draft = draft_create(
+        key="default/added-to-team.html",
+        source="<p>Hello</p>\n<p>{{ .teamName </p>\n<p>Bye</p>\n",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+    )
+    page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
+    finding = page.split('<tr class="finding-error">', 1)[1].split("</tr>", 1)[0]
+    assert "{{ on line 2 has no matching }}" in finding and "unexpected '.'" not in finding
+    assert finding.endswith("<td>2</td>")
+
+
+# --- a version that does not render: no rendered diff, and why ---------------------------------
+
+
+def broken_draft(owner, *, source: str | None, subject: str | None = None):
+    return draft_create(
+        key="default/added-to-team.html",
+        source=source,
+        subject=subject,
+        message_id=TEAM,
+        user=owner,
+    )
+
+
+def test_a_broken_drafts_html_diff_is_a_note_not_the_published_email_removed(
+    samples, owner_client, owner
+):
+    draft = broken_draft(owner, source="<p>Hi {{ .teamName }}</p>\n{{if .x}}\n<p>never ended</p>\n")
+    [pair] = draft_preview.draft_preview(draft=draft).pairs
+    assert pair.published.html and pair.draft.html is None
+    assert pair.html_diff == [] and pair.text_diff == []
+    assert pair.body_note.startswith("The draft does not render: ")
+    assert "{{if}} opened on line 2" in pair.body_note
+    assert pair.body_note.endswith("fix it to see the difference.")
+    assert pair.changed  # not "(unchanged)": nothing could be compared
+
+    page = owner_client.get(f"{BASE}draft/{draft.pk}/").content.decode()
+    html_diff = page.split("<h3>HTML diff</h3>", 1)[1].split("<h3>Plain-text diff</h3>", 1)[0]
+    assert 'class="diff-del"' not in html_diff and "No difference." not in html_diff
+    assert "The draft does not render: " in unescape(html_diff)
+    text_diff = page.split("<h3>Plain-text diff</h3>", 1)[1].split("</section>", 1)[0]
+    assert 'class="diff-del"' not in text_diff and "The draft does not render: " in unescape(
+        text_diff
+    )
+    assert "(unchanged)" not in page.split('data-pane="default"', 1)[1].split("</h2>", 1)[0]
+
+
+def test_when_the_published_version_does_not_render_the_draft_is_not_all_added(samples, owner):
+    container.current().template_store.write_template(
+        "default/added-to-team.html", "<p>{{ .teamName </p>\n"
+    )
+    draft = broken_draft(owner, source="<p>Fixed: {{ .teamName }}</p>\n")
+    [pair] = draft_preview.draft_preview(draft=draft).pairs
+    assert pair.draft.html and pair.html_diff == [] and pair.text_diff == []
+    assert pair.body_note.startswith("The published version does not render: ")
+    assert "has no matching }}" in pair.body_note
+
+
+def test_a_subject_that_does_not_render_is_a_note_in_the_subject_diff(samples, owner):
+    draft = broken_draft(owner, source=None, subject="Welcome to {{ .teamName")
+    [pair] = draft_preview.draft_preview(draft=draft).pairs
+    assert pair.published.subject and pair.draft.subject is None
+    assert pair.subject_diff == [] and pair.subject_note.startswith("The draft does not render: ")
+    assert pair.html_diff == [] and pair.body_note == ""  # the body renders on both sides
+
+
+def test_a_new_file_is_still_shown_all_added(samples, owner):
+    draft = draft_create(
+        key="custom/O512/added-to-team.html",
+        source="<p>Branded {{ .teamName }}</p>\n",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+    )
+    pair = draft_preview.draft_preview(draft=draft).pairs[-1]
+    assert pair.organization == "512" and pair.body_note == ""
+    assert any(line.kind == "add" and "Branded" in line.text for line in pair.html_diff)

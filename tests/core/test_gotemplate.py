@@ -4,12 +4,14 @@ How the translated templates *render* is tested in test_rendering.py."""
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from emailops.core.errors import TemplateError
-from emailops.core.gotemplate import translate
+from emailops.core.gotemplate import translate, unclosed_action_error
 
 
 @pytest.mark.parametrize(
@@ -145,11 +147,51 @@ def test_line_count_is_always_preserved(parts):
 # --- errors, with the author's line ------------------------------------------------------------
 
 
+# A 6-line file whose line 5 opens a block that is never closed; line 6 has an action of its own.
+UNCLOSED_ON_LINE_5 = "<p>a</p>\n<p>b</p>\n<p>c</p>\n<p>d</p>\n{{%s .x}}\n<p>{{ .y }}</p>\n"
+
+
+@pytest.mark.parametrize("kind", ["if", "range", "with"])
+def test_an_unclosed_block_names_the_line_it_was_opened_on(kind):
+    with pytest.raises(TemplateError) as info:
+        translate(UNCLOSED_ON_LINE_5 % kind)
+    assert info.value.line == 5
+    assert info.value.reason == f"{{{{{kind}}}}} opened on line 5 is never closed with {{{{end}}}}"
+
+
+def test_the_innermost_unclosed_block_is_named():
+    with pytest.raises(TemplateError) as info:
+        translate("{{if .a}}\n{{range .xs}}\n{{.}}\n{{if .b}}{{end}}\n")
+    assert info.value.line == 2 and "{{range}} opened on line 2" in info.value.reason
+
+
+def test_an_action_never_closed_is_named_not_the_action_it_ran_into():
+    with pytest.raises(TemplateError) as info:
+        translate("<p>\n{{ .teamName </p>\n<p>{{ .x }}</p>\n")
+    assert info.value.line == 2
+    assert info.value.reason.startswith("{{ on line 2 has no matching }}")
+    assert "{{ .teamName </p>" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{/* }}" * 70_000,  # comments never closed: was minutes, searching for */ at each one
+        "{{ ' }}" * 70_000,  # quotes on one long line
+        "{{ x }}" * 70_000 + "{{ .y",
+    ],
+)
+def test_looking_for_an_unclosed_action_is_linear(source):
+    started = time.perf_counter()
+    unclosed_action_error(source)
+    assert time.perf_counter() - started < 5
+
+
 @pytest.mark.parametrize(
     ("source", "line", "words"),
     [
         ("a\n{{if .x}}\nb\n", 2, "never closed"),
-        ("{{range .xs}}\n{{with .y}}\n{{end}}\n", 3, "{{range}} is never closed"),
+        ("{{range .xs}}\n{{with .y}}\n{{end}}\n", 1, "{{range}} opened on line 1 is never closed"),
         ("a\nb\n{{end}}", 3, "{{end}} without"),
         ("{{if .x}}{{end}}\n{{end}}", 2, "{{end}} without"),
         ("\n{{else}}", 2, "{{else}} without"),

@@ -247,6 +247,85 @@ def test_syntax_errors_carry_the_line(renderer, source, line):
         renderer.render_body(source, {}, name="default/t.html")
 
 
+# Line 5 opens a block that is never closed; line 6 has an action (or text) of its own.
+def unclosed_on_line_5(opener: str) -> str:
+    return f"<p>a</p>\n<p>b</p>\n<p>c</p>\n<p>d</p>\n{opener}\n<p>{{{{ .y }}}}</p>\n<p>f</p>\n"
+
+
+@pytest.mark.parametrize(
+    ("opener", "words"),
+    [
+        ("{{if .x}}", "{{if}} opened on line 5 is never closed with {{end}}"),
+        ("{{range .xs}}", "{{range}} opened on line 5 is never closed with {{end}}"),
+        ("{{with .x}}", "{{with}} opened on line 5 is never closed with {{end}}"),
+        ("{% if x %}", "{% if %} opened on line 5 is never closed with {% endif %}"),
+        ("{% for x in xs %}", "{% for %} opened on line 5 is never closed with {% endfor %}"),
+        ("{% with a = 1 %}", "{% with %} opened on line 5 is never closed with {% endwith %}"),
+        ("{%- if x -%}", "{% if %} opened on line 5 is never closed with {% endif %}"),
+    ],
+)
+def test_an_unclosed_block_names_the_line_it_was_opened_on(renderer, opener, words):
+    with pytest.raises(TemplateError) as info:
+        renderer.check(unclosed_on_line_5(opener), name="default/t.html")
+    assert (info.value.line, info.value.reason) == (5, words)
+
+
+def test_an_unclosed_jinja_block_among_closed_ones_is_the_one_named(renderer):
+    source = (
+        "{% if a %}\n{% for x in xs %}{{ x }}{% endfor %}\n{% set t = 1 %}"
+        "{% set block %}b{% endset %}\n{% if b %}\n{% with c = 1 %}{% endwith %}\n{% endif %}\n"
+    )
+    with pytest.raises(TemplateError) as info:
+        renderer.check(source)
+    assert info.value.line == 1 and info.value.reason.startswith("{% if %} opened on line 1 ")
+
+
+def test_variables_names_the_line_an_unclosed_block_was_opened_on(renderer):
+    with pytest.raises(TemplateError) as info:
+        renderer.variables(unclosed_on_line_5("{% if x %}"))
+    assert info.value.line == 5 and "opened on line 5" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    ("source", "line"),
+    [
+        ("<p>\n{{ .teamName </p>\nmore\n", 2),  # nothing closes it: Jinja said "unexpected '.'"
+        ("<p>\n{{ .teamName </p>\nmore {{ .x }}\n", 2),  # the next action's }} swallowed it
+        ("{{if .x}}\n{{ .teamName </p>\n{{end}}\n", 2),  # ... and the {{end}} with it
+        ("{{ teamName </p>\n", 1),  # Jinja syntax
+        ("{{if .x}}\n{{ teamName </p>\n{{end}}\n", 2),  # not "{{if}} never closed"
+        ('{{ "}}" }} it\'s\n{{ .b </p>', 2),  # a }} in a string closes nothing
+        ("{% raw %}{{{% endraw %}\n{# {{ #}\n{{/* {{ */}}\n{{ .b </p>\n", 4),
+    ],
+)
+def test_an_action_never_closed_names_its_line(renderer, source, line):
+    with pytest.raises(TemplateError) as info:
+        renderer.check(source, name="default/t.html")
+    assert info.value.line == line
+    assert info.value.reason.startswith(f"{{{{ on line {line} has no matching }}}}")
+    assert info.value.what == "compile template" and info.value.key == "default/t.html"
+
+
+def test_an_unclosed_action_is_named_by_variables_too(renderer):
+    with pytest.raises(TemplateError) as info:
+        renderer.variables("<p>\n{{ .teamName </p>\n")
+    assert info.value.line == 2 and "has no matching }}" in info.value.reason
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{% raw %}{{ x{% endraw %} {{ y }}",
+        "{# {{ #}{{ y }}",
+        '{{ "{{" }}',
+        "{{/* {{ */}}{{ .y }}",
+        '{{ "}}" }} {{ .y }}',
+    ],
+)
+def test_a_brace_pair_that_opens_no_action_compiles(renderer, source):
+    renderer.check(source)
+
+
 def test_check_accepts_good_templates(renderer):
     renderer.check("{{.a}}{% if b %}{{ b }}{% endif %}")
     renderer.check("Subject {{.a}}", html=False)

@@ -79,6 +79,15 @@ def test_compile_errors_in_go_and_jinja_syntax_name_the_line():
     assert jinja.code == "compile" and jinja.line == 3
 
 
+def test_an_unclosed_block_is_reported_on_the_line_that_opened_it():
+    for opener, closer in (("{{if .x}}", "{{end}}"), ("{% if x %}", "{% endif %}")):
+        [finding] = run(
+            f"<p>a</p>\n<p>b</p>\n<p>c</p>\n<p>d</p>\n{opener}\n<p>{{{{ name }}}}</p>\n"
+        )
+        assert (finding.code, finding.line) == ("compile", 5)
+        assert "opened on line 5 is never closed with " + closer in finding.message
+
+
 def test_a_render_error_under_the_bounded_renderer():
     [finding] = run("<p>\n{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}</p>")
     assert (finding.severity, finding.code) == ("error", "render")
