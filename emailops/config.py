@@ -162,6 +162,8 @@ class EventsConfig:
     topic_name: str
     topic_arns: tuple[str, ...] = setting(parse=tuple)
     verify_signatures: bool
+    # How old a signed SNS message may be (0: any age); checked only with signatures verified.
+    max_age_seconds: int = setting(parse=lambda v: _cap("SES_EVENTS_MAX_AGE_SECONDS", v))
     raw_delivery: bool
     concurrency: int
     # The Go service's topic of SES identity notifications: bootstrap_aws subscribes the queue.
