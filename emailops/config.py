@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
 from django.core.exceptions import ImproperlyConfigured
 
+from emailops.core.header_text import control_problem
+
 if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
@@ -160,6 +162,8 @@ class EventsConfig:
     topic_name: str
     topic_arns: tuple[str, ...] = setting(parse=tuple)
     verify_signatures: bool
+    # How old a signed SNS message may be (0: any age); checked only with signatures verified.
+    max_age_seconds: int = setting(parse=lambda v: _cap("SES_EVENTS_MAX_AGE_SECONDS", v))
     raw_delivery: bool
     concurrency: int
     # The Go service's topic of SES identity notifications: bootstrap_aws subscribes the queue.
@@ -315,6 +319,10 @@ def check_settings(**_: Any) -> list[CheckMessage]:
 
 def _sender(sender: str, reply_to: str, domain: str) -> tuple[str, tuple[str, ...]]:
     """(From, Reply-To): EMAIL_SENDER/EMAIL_REPLY_TO, else Pennsieve's support address."""
+    for name, value in (("EMAIL_SENDER", sender), ("EMAIL_REPLY_TO", reply_to)):
+        # Each goes into a header of every email as written (an ASCII name unencoded).
+        if problem := control_problem(name, value):
+            raise ImproperlyConfigured(f"{problem}: it must be one line of printable text")
     if sender:
         name, address = parseaddr(sender)
         if "@" not in address:

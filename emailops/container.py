@@ -215,6 +215,7 @@ class Container:
             verify_signatures=events.verify_signatures,
             allowed_topics=list(events.topic_arns),
             raw_delivery=events.raw_delivery,
+            max_age_seconds=events.max_age_seconds,
         )
 
     @cached_property

@@ -256,6 +256,14 @@ SES_EVENTS_TOPIC_ARNS = env.list("SES_EVENTS_TOPIC_ARNS", default=[])
 SES_EVENTS_NOTIFICATIONS_TOPIC_ARN = env.str("SES_EVENTS_NOTIFICATIONS_TOPIC_ARN", default="")
 # Verify SNS signatures; on unless DEBUG. The local stack and tests turn it off.
 SES_EVENTS_VERIFY_SIGNATURES = env.bool("SES_EVENTS_VERIFY_SIGNATURES", default=not DEBUG)
+# With verification on: a signed SNS message whose Timestamp is older than this is dead-lettered
+# (a signature never expires, so an old genuine message could otherwise be replayed for ever);
+# 0 accepts any age. 30 days (2592000) is above the oldest a genuine event can be: SNS retries a
+# delivery to SQS for 23 days (100,015 attempts, its policy for AWS-managed endpoints) and the
+# events queue keeps a message 4 days (SQS's default retention), 27 days together. A DLQ redrive
+# of older messages needs it raised for the while. One more than 5 minutes ahead of this host's
+# clock is refused too.
+SES_EVENTS_MAX_AGE_SECONDS = env.int("SES_EVENTS_MAX_AGE_SECONDS", default=2592000)
 # The events queue is subscribed with raw message delivery: bare events (no SNS envelope, so no
 # signature and no topic to check) are accepted even with verification on. What is trusted then
 # is the queue policy alone (docs/operations.md).

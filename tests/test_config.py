@@ -135,3 +135,18 @@ def test_the_rule_catches_a_direct_read(tmp_path):
     (tmp_path / "emailops").mkdir()
     (tmp_path / "emailops" / "x.py").write_text("n = settings.OPS_SCAN_MAX_ITEMS\n")
     assert direct_reads(tmp_path) == [("emailops/x.py", "OPS_SCAN_MAX_ITEMS")]
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("EMAIL_SENDER", "Pennsieve\x0bBcc: evil@evil.test <support@pennsieve.test>"),
+        ("EMAIL_SENDER", "Penn\x00sieve <support@pennsieve.test>"),
+        ("EMAIL_REPLY_TO", "support@pennsieve.test\x0c"),
+    ],
+)
+def test_a_control_character_in_the_sender_stops_start_up(settings, name, value):
+    """The From name goes into every email's header as written: refused before anything is sent."""
+    setattr(settings, name, value)
+    with pytest.raises(ImproperlyConfigured, match=rf"^{name}: control character U\+00"):
+        Config.from_settings()

@@ -197,6 +197,7 @@ def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
         deadLetterQueue=info.dead_letter_url,
         verifySignatures=verifier.verify_signatures,
         rawDelivery=verifier.raw_delivery,
+        maxAgeSeconds=verifier.max_age_seconds if verifier.verify_signatures else None,
         allowedTopics=",".join(sorted(verifier.allowed_topics)) or "any",
         concurrency=concurrency,
     )

@@ -7,6 +7,11 @@ certificate URL must be https on exactly ``sns.<region>.amazonaws.com`` (``.amaz
 China) for the TopicArn's own region, or anyone could sign with their own (an S3 bucket named
 ``sns`` is also an amazonaws.com host). Each certificate is fetched once and cached.
 
+A signed message is also refused when its ``Timestamp`` (covered by the signature) is older than
+``max_age_seconds`` or more than FUTURE_SKEW_SECONDS ahead of our clock: a signature never expires,
+so without this a genuine message captured once (a years-old Bounce) could be replayed onto the
+queue for ever.
+
 With verification on, a message without an envelope is refused: anyone allowed to send to the
 queue could otherwise skip the signature and the topic check by sending a bare event. Only
 ``raw_delivery`` (the queue is subscribed with raw message delivery) lets bare events through;
@@ -19,8 +24,10 @@ import base64
 import binascii
 import re
 import threading
+import time
 import urllib.request
 from collections.abc import Callable, Iterable
+from datetime import UTC, datetime
 from urllib.parse import urlsplit
 
 from cryptography import x509
@@ -32,6 +39,8 @@ from emailops.core.delivery_events import BadEvent, SnsEnvelope
 from emailops.core.errors import TransientError
 
 __all__ = [
+    "DEFAULT_MAX_AGE_SECONDS",
+    "FUTURE_SKEW_SECONDS",
     "SnsVerifier",
     "canonical_string",
     "fetch_certificate",
@@ -58,6 +67,11 @@ _SIGNED_FIELDS["UnsubscribeConfirmation"] = _SIGNED_FIELDS["SubscriptionConfirma
 _HASHES = {"1": hashes.SHA1, "2": hashes.SHA256}
 
 CertificateFetcher = Callable[[str], bytes]
+
+# SES_EVENTS_MAX_AGE_SECONDS's default (why 30 days: emailops/settings.py).
+DEFAULT_MAX_AGE_SECONDS = 30 * 86400
+# How far ahead of our clock a Timestamp may be: SNS's clock and ours differ a little.
+FUTURE_SKEW_SECONDS = 5 * 60
 
 
 def fetch_certificate(url: str, *, timeout: float = 5.0) -> bytes:
@@ -117,8 +131,13 @@ class SnsVerifier:
         allowed_topics: Iterable[str] = (),
         raw_delivery: bool = False,
         fetch: CertificateFetcher = fetch_certificate,
+        max_age_seconds: int = DEFAULT_MAX_AGE_SECONDS,
+        clock: Callable[[], float] = time.time,
     ) -> None:
+        """``max_age_seconds``: how old a signed message's Timestamp may be; 0: any age."""
         self.verify_signatures = verify_signatures
+        self.max_age_seconds = max_age_seconds
+        self.clock = clock
         self.raw_delivery = raw_delivery
         self.allowed_topics = frozenset(t for t in allowed_topics if t)
         self.fetch = fetch
@@ -168,6 +187,27 @@ class SnsVerifier:
             key.verify(signature, canonical_string(envelope), padding.PKCS1v15(), algorithm())
         except InvalidSignature:
             raise bad("the signature does not match the message") from None
+        self._check_fresh(envelope.timestamp, bad)  # after: the signature vouches for it
+
+    def _check_fresh(self, timestamp: str, bad: Callable[[str], BadEvent]) -> None:
+        try:
+            sent = datetime.fromisoformat(timestamp)
+        except ValueError:
+            sent = None
+        if sent is None or sent.tzinfo is None:
+            raise bad(f"SNS message Timestamp {timestamp!r} is not an ISO 8601 time in UTC")
+        age = self.clock() - sent.timestamp()
+        if self.max_age_seconds and age > self.max_age_seconds:
+            raise bad(
+                f"SNS message Timestamp {timestamp} is older than SES_EVENTS_MAX_AGE_SECONDS "
+                f"({_duration(self.max_age_seconds)}): a replay, or an event that waited too long"
+            )
+        if -age > FUTURE_SKEW_SECONDS:
+            raise bad(
+                f"SNS message Timestamp {timestamp} is more than "
+                f"{_duration(FUTURE_SKEW_SECONDS)} ahead of this host's clock "
+                f"({datetime.fromtimestamp(self.clock(), UTC):%Y-%m-%dT%H:%M:%SZ})"
+            )
 
     def _public_key(self, url: str, bad: Callable[[str], BadEvent]) -> rsa.RSAPublicKey:
         with self._lock:
@@ -188,3 +228,12 @@ class SnsVerifier:
         with self._lock:
             self._certificates[url] = key
         return key
+
+
+def _duration(seconds: int) -> str:
+    """``30 days``, ``5 minutes``, ``90 seconds``: the largest unit that divides it."""
+    for unit, size in (("day", 86400), ("hour", 3600), ("minute", 60)):
+        if seconds % size == 0:
+            count = seconds // size
+            return f"{count} {unit}{'' if count == 1 else 's'}"
+    return f"{seconds} seconds"

@@ -42,10 +42,14 @@ class Composed:
     template_version: str = ""  # the published version of template_key (journal TemplateVersion)
 
 
+def _overrides_subject(context: dict[str, Any]) -> bool:
+    override = context.get("subject")
+    return isinstance(override, str) and bool(override)
+
+
 def subject_source_for(mapping: TemplateMapping, context: dict[str, Any]) -> str:
     """The subject template: a non-empty string ``context.subject`` overrides the mapping's."""
-    override = context.get("subject")
-    return override if isinstance(override, str) and override else mapping.subject
+    return context["subject"] if _overrides_subject(context) else mapping.subject
 
 
 class Composer:
@@ -110,9 +114,11 @@ class Composer:
     ) -> Composed:
         """Render a given template source (e.g. an older version of ``key``) as compose would."""
         message_id = mapping.message_id
-        subject_source = subject_source_for(mapping, context)
         subject = self.renderer.render_subject(
-            subject_source, context, name=f"subject of {message_id}"
+            subject_source_for(mapping, context),
+            context,
+            name=f"subject of {message_id}",
+            field="context.subject" if _overrides_subject(context) else "subject",
         )
         body = self.renderer.render_body(source, context, name=key)
         missing = tuple(dict.fromkeys(subject.missing + body.missing))

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from emailops.core.errors import InvalidRequest
+from emailops.core.header_text import control_problem
 
 __all__ = [
     "EmailRequest",
@@ -256,8 +257,9 @@ def _parse_recipient(index: int, raw: Any) -> Recipient:
     name = raw.get("name") or ""
     if not isinstance(name, str):
         raise _Rejected(email, f"{where}.name must be a string", f"{where}.name")
-    if any(ch in name for ch in "\r\n"):
-        raise _Rejected(email, f"{where}.name must be one line", f"{where}.name")
+    # A line break or other control character would reach SES's To header as written.
+    if problem := control_problem(f"{where}.name", name):
+        raise _Rejected(email, f"{problem} (a name must be one line of text)", f"{where}.name")
     return Recipient(email=email, name=name)
 
 

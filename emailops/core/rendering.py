@@ -23,6 +23,7 @@ from markupsafe import Markup
 
 from emailops.core.errors import TemplateError
 from emailops.core.gotemplate import translate, unclosed_action_error
+from emailops.core.header_text import control_problem
 from emailops.core.render_limits import (
     MAX_SUBJECT_OUTPUT,
     MAX_SUBJECT_SOURCE,
@@ -35,9 +36,28 @@ from emailops.core.render_limits import (
 from emailops.core.sandbox import BoundedSandbox
 from emailops.core.template_variables import guarded_variables, read_variables
 
-__all__ = ["ONE_LINE_REASON", "Rendered", "Renderer", "go_format"]
+__all__ = [
+    "ONE_LINE_REASON",
+    "Rendered",
+    "Renderer",
+    "control_reason",
+    "go_format",
+    "is_control_reason",
+]
 
 ONE_LINE_REASON = "the subject must be one line"
+_CONTROL_TAIL = " (a subject must be one line of text)"
+
+
+def control_reason(problem: str) -> str:
+    """A subject refused for a control character: ``context.subject: control character U+000B
+    (...)``."""
+    return problem + _CONTROL_TAIL
+
+
+def is_control_reason(reason: str) -> bool:
+    return reason.endswith(_CONTROL_TAIL)
+
 
 _missing: contextvars.ContextVar[list[str] | None] = contextvars.ContextVar("missing", default=None)
 
@@ -139,12 +159,23 @@ class Renderer:
         return self._render(source, context, html=True, name=name, limits=self.limits)
 
     def render_subject(
-        self, source: str, context: dict[str, Any], *, name: str = "subject"
+        self,
+        source: str,
+        context: dict[str, Any],
+        *,
+        name: str = "subject",
+        field: str = "subject",
     ) -> Rendered:
+        """``field``: where the subject template came from, for the reason of a refusal
+        (``context.subject`` when the request's override is rendered)."""
         rendered = self._render(source, context, html=False, name=name, limits=self._subject_limits)
         text = rendered.text.strip()
         if "\n" in text or "\r" in text:
             raise TemplateError("render subject", key=name, reason=ONE_LINE_REASON)
+        # SES writes the subject into the header as it is (an ASCII one unencoded): a VT or NUL
+        # there is a line break or worse to the reader's parser.
+        if problem := control_problem(field, text):
+            raise TemplateError("render subject", key=name, reason=control_reason(problem))
         return Rendered(text=text, missing=rendered.missing)
 
     def _render(

@@ -28,7 +28,7 @@ from typing import Any
 
 from emailops.core.compose import html_to_text
 from emailops.core.errors import TemplateError
-from emailops.core.rendering import ONE_LINE_REASON, Renderer
+from emailops.core.rendering import ONE_LINE_REASON, Renderer, is_control_reason
 
 __all__ = [
     "ERROR",
@@ -274,6 +274,8 @@ def _check_one_render(
                         ERROR, "subject-newline", "the subject holds a newline", key, organization
                     )
                 )
+            elif is_control_reason(exc.reason):
+                found.append(Finding(ERROR, "subject-control", exc.reason, key, organization))
             else:
                 found.append(
                     _error_finding(

@@ -53,13 +53,29 @@ class Fetcher:
         return self.pem
 
 
-def signed(key, *, version: str = "1", subject: str | None = None, **overrides) -> str:
+def sns_time(moment: datetime) -> str:
+    """A Timestamp as SNS writes it: 2026-11-30T14:31:27.123Z."""
+    return (
+        moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+    )
+
+
+def signed(
+    key,
+    *,
+    version: str = "1",
+    subject: str | None = None,
+    message: str | None = None,
+    timestamp: str | None = None,
+    **overrides,
+) -> str:
+    """An envelope signed with ``key``; sent now unless ``timestamp`` says when."""
     fields = {
         "Type": "Notification",
         "MessageId": "22b80b92-fdea-4c2c-8f9d-bdfb0c7bf324",
         "TopicArn": TOPIC,
-        "Message": json.dumps({"eventType": "Delivery", "mail": {"messageId": "m-1"}}),
-        "Timestamp": "2026-11-30T14:31:27.123Z",
+        "Message": message or json.dumps({"eventType": "Delivery", "mail": {"messageId": "m-1"}}),
+        "Timestamp": sns_time(datetime.now(UTC)) if timestamp is None else timestamp,
         "SignatureVersion": version,
         "SigningCertURL": CERT_URL,
         "UnsubscribeURL": "https://sns.us-east-1.amazonaws.com/?Action=Unsubscribe",
@@ -84,6 +100,79 @@ def test_good_signatures_verify(signer, version):
     verifier = SnsVerifier(verify_signatures=True, fetch=Fetcher(pem))
     check(verifier, signed(key, version=version))
     check(verifier, signed(key, version=version, subject="Amazon SES Email Event Notification"))
+
+
+# --- freshness: a signature never expires, the window does ------------------------------------
+
+SENT = datetime(2026, 11, 30, 14, 31, 27, 123000, tzinfo=UTC)
+
+
+def at(moment: datetime):
+    return lambda: moment.timestamp()
+
+
+def test_a_correctly_signed_message_from_2019_is_refused(signer):
+    """The finding: a genuine signed message from years ago, replayed onto the queue, verified."""
+    key, pem = signer
+    verifier = SnsVerifier(verify_signatures=True, fetch=Fetcher(pem))
+    with pytest.raises(BadEvent) as info:
+        check(verifier, signed(key, timestamp="2019-05-02T19:50:51.123Z"))
+    assert info.value.reason.startswith(
+        "SNS message Timestamp 2019-05-02T19:50:51.123Z is older than "
+        "SES_EVENTS_MAX_AGE_SECONDS (30 days)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("now", "ok"),
+    [
+        (SENT, True),
+        (SENT + timedelta(days=30) - timedelta(seconds=1), True),
+        (SENT + timedelta(days=30, seconds=1), False),
+        (SENT - timedelta(minutes=4, seconds=59), True),  # our clock a little behind SNS's
+        (SENT - timedelta(minutes=5, seconds=1), False),
+    ],
+)
+def test_the_window_is_30_days_back_and_5_minutes_ahead(signer, now, ok):
+    key, pem = signer
+    verifier = SnsVerifier(verify_signatures=True, fetch=Fetcher(pem), clock=at(now))
+    body = signed(key, version="2", timestamp=sns_time(SENT))
+    if ok:
+        check(verifier, body)
+    else:
+        with pytest.raises(BadEvent, match=r"SNS message Timestamp 2026-11-30T14:31:27\.123Z is"):
+            check(verifier, body)
+
+
+def test_a_message_from_the_future_says_so(signer):
+    key, pem = signer
+    verifier = SnsVerifier(verify_signatures=True, fetch=Fetcher(pem), clock=at(SENT))
+    with pytest.raises(BadEvent, match=r"more than 5 minutes ahead of this host's clock"):
+        check(verifier, signed(key, timestamp=sns_time(SENT + timedelta(hours=1))))
+
+
+def test_the_window_follows_the_setting_and_0_accepts_any_age(signer):
+    key, pem = signer
+    old = signed(key, timestamp="2019-05-02T19:50:51.123Z")
+    hour = SnsVerifier(verify_signatures=True, fetch=Fetcher(pem), max_age_seconds=3600)
+    with pytest.raises(BadEvent, match=r"SES_EVENTS_MAX_AGE_SECONDS \(1 hour\)"):
+        check(hour, signed(key, timestamp=sns_time(datetime.now(UTC) - timedelta(hours=2))))
+    check(SnsVerifier(verify_signatures=True, fetch=Fetcher(pem), max_age_seconds=0), old)
+
+
+@pytest.mark.parametrize("timestamp", ["yesterday", "2019-05-02T19:50:51", ""])
+def test_a_signed_timestamp_that_is_no_utc_time_is_refused(signer, timestamp):
+    key, pem = signer
+    with pytest.raises(BadEvent, match="not an ISO 8601 time in UTC"):
+        check(
+            SnsVerifier(verify_signatures=True, fetch=Fetcher(pem)),
+            signed(key, timestamp=timestamp),
+        )
+
+
+def test_off_means_no_freshness_check_either(signer):
+    key, _ = signer
+    check(SnsVerifier(verify_signatures=False), signed(key, timestamp="2019-05-02T19:50:51.123Z"))
 
 
 def test_the_canonical_string_follows_aws_field_order():

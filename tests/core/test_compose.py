@@ -98,6 +98,21 @@ def test_only_a_non_empty_string_subject_overrides(composer, subject):
     )
 
 
+@pytest.mark.parametrize(
+    ("context", "field"),
+    [
+        ({"name": "A\x0bBcc: eve@example.com"}, "subject"),  # the mapping's, rendered
+        ({"name": "A", "subject": "Hi\x00there"}, "context.subject"),
+        ({"name": "A", "subject": "Hi {{.x}}", "x": "\u2028Bcc: eve"}, "context.subject"),
+    ],
+)
+def test_a_control_character_in_the_subject_is_refused_naming_its_source(composer, context, field):
+    with pytest.raises(TemplateError) as info:
+        composer.compose("welcome", context, None)
+    assert info.value.key == "subject of welcome"
+    assert info.value.reason.startswith(f"{field}: control character U+")
+
+
 def test_missing_variables_from_subject_and_body_are_merged_once(templates):
     templates.templates["default/welcome.html"] = "{{.a}}{{.b}}{{.name}}"
     mapping = TemplateMapping("welcome", "welcome.html", "{{.b}}{{.c}}")

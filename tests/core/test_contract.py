@@ -16,6 +16,7 @@ from emailops.core.contract import (
     Recipient,
     RejectedRecipient,
     address_problem,
+    parse_complete_request,
     parse_request,
     request_to_json,
 )
@@ -331,6 +332,55 @@ def test_addresses_ses_refuses_say_why(email, words):
 def test_recipient_name_must_be_one_line_of_text(name):
     exc = rejected(body(recipients=[{"email": "a@example.com", "name": name}]))
     assert "recipients[0].name" in exc.reason
+
+
+CONTROLS = [
+    "\x00",
+    "\t",
+    "\x0b",
+    "\x0c",
+    "\x1b",
+    "\x1f",
+    "\x7f",
+    "\x85",
+    "\x9f",
+    "\u2028",
+    "\u2029",
+]
+
+
+@pytest.mark.parametrize("control", CONTROLS)
+def test_a_control_character_in_a_name_sets_the_recipient_aside(control):
+    """Not only CR and LF: SES writes an ASCII name into the To header as it is."""
+    request = parse_request(
+        body(
+            recipients=[
+                {"email": "ok@example.com", "name": "Ok"},
+                {"email": "a@example.com", "name": f"A{control}Bcc: eve@example.com"},
+            ]
+        )
+    )
+    assert request.recipients == (Recipient("ok@example.com", "Ok"),)
+    [refused] = request.rejected
+    assert (refused.address, refused.field) == ("a@example.com", "recipients[1].name")
+    assert refused.reason.startswith(f"recipients[1].name: control character U+{ord(control):04X}")
+
+
+def test_printable_names_pass_whatever_their_script():
+    names = ["Zoë Ødegård", "李小龙", "O'Brien, Jr. (MD)", "Ana\u00a0María"]
+    request = parse_request(
+        body(recipients=[{"email": f"r{i}@example.com", "name": n} for i, n in enumerate(names)])
+    )
+    assert [r.name for r in request.recipients] == names and not request.rejected
+
+
+def test_the_api_is_told_which_name_is_refused():
+    with pytest.raises(InvalidRequest) as info:
+        parse_complete_request(
+            body(recipients=[{"email": "a@example.com", "name": "A\x0bBcc: eve@example.com"}])
+        )
+    assert info.value.field == "recipients[0].name"
+    assert "recipients[0].name: control character U+000B" in info.value.reason
 
 
 def test_null_recipient_name_is_empty():

@@ -116,6 +116,19 @@ def test_a_subject_must_be_one_line(renderer, value):
     assert "one line" in info.value.reason
 
 
+@pytest.mark.parametrize(
+    "control", ["\x00", "\t", "\x0b", "\x0c", "\x1c", "\x7f", "\x85", "\x9f", "\u2028", "\u2029"]
+)
+def test_a_subject_holds_no_control_character(renderer, control):
+    with pytest.raises(TemplateError) as info:
+        renderer.render_subject("Hi {{.x}}!", {"x": f"a{control}b"}, field="context.subject")
+    assert info.value.reason.startswith(f"context.subject: control character U+{ord(control):04X}")
+
+
+def test_a_subject_keeps_printable_text_of_any_script(renderer):
+    assert renderer.render_subject("Zoë — 李 {{.x}}", {"x": "ünï\u00a0"}).text == "Zoë — 李 ünï"
+
+
 def test_subject_surrounding_newlines_are_trimmed(renderer):
     assert renderer.render_subject("\n{{.x}}\n", {"x": "Hi"}).text == "Hi"
 

@@ -123,11 +123,15 @@ def test_an_empty_text_part_is_a_warning():
         ("Hello {{ name }}", None),
         ("Hello\n{{ name }}", "subject-newline"),
         ("Hi {{ nl }}", "subject-newline"),
+        ("Hi {{ vt }}", "subject-control"),
+        ("Hi\x0cthere", "subject-control"),
         ("{% if %}", "subject-compile"),
     ],
 )
 def test_subject_rules(subject, code):
-    findings = run("<p>hi</p>", subject=subject, contexts=[{"name": "A", "nl": "a\nb"}])
+    findings = run(
+        "<p>hi</p>", subject=subject, contexts=[{"name": "A", "nl": "a\nb", "vt": "a\x0bb"}]
+    )
     assert {f.code for f in findings if f.severity == "error"} == ({code} if code else set())
 
 

@@ -9,6 +9,7 @@ import json
 import threading
 
 import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
 from django.core.management import call_command
 
 from emailops import container
@@ -90,6 +91,41 @@ def test_a_bare_bounce_with_signatures_on_is_dead_lettered_not_applied(aws_event
     assert container.current().suppression_list.get("recipient@example.com") is None
     [dead] = aws_events.queue_messages(aws_events.events_queue_url + "-dlq")
     assert "no SNS envelope" in dead["MessageAttributes"]["FailureReason"]["StringValue"]
+
+
+def test_a_correctly_signed_bounce_from_2019_is_dead_lettered_not_applied(aws_events, settings):
+    """The finding: a genuine signed SNS message never expired, so one captured years ago and
+    sent to the queue again suppressed its recipient. Its twin dated now still applies."""
+    from tests.aws.test_sns_verify import CERT_URL, TOPIC, Fetcher, _certificate, signed
+
+    settings.SES_EVENTS_VERIFY_SIGNATURES = True
+    settings.SES_EVENTS_TOPIC_ARNS = [aws_events.topic_arn]
+    container.reset()
+    assert aws_events.topic_arn == TOPIC  # what the stand-in signs for
+    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+    fetcher = Fetcher(_certificate(key))
+    container.current().sns_verifier.fetch = fetcher  # the one container at --concurrency 1
+    sent_row()
+    bounce = json.dumps(ses_event("bounce.json"))
+
+    replayed = signed(key, message=bounce, timestamp="2019-05-02T19:50:51.123Z")
+    aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody=replayed)
+    out = consume("--concurrency", "1")
+    assert "applied=0" in out and "dead_lettered=1" in out
+    assert fetcher.calls == [CERT_URL]  # the signature was good: the age refused it
+    assert container.current().suppression_list.get("recipient@example.com") is None
+    assert container.current().journal.get(KEY).get("DeliveryStatus") != "BOUNCED"
+    [dead] = aws_events.queue_messages(aws_events.events_queue_url + "-dlq")
+    assert dead["Body"] == replayed
+    assert (
+        "SNS message Timestamp 2019-05-02T19:50:51.123Z is older than "
+        "SES_EVENTS_MAX_AGE_SECONDS (30 days)"
+    ) in dead["MessageAttributes"]["FailureReason"]["StringValue"]
+
+    fresh = signed(key, message=bounce)
+    aws_events.sqs.send_message(QueueUrl=aws_events.events_queue_url, MessageBody=fresh)
+    assert "applied=1" in consume("--concurrency", "1")
+    assert container.current().suppression_list.get("recipient@example.com").reason == "bounce"
 
 
 def test_raw_delivery_lets_a_bare_event_through(aws_events, settings):
