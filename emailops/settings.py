@@ -41,12 +41,11 @@ SECURE_PROXY_SSL_HEADER = proxy_ssl_header(
         default=[] if DEBUG else ["HTTP_X_FORWARDED_PROTO", "https"],
     )
 )
-# Proxies in front that append the client's address to X-Forwarded-For (the ALB: 1). The login
-# throttle counts failures per client address (emailops.security.client_ip). Default: 1 behind a
-# TLS-terminating proxy (the header above is set), else 0 (REMOTE_ADDR).
-TRUSTED_PROXY_COUNT = env.int(
-    "DJANGO_TRUSTED_PROXY_COUNT", default=1 if SECURE_PROXY_SSL_HEADER else 0
-)
+# Proxies in front that append the client's address to X-Forwarded-For; behind the ALB set 1.
+# The login throttle counts failures per client address (emailops.security.client_ip). Default 0,
+# in every profile: the peer's address (REMOTE_ADDR), X-Forwarded-For ignored. Trusting it by
+# default let a client that reaches the app directly claim a new address on every attempt.
+TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 
 # --- Sessions: signed out after this long without a request (8 hours) --------------------------
 # Every request saves the session, so its expiry slides: an idle timeout, not a fixed lifetime.

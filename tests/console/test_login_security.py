@@ -4,7 +4,13 @@ page and the page that shows a new API token included) carries one Content-Secur
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import secrets
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 from django.conf import settings
@@ -17,10 +23,32 @@ pytestmark = pytest.mark.django_db
 LOGIN = "/admin/login/?next=/admin/"
 
 
-def attempt(client, username: str, password: str, ip: str = "203.0.113.7"):
+def attempt(client, username: str, password: str, ip: str = "203.0.113.7", **headers):
     return client.post(
-        LOGIN, {"username": username, "password": password}, REMOTE_ADDR=ip, follow=False
+        LOGIN,
+        {"username": username, "password": password},
+        REMOTE_ADDR=ip,
+        follow=False,
+        **headers,
     )
+
+
+def production_setting(name: str):
+    """A setting as production reads it (DJANGO_DEBUG unset), in a fresh process."""
+    result = subprocess.run(
+        [sys.executable, "-c", f"from django.conf import settings; print(repr(settings.{name}))"],
+        cwd=Path(__file__).resolve().parents[2],
+        env={
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "DJANGO_SETTINGS_MODULE": "emailops.settings",
+            "DJANGO_SECRET_KEY": secrets.token_urlsafe(64),
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    return json.loads(result.stdout)
 
 
 def signed_in(client) -> bool:
@@ -76,6 +104,49 @@ def test_four_failures_do_not_lock(client, make_user):
     assert signed_in(client)
 
 
+def test_forged_forwarded_for_does_not_dodge_the_address_lock_by_default(
+    client, make_user, settings
+):
+    """Finding 10: the app reached directly (no proxy in front) under production defaults; 12
+    failures, each claiming another X-Forwarded-For, were never locked. Only
+    DJANGO_TRUSTED_PROXY_COUNT=1 (set behind the ALB) makes the header count."""
+    settings.TRUSTED_PROXY_COUNT = production_setting("TRUSTED_PROXY_COUNT")
+    user = make_user("Support")
+    statuses = [
+        attempt(
+            client, f"user-{n}", "guess", ip="192.0.2.50", HTTP_X_FORWARDED_FOR=f"10.9.8.{n}"
+        ).status_code
+        for n in range(12)
+    ]
+    assert statuses == [200] * 4 + [429] * 8
+    forged = attempt(
+        client, user.username, "pw-for-tests", ip="192.0.2.50", HTTP_X_FORWARDED_FOR="10.9.9.9"
+    )
+    assert forged.status_code == 429 and not signed_in(client)
+
+
+@override_settings(TRUSTED_PROXY_COUNT=1)
+def test_behind_the_load_balancer_a_forged_prefix_does_not_dodge_the_lock(client, make_user):
+    """Behind one proxy, what the client sent is left of the address the proxy appended."""
+    user = make_user("Support")
+    for n in range(5):
+        forwarded = f"10.9.8.{n}, 198.51.100.23"  # the client's invention, then the ALB's entry
+        attempt(client, f"someone-{n}", "guess", ip="10.0.0.5", HTTP_X_FORWARDED_FOR=forwarded)
+    refused = attempt(
+        client,
+        user.username,
+        "pw-for-tests",
+        ip="10.0.0.5",
+        HTTP_X_FORWARDED_FOR="10.9.9.9, 198.51.100.23",
+    )
+    assert refused.status_code == 429
+    # Another client behind the same load balancer is not locked out with it.
+    other = attempt(
+        client, user.username, "pw-for-tests", ip="10.0.0.5", HTTP_X_FORWARDED_FOR="198.51.100.24"
+    )
+    assert other.status_code == 302 and signed_in(client)
+
+
 @override_settings(TRUSTED_PROXY_COUNT=1)
 def test_behind_the_load_balancer_the_client_is_the_address_it_appended(rf):
     request = rf.get("/", HTTP_X_FORWARDED_FOR="6.6.6.6, 203.0.113.9", REMOTE_ADDR="10.0.0.5")
@@ -87,6 +158,19 @@ def test_behind_the_load_balancer_the_client_is_the_address_it_appended(rf):
 def test_without_a_proxy_forwarded_for_is_ignored(rf):
     request = rf.get("/", HTTP_X_FORWARDED_FOR="6.6.6.6", REMOTE_ADDR="203.0.113.9")
     assert client_ip(request) == "203.0.113.9"
+
+
+@override_settings(TRUSTED_PROXY_COUNT=2)
+def test_behind_two_proxies_the_client_is_the_second_from_the_right(rf):
+    forwarded = "6.6.6.6, 203.0.113.9, 10.0.0.7"  # invented, then what each proxy appended
+    request = rf.get("/", HTTP_X_FORWARDED_FOR=forwarded, REMOTE_ADDR="10.0.0.5")
+    assert client_ip(request) == "203.0.113.9"
+    # Fewer entries than proxies, or one that is no address: the peer.
+    assert client_ip(rf.get("/", HTTP_X_FORWARDED_FOR="10.0.0.7", REMOTE_ADDR="10.0.0.5")) == (
+        "10.0.0.5"
+    )
+    garbage = rf.get("/", HTTP_X_FORWARDED_FOR="not-an-ip, 10.0.0.7", REMOTE_ADDR="10.0.0.5")
+    assert client_ip(garbage) == "10.0.0.5"
 
 
 def test_sessions_end_after_the_idle_timeout_and_each_request_extends_them(client, make_user):
