@@ -52,16 +52,21 @@ TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 SESSION_COOKIE_AGE = env.int("DJANGO_SESSION_IDLE_SECONDS", default=8 * 3600)
 SESSION_SAVE_EVERY_REQUEST = True
 
-# --- Login throttle (django-axes): 5 failures per username or per address, then 15 minutes ------
+# --- Login throttle: django-axes' locks (templates_admin/login_throttle.py) ---------------------
+# 5 failures of one username from one address, or from one address whatever the usernames, lock
+# that pair or that address for 15 minutes; nothing locks a username everywhere.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before the check
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-# Each is its own count: one username from many addresses, or many usernames from one address.
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Each is its own count: one username from one address, or many usernames from one address.
+# A username alone is no key: five failures from anywhere would lock its owner out everywhere.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_CLIENT_IP_CALLABLE = "emailops.security.client_ip"
+# Counted as NFKC, stripped, case-folded: fullwidth, padded or upper-case admin2 is admin2.
+AXES_USERNAME_CALLABLE = "templates_admin.login_throttle.throttle_username"
 AXES_LOCKOUT_TEMPLATE = "templates_admin/login_locked.html"
 
 INSTALLED_APPS = [
