@@ -52,9 +52,10 @@ TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 SESSION_COOKIE_AGE = env.int("DJANGO_SESSION_IDLE_SECONDS", default=8 * 3600)
 SESSION_SAVE_EVERY_REQUEST = True
 
-# --- Login throttle: django-axes' locks (templates_admin/login_throttle.py) ---------------------
+# --- Login throttle: django-axes' locks plus a wait (templates_admin/login_throttle.py) ----------
 # 5 failures of one username from one address, or from one address whatever the usernames, lock
-# that pair or that address for 15 minutes; nothing locks a username everywhere.
+# that pair or that address for 15 minutes; nothing locks a username everywhere. A username
+# guessed from many addresses makes its failing addresses wait instead (LoginWaitMiddleware).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before the check
     "django.contrib.auth.backends.ModelBackend",
@@ -103,6 +104,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A username guessed from many addresses: its failing addresses wait (before the login view).
+    "templates_admin.login_throttle.LoginWaitMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 

@@ -1,13 +1,16 @@
 """The console's login and session: password guessing is throttled per username and address
-together and per address (templates_admin/login_throttle.py), the client address trusts X-Forwarded-For only behind
-DJANGO_TRUSTED_PROXY_COUNT proxies, sessions end after DJANGO_SESSION_IDLE_SECONDS without a request, and every response (the login
-page and the page that shows a new API token included) carries one Content-Security-Policy."""
+together and per address, a username guessed from many addresses makes its failing addresses
+wait (templates_admin/login_throttle.py), the client address trusts X-Forwarded-For only behind
+DJANGO_TRUSTED_PROXY_COUNT proxies, sessions end after DJANGO_SESSION_IDLE_SECONDS without a
+request, and every response (the login page and the page that shows a new API token included)
+carries one Content-Security-Policy."""
 
 from __future__ import annotations
 
 import json
 import logging
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -104,17 +107,76 @@ def test_spellings_of_a_username_count_as_one(client, make_user):
     for n, spelling in enumerate(spellings):
         attempt(client, spelling, "guess", ip=f"198.51.100.{n}")
     assert set(AccessAttempt.objects.values_list("username", flat=True)) == {"support"}
+    # Five failures for "support" across addresses: an address that failed for it must wait.
+    assert attempt(client, "SUPPORT", "guess", ip="198.51.100.1").status_code == 429
     # The owner, from an address without failures, signs in at once.
     assert attempt(client, user.username, "pw-for-tests", ip="203.0.113.20").status_code == 302
     assert signed_in(client)
 
 
-def test_one_username_from_many_addresses_does_not_lock_a_fresh_one(client, make_user):
+def age_failures(seconds: int) -> None:
+    """Move every recorded failure ``seconds`` into the past."""
+    from datetime import timedelta
+
+    from axes.models import AccessAttempt
+    from django.db.models import F
+
+    AccessAttempt.objects.update(attempt_time=F("attempt_time") - timedelta(seconds=seconds))
+
+
+def test_a_distributed_run_on_one_username_must_wait_between_guesses(client, make_user):
+    """Many addresses, one username: past five failures in all, an address that failed for the
+    username waits before its next guess for it (30 s, doubling with each further failure of the
+    username, at most the 15-minute cool-off), refused unchecked and uncounted."""
+    from axes.models import AccessAttempt
+
+    user = make_user("Support")
+    for n in range(5):
+        assert attempt(client, user.username, "guess", ip=f"198.51.100.{n}").status_code == 200
+    early = attempt(client, user.username, "pw-for-tests", ip="198.51.100.0")
+    assert early.status_code == 429 and not signed_in(client)  # even the right password
+    assert 25 <= int(early["Retry-After"]) <= 30
+    assert re.search(r"From this address, wait \d+ seconds", early.content.decode())
+    assert early["Content-Security-Policy"] == BASE_POLICY
+    assert AccessAttempt.objects.filter(ip_address="198.51.100.0").get().failures_since_start == 1
+    age_failures(31)
+    assert attempt(client, user.username, "guess", ip="198.51.100.0").status_code == 200
+    # Six failures now: the next wait is twice as long, and every failing address has it.
+    assert (
+        55 <= int(attempt(client, user.username, "guess", ip="198.51.100.0")["Retry-After"]) <= 60
+    )
+    assert (
+        25 <= int(attempt(client, user.username, "guess", ip="198.51.100.3")["Retry-After"]) <= 29
+    )
+    for n in range(5, 25):
+        attempt(client, user.username, "guess", ip=f"198.51.100.{n}")
+    assert (
+        890 <= int(attempt(client, user.username, "guess", ip="198.51.100.9")["Retry-After"]) <= 900
+    )
+    # A correct password from an address without failures is never refused.
+    assert attempt(client, user.username, "pw-for-tests", ip="203.0.113.20").status_code == 302
+    assert signed_in(client)
+
+
+def test_an_address_the_owner_signed_in_from_never_waits(client, make_user):
+    user = make_user("Support")
+    assert attempt(client, user.username, "pw-for-tests", ip="203.0.113.30").status_code == 302
+    client.logout()
+    for n in range(6):
+        attempt(client, user.username, "guess", ip=f"198.51.100.{n}")
+    assert attempt(client, user.username, "typo", ip="203.0.113.30").status_code == 200
+    assert attempt(client, user.username, "pw-for-tests", ip="203.0.113.30").status_code == 302
+    assert signed_in(client)
+
+
+def test_the_wait_is_logged(client, make_user, caplog):
     user = make_user("Support")
     for n in range(5):
         attempt(client, user.username, "guess", ip=f"198.51.100.{n}")
-    response = attempt(client, user.username, "pw-for-tests", ip="198.51.100.99")
-    assert response.status_code == 302 and signed_in(client)
+    with caplog.at_level(logging.WARNING, logger="templates_admin.login"):
+        attempt(client, user.username, "guess", ip="198.51.100.2")
+    [line] = [r.getMessage() for r in caplog.records if "login.wait" in r.getMessage()]
+    assert "username=support" in line and "ip=198.51.100.2" in line and "seconds=" in line
 
 
 def test_many_usernames_from_one_address_are_locked(client, make_user):
