@@ -9,6 +9,7 @@ middleware then leaves it alone.
 
 from __future__ import annotations
 
+import ipaddress
 from collections.abc import Callable
 
 from django.conf import settings
@@ -49,14 +50,24 @@ class ContentSecurityPolicyMiddleware:
 
 
 def client_ip(request: HttpRequest) -> str:
-    """The address a request came from. Behind TRUSTED_PROXY_COUNT proxies, each appending to
-    X-Forwarded-For, it is that many entries from the right (entries further left are the
-    client's to invent); otherwise REMOTE_ADDR. Without this, every login behind a load balancer
-    would share its address, and five failures anywhere would lock everyone out."""
+    """The address a request came from, as the login throttle counts it.
+
+    With TRUSTED_PROXY_COUNT = 0 (the default) it is the peer, REMOTE_ADDR: X-Forwarded-For is
+    whatever the client wrote. Behind N trusted proxies (N >= 1; the ALB: 1), each appending the
+    address it was reached from, it is the Nth entry from the right, the address the outermost
+    trusted proxy saw (entries further left are the client's to invent). With fewer than N
+    entries, or one that is not an IP address, it falls back to REMOTE_ADDR. Without the setting
+    behind a load balancer, every login would share its address, and five failures anywhere
+    would lock everyone out."""
     remote = request.META.get("REMOTE_ADDR", "")
     count = settings.TRUSTED_PROXY_COUNT
     if count <= 0:
         return remote
     forwarded = [a.strip() for a in request.META.get("HTTP_X_FORWARDED_FOR", "").split(",")]
     forwarded = [a for a in forwarded if a]
-    return forwarded[-count] if len(forwarded) >= count else remote
+    if len(forwarded) < count:
+        return remote
+    try:
+        return str(ipaddress.ip_address(forwarded[-count]))
+    except ValueError:
+        return remote

@@ -41,28 +41,33 @@ SECURE_PROXY_SSL_HEADER = proxy_ssl_header(
         default=[] if DEBUG else ["HTTP_X_FORWARDED_PROTO", "https"],
     )
 )
-# Proxies in front that append the client's address to X-Forwarded-For (the ALB: 1). The login
-# throttle counts failures per client address (emailops.security.client_ip). Default: 1 behind a
-# TLS-terminating proxy (the header above is set), else 0 (REMOTE_ADDR).
-TRUSTED_PROXY_COUNT = env.int(
-    "DJANGO_TRUSTED_PROXY_COUNT", default=1 if SECURE_PROXY_SSL_HEADER else 0
-)
+# Proxies in front that append the client's address to X-Forwarded-For; behind the ALB set 1.
+# The login throttle counts failures per client address (emailops.security.client_ip). Default 0,
+# in every profile: the peer's address (REMOTE_ADDR), X-Forwarded-For ignored. Trusting it by
+# default let a client that reaches the app directly claim a new address on every attempt.
+TRUSTED_PROXY_COUNT = env.int("DJANGO_TRUSTED_PROXY_COUNT", default=0)
 
 # --- Sessions: signed out after this long without a request (8 hours) --------------------------
 # Every request saves the session, so its expiry slides: an idle timeout, not a fixed lifetime.
 SESSION_COOKIE_AGE = env.int("DJANGO_SESSION_IDLE_SECONDS", default=8 * 3600)
 SESSION_SAVE_EVERY_REQUEST = True
 
-# --- Login throttle (django-axes): 5 failures per username or per address, then 15 minutes ------
+# --- Login throttle: django-axes' locks plus a wait (templates_admin/login_throttle.py) ----------
+# 5 failures of one username from one address, or from one address whatever the usernames, lock
+# that pair or that address for 15 minutes; nothing locks a username everywhere. A username
+# guessed from many addresses makes its failing addresses wait instead (LoginWaitMiddleware).
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",  # first: refuses a locked-out login before the check
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_FAILURE_LIMIT = 5
 AXES_COOLOFF_TIME = timedelta(minutes=15)
-# Each is its own count: one username from many addresses, or many usernames from one address.
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Each is its own count: one username from one address, or many usernames from one address.
+# A username alone is no key: five failures from anywhere would lock its owner out everywhere.
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]
 AXES_CLIENT_IP_CALLABLE = "emailops.security.client_ip"
+# Counted as NFKC, stripped, case-folded: fullwidth, padded or upper-case admin2 is admin2.
+AXES_USERNAME_CALLABLE = "templates_admin.login_throttle.throttle_username"
 AXES_LOCKOUT_TEMPLATE = "templates_admin/login_locked.html"
 
 INSTALLED_APPS = [
@@ -99,6 +104,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # A username guessed from many addresses: its failing addresses wait (before the login view).
+    "templates_admin.login_throttle.LoginWaitMiddleware",
     "axes.middleware.AxesMiddleware",  # last, as django-axes requires
 ]
 

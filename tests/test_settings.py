@@ -24,6 +24,7 @@ SHOWN = [
     "SECURE_HSTS_INCLUDE_SUBDOMAINS",
     "SECURE_HSTS_PRELOAD",
     "SECURE_PROXY_SSL_HEADER",
+    "TRUSTED_PROXY_COUNT",
 ]
 
 
@@ -84,6 +85,9 @@ def test_production_turns_https_protections_on():
         "SECURE_HSTS_INCLUDE_SUBDOMAINS": True,
         "SECURE_HSTS_PRELOAD": True,
         "SECURE_PROXY_SSL_HEADER": ["HTTP_X_FORWARDED_PROTO", "https"],
+        # X-Forwarded-For is trusted only when said so (DJANGO_TRUSTED_PROXY_COUNT=1 behind the
+        # ALB): a client reaching the app directly could otherwise forge its address.
+        "TRUSTED_PROXY_COUNT": 0,
     }
 
 
@@ -94,11 +98,13 @@ def test_each_protection_can_be_set_from_the_environment():
         DJANGO_SECURE_HSTS_SECONDS="3600",
         DJANGO_SECURE_HSTS_PRELOAD="false",
         DJANGO_SECURE_PROXY_SSL_HEADER="",
+        DJANGO_TRUSTED_PROXY_COUNT="1",
     )
     assert shown["SECURE_SSL_REDIRECT"] is False
     assert shown["SECURE_HSTS_SECONDS"] == 3600
     assert shown["SECURE_HSTS_PRELOAD"] is False
     assert shown["SECURE_PROXY_SSL_HEADER"] is None
+    assert shown["TRUSTED_PROXY_COUNT"] == 1
     assert shown["SESSION_COOKIE_SECURE"] is True  # the others keep their production default
 
 
