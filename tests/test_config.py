@@ -110,6 +110,10 @@ DJANGOS_OWN = {
     "CELERY_BROKER_URL",
     "DEBUG",
     "TRUSTED_PROXY_COUNT",  # the DJANGO_ security settings, read by the middleware
+    # django-axes' own settings: the login throttle reads them as axes itself does.
+    "AXES_COOLOFF_TIME",
+    "AXES_LOCKOUT_TEMPLATE",
+    "AXES_USERNAME_FORM_FIELD",
 }
 OWN_FILES = {"emailops/settings.py", "emailops/config.py"}
 
