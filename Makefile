@@ -38,6 +38,7 @@ bench: $(PY)  ## benchmarks: figures side by side, not pass/fail (several minute
 	$(PY) bench/journal_search.py
 	$(PY) bench/render_limits.py
 	$(PY) bench/send_rate_cap.py
+	$(PY) bench/webhook_outage.py
 	$(PY) bench/consumer_rss.py --messages $(BENCH_RSS_MESSAGES)
 
 chaos: $(PY)  ## the fault suite, long: consumers SIGKILLed and AWS faults for CHAOS_SECONDS

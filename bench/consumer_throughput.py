@@ -43,35 +43,47 @@ def request(i: int) -> str:
     )
 
 
+def load_stack(records: int) -> None:
+    """Inside ``mock_aws``: the tables, the queue, the bucket, the sample templates and mappings,
+    and ``records`` requests on the queue."""
+    settings.JOURNAL_TABLE, settings.S3_BUCKET = "email-journal", "emailops-bench"
+    settings.EMAIL_SENDER = "Bench <bench@example.com>"
+    quiet = lambda _line: None  # noqa: E731
+    dynamodb, sqs = (
+        aws_client("dynamodb", region="us-east-1"),
+        aws_client("sqs", region="us-east-1"),
+    )
+    provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
+    provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
+    provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
+    provision.ensure_tombstone_table(dynamodb, settings.ERASURE_TOMBSTONE_TABLE, quiet)
+    provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, quiet)
+    settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(sqs, "bench", quiet)
+    container.current().template_store.create_bucket()
+    container.current().sender.verify_sender("bench@example.com")
+    devnull = open(os.devnull, "w")  # noqa: SIM115
+    call_command("load_templates", str(SAMPLES / "templates"), stdout=devnull)
+    call_command("load_template_mappings", str(SAMPLES / "mappings.json"), stdout=devnull)
+    for start in range(0, records, 10):
+        sqs.send_message_batch(
+            QueueUrl=settings.EMAIL_SERVICE_QUEUE_URL,
+            Entries=[
+                {"Id": str(i), "MessageBody": request(i)}
+                for i in range(start, min(records, start + 10))
+            ],
+        )
+
+
 def run(records: int, cache_seconds: int) -> dict:
     with mock_aws():
         container.reset()
         settings.TEMPLATE_CACHE_SECONDS = cache_seconds
-        settings.JOURNAL_TABLE, settings.S3_BUCKET = "email-journal", "emailops-bench"
-        settings.EMAIL_SENDER = "Bench <bench@example.com>"
-        quiet = lambda _line: None  # noqa: E731
+        load_stack(records)
         dynamodb, sqs = (
             aws_client("dynamodb", region="us-east-1"),
             aws_client("sqs", region="us-east-1"),
         )
-        provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
-        provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
-        settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(sqs, "bench", quiet)
-        container.current().template_store.create_bucket()
-        container.current().sender.verify_sender("bench@example.com")
-        devnull = open(os.devnull, "w")  # noqa: SIM115
-        call_command("load_templates", str(SAMPLES / "templates"), stdout=devnull)
-        call_command("load_template_mappings", str(SAMPLES / "mappings.json"), stdout=devnull)
-        for start in range(0, records, 10):
-            sqs.send_message_batch(
-                QueueUrl=settings.EMAIL_SERVICE_QUEUE_URL,
-                Entries=[
-                    {"Id": str(i), "MessageBody": request(i)}
-                    for i in range(start, min(records, start + 10))
-                ],
-            )
-
-        consumer = build_consumer()
+        consumer = build_consumer(concurrency=8, allow_no_dead_letter_queue=True)
         calls: collections.Counter[str] = collections.Counter()
 
         def count(event_name, **_):

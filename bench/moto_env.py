@@ -18,6 +18,15 @@ os.environ.update(
     LOG_LEVEL="WARNING",
 )
 os.environ.pop("AWS_ENDPOINT_URL", None)
+# The send guard off: a benchmark sends hundreds a minute to one messageId, which the Go-compatible
+# caps (300, 120 a minute) would hold; bench/send_rate_cap.py measures the caps themselves.
+os.environ.setdefault("SES_MAX_SEND_RATE", "0")  # moto's quota says 1 a second: measure us, not it
+for _cap in (
+    "SEND_RATE_LIMIT_PER_MINUTE",
+    "PER_MESSAGE_RATE_LIMIT_PER_MINUTE",
+    "LOOP_LIMIT_PER_HOUR",
+):
+    os.environ.setdefault(_cap, "0")
 
 import django  # noqa: E402
 
