@@ -235,7 +235,7 @@ class WebhookData(TypedDict):
     opted in (include context keys)."""
 
 
-class SesEventData(WebhookData):
+class WebhookSesData(WebhookData):
     """An event SES reported about the email."""
 
     sesMessageId: str
@@ -244,12 +244,12 @@ class SesEventData(WebhookData):
     """The SES event's identity (the same event redelivered has the same one)."""
 
 
-class SentData(WebhookData):
+class WebhookSentData(WebhookData):
     sesMessageId: str
     """SES's MessageId of the email."""
 
 
-class BouncedData(SesEventData):
+class WebhookBouncedData(WebhookSesData):
     bounceType: str
     """SES's bounceType: Permanent, Transient or Undetermined."""
     bounceSubtype: str
@@ -260,22 +260,22 @@ class BouncedData(SesEventData):
     """The receiving server's diagnostic code, if SES had one; else empty."""
 
 
-class ComplainedData(SesEventData):
+class WebhookComplainedData(WebhookSesData):
     complaintType: str
     """SES's complaintFeedbackType (abuse, fraud...), or empty when the report gave none."""
 
 
-class DelayedData(SesEventData):
+class WebhookDelayedData(WebhookSesData):
     delayType: str
     """SES's delayType (MailboxFull, TransientCommunicationFailure...)."""
 
 
-class RejectedData(SesEventData):
+class WebhookRejectedData(WebhookSesData):
     reason: str
     """Why SES rejected the email (e.g. Bad content)."""
 
 
-class FailedData(WebhookData):
+class WebhookFailedData(WebhookData):
     """Sending failed (the row is FAILED), or SES could not render the email."""
 
     error: str
@@ -290,12 +290,12 @@ class FailedData(WebhookData):
     """The SES event's identity (a rendering failure only)."""
 
 
-class NotDeliveredData(WebhookData):
+class WebhookNotDeliveredData(WebhookData):
     reason: str
     """Why the row was recorded and never sent (a send control: log-only)."""
 
 
-class ClickedData(SesEventData):
+class WebhookClickedData(WebhookSesData):
     link: str
     """The link the recipient followed."""
 
@@ -311,70 +311,70 @@ class EmailSent(WebhookBody):
     """SES accepted the email."""
 
     type: Literal["email.sent"]
-    data: SentData
+    data: WebhookSentData
 
 
 class EmailDelivered(WebhookBody):
     """The receiving server accepted the email."""
 
     type: Literal["email.delivered"]
-    data: SesEventData
+    data: WebhookSesData
 
 
 class EmailBounced(WebhookBody):
     """The email bounced (hard: suppressed; soft: transient)."""
 
     type: Literal["email.bounced"]
-    data: BouncedData
+    data: WebhookBouncedData
 
 
 class EmailComplained(WebhookBody):
     """The recipient marked the email as spam."""
 
     type: Literal["email.complained"]
-    data: ComplainedData
+    data: WebhookComplainedData
 
 
 class EmailRejected(WebhookBody):
     """SES rejected the email after accepting it (e.g. a virus)."""
 
     type: Literal["email.rejected"]
-    data: RejectedData
+    data: WebhookRejectedData
 
 
 class EmailDelayed(WebhookBody):
     """SES could not deliver yet and keeps trying."""
 
     type: Literal["email.delayed"]
-    data: DelayedData
+    data: WebhookDelayedData
 
 
 class EmailFailed(WebhookBody):
     """Sending failed, or SES could not render the email."""
 
     type: Literal["email.failed"]
-    data: FailedData
+    data: WebhookFailedData
 
 
 class EmailNotDelivered(WebhookBody):
     """Recorded and never sent (log-only)."""
 
     type: Literal["email.not_delivered"]
-    data: NotDeliveredData
+    data: WebhookNotDeliveredData
 
 
 class EmailOpened(WebhookBody):
     """The recipient opened the email (open tracking)."""
 
     type: Literal["email.opened"]
-    data: SesEventData
+    data: WebhookSesData
 
 
 class EmailClicked(WebhookBody):
     """The recipient followed a link (click tracking)."""
 
     type: Literal["email.clicked"]
-    data: ClickedData
+    data: WebhookClickedData
 
 
 WebhookPayload = (
