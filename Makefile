@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench chaos client
+.PHONY: run test lint bench chaos client webhook-schema
 
 $(PY): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -48,3 +48,6 @@ chaos: $(PY)  ## the fault suite, long: consumers SIGKILLed and AWS faults for C
 
 client: $(PY)  ## regenerate emailops/client/messages.py from emailops/data/template-variables.json
 	$(PY) -m emailops.client.generate
+
+webhook-schema: $(PY)  ## regenerate docs/webhooks.schema.json from emailops.core.webhooks.WebhookPayload
+	$(PY) -m api.webhook_schema

@@ -22,6 +22,7 @@ from api.schemas import (
     SendProblemOut,
 )
 from api.sending import SendResult, email_send, invalid_field, send_request_parse
+from api.webhook_schema import openapi_webhooks
 from emailops import container
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.events import EventLog
@@ -115,12 +116,19 @@ def _charge(token: ApiToken, emails: int) -> None:
 class EmailOpsApi(NinjaAPI):
     def get_openapi_schema(self, **kwargs: Any):
         """Add the EmailRequest body's schema: the endpoint reads the body itself (validation is
-        the core contract's), so ninja does not know it."""
+        the core contract's), so ninja does not know it. And the delivery webhooks we POST to a
+        producer's endpoint (OpenAPI 3.1 ``webhooks``), so a producer can generate a receiver."""
         schema = super().get_openapi_schema(**kwargs)
         body = EmailRequestDoc.model_json_schema(ref_template=REF_TEMPLATE)
         components = schema["components"].setdefault("schemas", {})
         components |= body.pop("$defs", {})
         components["EmailRequest"] = body
+        webhooks, payloads = openapi_webhooks(REF_TEMPLATE)
+        clashes = set(payloads) & set(components)
+        if clashes:  # a payload shape named like an API schema would silently replace it
+            raise RuntimeError(f"webhook payload schemas clash with the API's: {sorted(clashes)}")
+        components |= payloads
+        schema["webhooks"] = webhooks
         return schema
 
 

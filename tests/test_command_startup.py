@@ -10,6 +10,7 @@ from django.core.management import load_command_class
 QUICK_COMMANDS = [
     ("templates_admin", "templates"),
     ("templates_admin", "reputation"),
+    ("templates_admin", "webhooks"),
     ("worker", "bootstrap_aws"),
     ("worker", "migrate_suppression_table"),
     ("worker", "load_templates"),

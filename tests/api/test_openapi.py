@@ -4,6 +4,7 @@ declares, in the declared shape; and without the token, refused."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -12,9 +13,13 @@ from django.core.signals import request_finished, request_started
 from django.core.wsgi import get_wsgi_application
 from django.db import close_old_connections
 from hypothesis import HealthCheck, settings
+from jsonschema import Draft202012Validator
 from schemathesis import checks
 
 from api.services import api_token_create
+from emailops.core.delivery_events import parse_event
+from emailops.core.webhooks import EVENT_TYPES, event_from_delivery, payload
+from tests.core.test_delivery_events import ses_event
 
 pytestmark = pytest.mark.django_db
 
@@ -102,3 +107,33 @@ def test_the_document_describes_the_api(client):
 )
 def test_the_api_keeps_its_document(case, stack, bearer):
     case.call_and_validate(headers=bearer, checks=CHECKS)
+
+
+def test_the_document_lists_the_webhooks_a_producer_receives(client):
+    """OpenAPI 3.1 ``webhooks``: one POST per event type, its payload's schema and the three
+    Standard Webhooks headers; a real payload validates against the document's schema."""
+    document = client.get("/api/v1/openapi.json").json()
+
+    assert document["openapi"].startswith("3.1")
+    assert list(document["webhooks"]) == list(EVENT_TYPES)
+    for event_type, item in document["webhooks"].items():
+        assert set(item) == {"post"}
+        post = item["post"]
+        headers = {p["name"] for p in post["parameters"] if p["in"] == "header" and p["required"]}
+        assert headers == {"webhook-id", "webhook-timestamp", "webhook-signature"}
+        ref = post["requestBody"]["content"]["application/json"]["schema"]["$ref"]
+        name = ref.removeprefix("#/components/schemas/")
+        shape = document["components"]["schemas"][name]
+        assert shape["properties"]["type"]["const"] == event_type
+        assert "200" in post["responses"] and post["security"] == []
+    # The API's own schemas are still there beside the payloads'.
+    assert {"EmailRequest", "JournalRowOut", "WebhookBouncedData"} <= set(
+        document["components"]["schemas"]
+    )
+
+    bounce = event_from_delivery("k", parse_event(ses_event("bounce.json"), None))
+    body = payload(bounce, None, organization="367", context_keys=True)
+    bounced = document["webhooks"]["email.bounced"]["post"]["requestBody"]["content"]
+    root = {"components": document["components"], **bounced["application/json"]["schema"]}
+    Draft202012Validator(root).validate(json.loads(json.dumps(body)))
+    assert not Draft202012Validator(root).is_valid({**body, "type": "email.delivered"})
