@@ -4,6 +4,7 @@
 - ``templates_admin.mappings``: ``admin_urls(admin_site)`` and ``changelist(request, admin_site)``
 - ``templates_admin.journal`` and ``templates_admin.suppression``: the same two names.
 - ``templates_admin.jobs``: the same two names (operations run as Celery jobs).
+- ``templates_admin.webhooks.pages``: the same two names (webhook endpoints, admins only).
 
 The admin index is the operations dashboard (``templates_admin.dashboard``): charts of the
 reputation counters, the reputation guard's banner and pauses, and the banner when Celery beat last
@@ -27,6 +28,7 @@ from templates_admin.models import (
     OperationsPage,
     SuppressionListPage,
     TemplateMappingPage,
+    WebhooksPage,
 )
 
 
@@ -114,6 +116,12 @@ class OperationsAdmin(PlaceholderAdmin):
     view_permission = roles.VIEW_JOBS
     feature = "templates_admin.jobs"
     mounted_first = "templates_admin.dashboard.urls"
+
+
+@admin.register(WebhooksPage)
+class WebhooksAdmin(PlaceholderAdmin):
+    view_permission = roles.MANAGE_WEBHOOKS
+    feature = "templates_admin.webhooks.pages"
 
 
 # The index is the operations dashboard (templates_admin/templates/templates_admin/index.html).

@@ -23,6 +23,9 @@ ERASE_RECIPIENT = "templates_admin.erase_recipient"
 # The reputation guard's pauses (ReputationPauseChange; granted by migration 0008).
 MANAGE_REPUTATION = "templates_admin.manage_reputation"
 VIEW_PAUSE_CHANGES = "templates_admin.view_reputationpausechange"
+# Webhook endpoints (their secrets), delivery logs and replays (WebhooksPage; migration 0013).
+# In no group: superusers, or someone granted it by name.
+MANAGE_WEBHOOKS = "templates_admin.manage_webhooks"
 
 # Template owners read the journal too: the send-test page links to the send it made.
 # Removing a suppression lets email reach the address again, like a resend: the same people.

@@ -1,5 +1,5 @@
-"""The forms that start jobs: a redrive (from the dead-letter page), a bulk resend and a
-recipient erasure."""
+"""The forms that start jobs: a redrive (from the dead-letter page), a bulk resend, a recipient
+erasure and a webhook replay."""
 
 from __future__ import annotations
 
@@ -11,6 +11,8 @@ from django.utils import timezone
 
 from emailops.core.contract import address_key
 from templates_admin.jobs import bulk_resend, dlq, erasure
+from templates_admin.models import WebhookEndpoint
+from templates_admin.webhooks import replay as webhook_replay
 
 
 class RedriveForm(forms.Form):
@@ -140,6 +142,35 @@ class EraseRecipientForm(forms.Form):
                 address=data["address"],
                 reason=data["reason"],
                 also_suppress=bool(data.get("also_suppress")),
+            )
+        except ValueError as exc:
+            raise forms.ValidationError(str(exc)) from None
+        return data
+
+
+class WebhookReplayForm(forms.Form):
+    endpoint = forms.ModelChoiceField(
+        queryset=WebhookEndpoint.objects.all(),
+        help_text="Its deliveries that failed (gave up) are posted again, each once.",
+    )
+    since = forms.DateTimeField(
+        label="Made from",
+        initial=_default_since,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+    until = forms.DateTimeField(
+        label="To",
+        initial=_default_until,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+
+    def clean(self) -> dict[str, Any]:
+        data = super().clean()
+        if self.errors:
+            return data
+        try:
+            data["inputs"] = webhook_replay.webhook_replay_inputs(
+                endpoint_id=data["endpoint"].pk, since=data["since"], until=data["until"]
             )
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None

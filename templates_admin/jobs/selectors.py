@@ -22,10 +22,19 @@ __all__ = [
 _SEALED = "sealedAddress"  # templates_admin.jobs.erasure.SEALED: never shown
 
 
+# Kinds whose page only those who may start them see: an erasure's reason and masked address
+# are about one person; a webhook replay names an endpoint (admins' business, like its secret).
+_DETAILS_NEED = {
+    Job.Kind.ERASE_RECIPIENT: roles.ERASE_RECIPIENT,
+    Job.Kind.WEBHOOK_REPLAY: roles.MANAGE_WEBHOOKS,
+}
+
+
 def job_details_allowed(job: Job, user: Any) -> bool:
-    """An erasure job's page is for those who may erase (Support leads) and superusers only:
-    its reason and masked address are about one person."""
-    return job.kind != Job.Kind.ERASE_RECIPIENT or user.has_perm(roles.ERASE_RECIPIENT)
+    """An erasure job's page is for those who may erase (Support leads) and superusers only, a
+    webhook replay's for those who manage webhooks."""
+    needed = _DETAILS_NEED.get(job.kind)
+    return needed is None or user.has_perm(needed)
 
 
 def job_inputs_shown(job: Job, user: Any) -> dict[str, Any]:

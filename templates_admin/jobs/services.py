@@ -44,6 +44,7 @@ JOB_PERMISSIONS = {
     Job.Kind.BULK_RESEND: roles.BULK_RESEND,
     Job.Kind.TEMPLATE_CHECK: roles.CHECK_TEMPLATES,
     Job.Kind.ERASE_RECIPIENT: roles.ERASE_RECIPIENT,
+    Job.Kind.WEBHOOK_REPLAY: roles.MANAGE_WEBHOOKS,
 }
 # A RUNNING job whose heartbeat is older than this is taken to be orphaned (its worker died).
 HEARTBEAT_TIMEOUT = timedelta(minutes=2)
@@ -88,6 +89,7 @@ RUNNERS: dict[str, Runner] = {}
 def _runners() -> dict[str, Runner]:
     if not RUNNERS:  # imported here: the kinds import services themselves
         from templates_admin.jobs import bulk_resend, dlq, erasure, template_check
+        from templates_admin.webhooks import replay as webhook_replay
 
         RUNNERS.update(
             {
@@ -96,6 +98,7 @@ def _runners() -> dict[str, Runner]:
                 Job.Kind.BULK_RESEND: bulk_resend.bulk_resend_run,
                 Job.Kind.TEMPLATE_CHECK: template_check.template_check_run,
                 Job.Kind.ERASE_RECIPIENT: erasure.erasure_run,
+                Job.Kind.WEBHOOK_REPLAY: webhook_replay.webhook_replay_run,
             }
         )
     return RUNNERS

@@ -20,7 +20,12 @@ from templates_admin import roles
 from templates_admin.console import Area, console_view
 from templates_admin.csp import POLLING_POLICY
 from templates_admin.jobs import dlq, selectors, services
-from templates_admin.jobs.forms import BulkResendForm, EraseRecipientForm, RedriveForm
+from templates_admin.jobs.forms import (
+    BulkResendForm,
+    EraseRecipientForm,
+    RedriveForm,
+    WebhookReplayForm,
+)
 from templates_admin.models import Job, OperationsPage
 from templates_admin.read_audit import read_by_console
 
@@ -102,10 +107,16 @@ def dead_letters(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse
 
 
 def _job_form(
-    request: HttpRequest, admin_site: AdminSite, form_class, kind: str, template: str, title: str
+    request: HttpRequest,
+    admin_site: AdminSite,
+    form_class,
+    kind: str,
+    template: str,
+    title: str,
+    initial: dict[str, Any] | None = None,
 ) -> HttpResponse:
     """A job's start page: its form, and on a valid POST the job started with the form's inputs."""
-    form = form_class(request.POST or None)
+    form = form_class(request.POST or None, initial=initial)
     if request.method == "POST" and form.is_valid():
         return _start(request, admin_site, kind, form.cleaned_data["inputs"])
     return AREA.page(
@@ -130,6 +141,15 @@ def erase_recipient(request: HttpRequest, *, admin_site: AdminSite) -> HttpRespo
     return _job_form(
         request, admin_site, EraseRecipientForm, Job.Kind.ERASE_RECIPIENT,
         "erase_recipient.html", "Erase a recipient",
+    )  # fmt: skip
+
+
+@console_view(roles.VIEW_JOBS, roles.MANAGE_WEBHOOKS)
+def webhook_replay(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    """Started from a webhook endpoint's page (``?endpoint=`` chooses it)."""
+    return _job_form(
+        request, admin_site, WebhookReplayForm, Job.Kind.WEBHOOK_REPLAY, "webhook_replay.html",
+        "Replay failed webhook deliveries", initial={"endpoint": request.GET.get("endpoint")},
     )  # fmt: skip
 
 

@@ -31,6 +31,7 @@ from templates_admin.models import EmailJournalPage
 from templates_admin.read_audit import read_by_console as _audit
 from templates_admin.read_audit import read_counted
 from templates_admin.suppression import selectors as suppression_selectors
+from templates_admin.webhooks import selectors as webhook_selectors
 
 AREA = Area("templates_admin/journal/", EmailJournalPage, "templates_admin/journal.css")
 
@@ -145,6 +146,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "entry": entry,
         "resends": [(a, _entry_url(admin_site, "detail", a.journal_key)) for a in entry.resends],
         "can_resend": request.user.has_perm(roles.RESEND_EMAIL),
+        "webhook_deliveries": _webhook_deliveries(request, admin_site, key),
     }
     if entry.resent_from:
         context["resent_from_url"] = _entry_url(
@@ -172,6 +174,26 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "template_version_url": _template_version_url(admin_site, row),
     }
     return AREA.page(request, admin_site, "detail.html", context)
+
+
+def _webhook_deliveries(request: HttpRequest, admin_site, key: str) -> list[dict[str, Any]]:
+    """The row's webhook deliveries. Endpoint URLs and the delivery log are for those who manage
+    webhooks; everyone who reads the row sees which events went out and how they fared."""
+    manager = request.user.has_perm(roles.MANAGE_WEBHOOKS)
+    shown = []
+    for found in webhook_selectors.row_deliveries(key):
+        shown.append(
+            {
+                "delivery": found,
+                "endpoint": found.endpoint.url if manager else f"endpoint #{found.endpoint_id}",
+                "url": reverse(
+                    f"{admin_site.name}:templates_admin_webhooks_delivery", args=[found.pk]
+                )
+                if manager
+                else "",
+            }
+        )
+    return shown
 
 
 def _template_version_url(admin_site, row: JournalRow) -> str:

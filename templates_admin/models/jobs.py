@@ -33,6 +33,7 @@ class Job(models.Model):
         BULK_RESEND = "bulk_resend", "Bulk resend"
         TEMPLATE_CHECK = "template_check", "Template check"
         ERASE_RECIPIENT = "erase_recipient", "Recipient erasure"
+        WEBHOOK_REPLAY = "webhook_replay", "Webhook replay"
 
     class State(models.TextChoices):
         PENDING = "PENDING"

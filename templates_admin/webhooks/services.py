@@ -1,15 +1,19 @@
 """Endpoints: add (the secret shown once), rotate (with an overlap), enable/disable, remove; and
-the secrets that sign now."""
+the secrets that sign now. Each write is logged (``webhook.endpoint_*``) with who made it: the
+console passes its user; a caller without one is logged with an empty user."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
 from emailops import container
 from emailops.core.errors import InvalidRequest
+from emailops.core.events import EventLog
 from emailops.core.webhooks import EVENT_TYPES, WebhookFilter, new_secret
 from templates_admin.models import WebhookEndpoint
 from templates_admin.webhooks.destination import destination_check
@@ -23,6 +27,14 @@ __all__ = [
     "signing_secrets",
 ]
 
+logger = logging.getLogger("templates_admin.webhooks")
+
+
+def _audit(event: str, user: AbstractBaseUser | None, endpoint_id: int, **fields) -> None:
+    EventLog(logger).info(
+        event, user=user.get_username() if user is not None else "", endpoint=endpoint_id, **fields
+    )
+
 
 def endpoint_add(
     *,
@@ -33,6 +45,7 @@ def endpoint_add(
     producer: str | None = None,
     include_context_keys: bool = False,
     description: str = "",
+    user: AbstractBaseUser | None = None,
 ) -> tuple[WebhookEndpoint, str]:
     """The new endpoint and its secret (shown once). WebhookRefused for a URL we will not post
     to; InvalidRequest for an unknown event type."""
@@ -52,10 +65,23 @@ def endpoint_add(
         include_context_keys=include_context_keys,
         description=description,
     )
+    _audit(
+        "webhook.endpoint_added",
+        user,
+        endpoint.pk,
+        url=url,
+        eventTypes=types,
+        messageIds=endpoint.message_ids,
+        organization=organization,
+        producer=producer,
+        includeContextKeys=include_context_keys,
+    )
     return endpoint, secret
 
 
-def endpoint_rotate(*, endpoint_id: int, now: datetime) -> str:
+def endpoint_rotate(
+    *, endpoint_id: int, now: datetime, user: AbstractBaseUser | None = None
+) -> str:
     """A new secret; the old one keeps signing beside it for WEBHOOK_ROTATION_OVERLAP_HOURS."""
     hours = container.current().config.webhooks.rotation_overlap_hours
     with transaction.atomic():
@@ -64,19 +90,37 @@ def endpoint_rotate(*, endpoint_id: int, now: datetime) -> str:
         endpoint.previous_secret_until = now + timedelta(hours=hours)
         endpoint.secret = new_secret()
         endpoint.save(update_fields=["secret", "previous_secret", "previous_secret_until"])
+    _audit(
+        "webhook.endpoint_rotated",
+        user,
+        endpoint_id,
+        previousSecretUntil=endpoint.previous_secret_until.isoformat(),
+    )
     return endpoint.secret
 
 
-def endpoint_set_enabled(*, endpoint_id: int, enabled: bool, reason: str = "") -> None:
+def endpoint_set_enabled(
+    *,
+    endpoint_id: int,
+    enabled: bool,
+    reason: str = "",
+    user: AbstractBaseUser | None = None,
+) -> None:
     """Enabling also clears the failing mark (an operator looked at it)."""
     changes = {"enabled": enabled, "disabled_reason": "" if enabled else reason}
     if enabled:
         changes |= {"failing": False, "consecutive_failures": 0}
-    WebhookEndpoint.objects.filter(pk=endpoint_id).update(**changes)
+    if WebhookEndpoint.objects.filter(pk=endpoint_id).update(**changes):
+        event = "webhook.endpoint_enabled" if enabled else "webhook.endpoint_disabled"
+        _audit(event, user, endpoint_id, reason=reason or None)
 
 
-def endpoint_remove(*, endpoint_id: int) -> bool:
-    return WebhookEndpoint.objects.filter(pk=endpoint_id).delete()[0] > 0
+def endpoint_remove(*, endpoint_id: int, user: AbstractBaseUser | None = None) -> bool:
+    url = WebhookEndpoint.objects.filter(pk=endpoint_id).values_list("url", flat=True).first()
+    removed = WebhookEndpoint.objects.filter(pk=endpoint_id).delete()[0] > 0
+    if removed:
+        _audit("webhook.endpoint_removed", user, endpoint_id, url=url)
+    return removed
 
 
 def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
