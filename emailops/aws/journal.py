@@ -160,6 +160,7 @@ class DynamoJournal:
         return (
             row
             | ({"Producer": claim.producer} if claim.producer else {})
+            | ({"DedupeId": claim.dedupe_id} if claim.dedupe_id else {})
             | ({"ContextTrimmed": trimmed} if trimmed else {})
         )
 

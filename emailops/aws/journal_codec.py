@@ -224,6 +224,7 @@ _ROW_TEXT = {
     "template_key": "TemplateKey",
     "template_version": "TemplateVersion",
     "producer": "Producer",
+    "dedupe_id": "DedupeId",
     "logged_only_reason": "LoggedOnlyReason",
     "logged_only_detail": "LoggedOnlyDetail",
 }

@@ -76,6 +76,7 @@ class JournalRow:
     template_key: str = ""
     template_version: str = ""
     producer: str = ""
+    dedupe_id: str = ""  # the request's dedupeId (ours only; "" on Go rows and older ones)
     logged_only: bool = False  # journaled, not sent (Go's send controls); SENT, no SES id
     logged_only_reason: str = ""  # a LogOnlyReason value; "" on Go-written rows
     logged_only_detail: str = ""

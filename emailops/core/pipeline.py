@@ -56,7 +56,7 @@ from emailops.core.ports import (
 from emailops.core.reputation import GateDecision
 from emailops.core.retry import RetryState, backoff_seconds
 from emailops.core.send_guard import GuardVerdict, Verdict
-from emailops.core.webhooks import NullOutbox, WebhookOutbox
+from emailops.core.webhooks import NullOutbox, WebhookOutbox, not_delivered_event
 
 __all__ = [
     "Action",
@@ -223,6 +223,7 @@ class EmailPipeline(PipelineSettlement):
                     claim, reason=control[0], detail=control[1]
                 )
                 log.info("recipient.logged_only", reason=control[0].value, written=written)
+                self._emit_not_delivered(key, control[0], written, log)
                 return _Result(_Kind.SUPPRESSED, key, control[1])
             if self.suppressions is not None:
                 reason = self.suppressions.suppression_reason(recipient.email)
@@ -231,6 +232,7 @@ class EmailPipeline(PipelineSettlement):
                     log.info("recipient.suppressed", reason=reason, written=written)
                     if written:
                         self._count(request, log, suppressed=1)
+                    self._emit_not_delivered(key, LogOnlyReason.SUPPRESSED, written, log)
                     return _Result(_Kind.SUPPRESSED, key, reason)
             allowed = None
             if key not in state.released:  # a Support lead's release goes past the guard once
@@ -395,8 +397,17 @@ class EmailPipeline(PipelineSettlement):
                 claim, reason=verdict.reason, detail=verdict.detail
             )
             log.warning("recipient.logged_only", reason=verdict.reason.value, written=written)
+            self._emit_not_delivered(key, verdict.reason, written, log)
             return _Result(_Kind.SUPPRESSED, key, verdict.detail), None
         return None, verdict
+
+    def _emit_not_delivered(
+        self, key: str, reason: LogOnlyReason, written: bool, log: EventLog
+    ) -> None:
+        """email.not_delivered for a row journaled and never sent (log-only or SUPPRESSED), once:
+        only when this write recorded it (a redelivery finds the row written and emits nothing)."""
+        if written:
+            self._emit(not_delivered_event(key, reason=reason.value, at=self.clock()), log)
 
     # --- reputation ------------------------------------------------------------------------------
 

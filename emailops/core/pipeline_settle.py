@@ -229,6 +229,7 @@ class PipelineSettlement:
             template_key=composed.template_key if composed else "",
             template_version=composed.template_version if composed else "",
             producer=request.namespace,
+            dedupe_id="" if erased else request.dedupe_id,
         )
 
     def _release(self, key: str, attempt: int, log: EventLog) -> None:
@@ -263,9 +264,7 @@ class PipelineSettlement:
 
     def _emit(self, event: WebhookEvent, log: EventLog) -> None:
         """Tell the webhooks, after the write that records the fact succeeded (so a duplicate
-        record emits nothing). Never fails or slows a send: a lost event is logged.
-        (email.not_delivered: emit ``not_delivered_event`` where a log-only row is written,
-        once the send controls land here.)"""
+        record emits nothing). Never fails or slows a send: a lost event is logged."""
         try:
             self.outbox.emit(event)
         except Exception as exc:

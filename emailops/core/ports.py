@@ -89,6 +89,7 @@ class Claim:
     # Who may own the row ("" on the queue path): a namespaced producer's claim never takes,
     # overwrites or reports a row another producer wrote.
     producer: str = ""
+    dedupe_id: str = ""  # the request's, when it gave one (the webhooks report it)
 
     @property
     def lease_ends_at(self) -> int:

@@ -403,7 +403,6 @@ def payload(
     row: JournalRow | None,
     *,
     organization: str | None,
-    dedupe_id: str = "",
     context_keys: bool = False,
 ) -> WebhookPayload:
     """The body an endpoint receives (its shape: ``WebhookPayload``). Context values are never included (they may hold secrets
@@ -414,7 +413,7 @@ def payload(
         "recipient": row.recipient if row else "",
         "organization": organization,
         "producer": row.producer if row else "",
-        "dedupeId": dedupe_id,
+        "dedupeId": row.dedupe_id if row else "",
         "templateVersion": row.template_version if row else "",
         "status": row.status if row else "",
         "sentAt": row.message_sent if row else "",

@@ -243,3 +243,38 @@ def test_a_disabled_endpoint_gets_nothing(stack, receiver):
     send(adapters)
     assert deliver_all(outbox) == []
     assert WebhookEndpoint.objects.get().enabled is False
+
+
+def test_a_log_only_and_a_suppressed_row_each_emit_one_not_delivered_event(
+    stack, receiver, settings
+):
+    adapters, outbox = stack
+    _endpoint, secret = services.endpoint_add(url=receiver.url)
+    adapters.suppression_list.add(
+        "erin@example.com", reason="bounce", detail="550", source="t", now=1_764_000_000
+    )
+    key = send(adapters)
+    send(adapters)  # the same request again: the row is written, nothing new is emitted
+    settings.SEND_ENABLED = False
+    container.reset()
+    adapters = container.current()
+    adapters.__dict__["webhook_outbox"] = outbox
+    other = BODY.replace("Team", "Other")
+    logged = send(adapters, other)
+    assert [(e.type, e.journal_key, e.facts["reason"]) for e in outbox.events] == [
+        ("email.not_delivered", key, "suppressed"),
+        ("email.not_delivered", logged, "service-stop"),
+    ]
+    deliver_all(outbox)
+    payloads = verified(receiver, secret)
+    assert [p["type"] for p in payloads] == ["email.not_delivered"] * 2
+
+
+def test_the_payload_carries_the_requests_dedupe_id(stack, receiver):
+    adapters, outbox = stack
+    _endpoint, secret = services.endpoint_add(url=receiver.url)
+    body = json.loads(BODY) | {"dedupeId": "invite-42"}
+    send(adapters, json.dumps(body))
+    deliver_all(outbox)
+    [sent] = verified(receiver, secret)
+    assert sent["data"]["dedupeId"] == "invite-42"
