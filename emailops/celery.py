@@ -26,6 +26,7 @@ Config.from_settings()
 
 # The guard judges the rates this often (was REPUTATION_CHECK_SECONDS).
 REPUTATION_CHECK_SECONDS = 300.0
+WEBHOOK_SWEEP_SECONDS = 300.0
 
 
 @app.on_after_configure.connect
@@ -50,6 +51,8 @@ def _beat_schedule(sender: Celery, **kwargs) -> None:
             "task": "worker.evaluate_reputation",
             "schedule": REPUTATION_CHECK_SECONDS,
         },
+        # Webhook deliveries whose scheduled task was lost (WEBHOOK_OUTBOX=celery).
+        "webhook-sweep": {"task": "worker.webhook_sweep", "schedule": WEBHOOK_SWEEP_SECONDS},
         # AUDIT_RETENTION_DAYS: the audit trails keep this long, no longer.
         "audit-retention": {
             "task": "worker.prune_audit_trails",

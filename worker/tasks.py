@@ -92,11 +92,21 @@ def webhook_fan_out(event: dict) -> list[int]:
     return ids
 
 
+@shared_task(name="worker.webhook_sweep")
+def webhook_sweep() -> int:
+    """Schedule again the deliveries no task is keeping (``webhook_delivery.stranded``)."""
+    queue = container.current().config.webhooks.queue
+    ids = webhook_delivery.stranded(now=timezone.now())
+    for delivery_id in ids:
+        webhook_deliver.apply_async(args=[delivery_id], queue=queue)
+    return len(ids)
+
+
 @shared_task(name="worker.webhook_deliver")
 def webhook_deliver(delivery_id: int, force: bool = False) -> str:
     """One attempt; the next one (back-off, or a cap's short wait) is scheduled by countdown."""
     outcome = webhook_delivery.delivery_attempt(delivery_id, now=timezone.now(), force=force)
-    if outcome.retry_in is not None:
+    if outcome.retry_in is not None and not outcome.early:
         queue = container.current().config.webhooks.queue
         webhook_deliver.apply_async(args=[delivery_id], countdown=outcome.retry_in, queue=queue)
     return outcome.state

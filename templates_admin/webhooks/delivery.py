@@ -84,6 +84,12 @@ class AttemptOutcome:
     state: str  # the delivery's state after this attempt
     retry_in: float | None = None  # seconds until the next attempt (None: none)
     status: int | None = None
+    # Asked before its time (a broker handed a scheduled task out twice): the task that keeps
+    # the schedule exists already, so this one schedules nothing (else tasks would pile up).
+    early: bool = False
+
+
+STRANDED_GRACE_SECONDS = 600.0
 
 
 def delivery_attempt(
@@ -118,6 +124,21 @@ def delivery_attempt(
     return _settle(delivery, endpoint, result, now=now, random=random, refused=False, log=log)
 
 
+def stranded(*, now: datetime, grace_seconds: float = STRANDED_GRACE_SECONDS) -> list[int]:
+    """Deliveries no task is keeping: still to attempt, or an attempt whose worker died, more
+    than ``grace_seconds`` past their time (a lost countdown task, a crash between fan-out and
+    scheduling). The sweep schedules them again; an attempt's reservation keeps them single."""
+    late = now - timedelta(seconds=grace_seconds)
+    open_states = (Delivery.PENDING, Delivery.SENDING)
+    overdue = WebhookDelivery.objects.filter(state__in=open_states, next_attempt_at__lt=late)
+    never = WebhookDelivery.objects.filter(
+        state=Delivery.PENDING, next_attempt_at__isnull=True, created_at__lt=late
+    )
+    return sorted(
+        set(overdue.values_list("pk", flat=True)) | set(never.values_list("pk", flat=True))
+    )
+
+
 def _reserve(delivery_id: int, *, now: datetime, force: bool, settings) -> Any:
     """Mark the delivery SENDING, within its endpoint's caps: (delivery, endpoint), or the
     outcome that says why not now."""
@@ -131,7 +152,9 @@ def _reserve(delivery_id: int, *, now: datetime, force: bool, settings) -> Any:
         if waiting and delivery.next_attempt_at > now and not force:
             # Early (a broker redelivered the scheduled task): keep to the schedule.
             return AttemptOutcome(
-                delivery.state, retry_in=(delivery.next_attempt_at - now).total_seconds()
+                delivery.state,
+                retry_in=(delivery.next_attempt_at - now).total_seconds(),
+                early=True,
             )
         if not endpoint.enabled:
             delivery.state = Delivery.FAILED

@@ -278,3 +278,38 @@ def test_the_payload_carries_the_requests_dedupe_id(stack, receiver):
     deliver_all(outbox)
     [sent] = verified(receiver, secret)
     assert sent["data"]["dedupeId"] == "invite-42"
+
+
+def test_a_delivery_no_task_keeps_is_swept_and_an_early_one_schedules_nothing(stack, receiver):
+    """A crash between fan-out and scheduling, or a lost countdown task, left deliveries that no
+    task would ever attempt; and every early redelivery scheduled one more task."""
+    adapters, outbox = stack
+    services.endpoint_add(url=receiver.url)
+    send(adapters)
+    (event,) = outbox.events
+    (lost,) = delivery.fan_out(event.to_dict())
+    now = datetime.now(UTC)
+    assert delivery.stranded(now=now) == []  # just made: its task may be on its way
+    later = now + timedelta(minutes=11)
+    assert delivery.stranded(now=later) == [lost]
+
+    receiver.answers = [503]
+    first = delivery.delivery_attempt(lost, now=later, random=lambda: 0.5)
+    assert first.retry_in is not None and not first.early
+    early = delivery.delivery_attempt(lost, now=later + timedelta(seconds=1))
+    assert early.early and early.retry_in is not None  # webhook_deliver schedules nothing
+    assert delivery.stranded(now=later) == []  # its retry is scheduled and not yet due
+    overdue = later + timedelta(seconds=first.retry_in + 601)
+    assert delivery.stranded(now=overdue) == [lost]
+    assert delivery.delivery_attempt(lost, now=overdue).state == "delivered"
+    assert delivery.stranded(now=overdue) == []
+
+
+def test_the_sweep_is_on_the_beat_schedule():
+    from celery import Celery
+
+    from emailops.celery import _beat_schedule
+
+    app = Celery("sweep-test")
+    _beat_schedule(app)
+    assert app.conf.beat_schedule["webhook-sweep"]["task"] == "worker.webhook_sweep"
