@@ -31,6 +31,7 @@ def _mapping(item: dict[str, Any]) -> TemplateMapping:
         updated_at=text_attribute(item, "UpdatedAt"),
         priority=parse_priority(text_attribute(item, "Priority")).value,
         send_disabled=item.get("SendDisabled", {}).get("BOOL") is True,
+        category=text_attribute(item, "Category"),
     )
 
 
@@ -72,7 +73,9 @@ class DynamoMappingStore:
             "UpdatedBy": {"S": saved.updated_by},
             "UpdatedAt": {"S": saved.updated_at},
             "Priority": {"S": parse_priority(saved.priority).value},
-        } | ({"SendDisabled": {"BOOL": True}} if saved.send_disabled else {})
+        }
+        item |= {"SendDisabled": {"BOOL": True}} if saved.send_disabled else {}
+        item |= {"Category": {"S": saved.category}} if saved.category else {}
         self._conditional("put_item", mapping.message_id, expected_version, Item=item)
         return saved
 

@@ -288,14 +288,15 @@ _LOGGED_ONLY_REASONS = {
     "suppressed": "the address is on the suppression list",
     "rate-safeguard": "held by the rate safeguard past its budget (too many sends a minute)",
     "loop": "a loop: this email went to this recipient too often within an hour",
+    "unsubscribed": "",  # its detail says it all: "unsubscribed from <label> on <date> (one-click)"
 }
 
 
 def logged_only_words(row: JournalRow) -> str:
     """A log-only row (journaled, not sent) in words; a Go row records no reason."""
     reason = row.logged_only_reason
-    words = _LOGGED_ONLY_REASONS.get(reason, reason) or "logged only, reason unknown"
     detail = row.logged_only_detail
+    words = _LOGGED_ONLY_REASONS.get(reason, reason) or detail or "logged only, reason unknown"
     return f"not delivered: {words}" + (f" ({detail})" if detail and detail != words else "")
 
 

@@ -12,3 +12,4 @@ class LogOnlyReason(StrEnum):
     SUPPRESSED = "suppressed"
     RATE_SAFEGUARD = "rate-safeguard"
     LOOP = "loop"
+    UNSUBSCRIBED = "unsubscribed"  # the recipient's preference for the mapping's category

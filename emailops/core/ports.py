@@ -62,6 +62,9 @@ class TemplateMapping:
     # SendDisabled (BOOL), which the Go service's send controls read too: the messageId is
     # journaled log-only, never sent.
     send_disabled: bool = False
+    # Category (S, a slug; "" = uncategorised, transactional): what a recipient may unsubscribe
+    # from (docs/preferences.md). The Go service ignores it. Critical mail is never held by it.
+    category: str = ""
 
 
 def default_template_key(template_file: str) -> str:
