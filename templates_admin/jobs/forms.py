@@ -51,18 +51,19 @@ def _default_until():
     return timezone.localtime().replace(second=0, microsecond=0)
 
 
+def _moment_field(label: str, initial) -> forms.DateTimeField:
+    """One end of a time range, picked in the browser's own date-and-time input."""
+    return forms.DateTimeField(
+        label=label,
+        initial=initial,
+        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
+    )
+
+
 class BulkResendForm(forms.Form):
     message_id = forms.CharField(label="messageId", max_length=200)
-    since = forms.DateTimeField(
-        label="From",
-        initial=_default_since,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
-    until = forms.DateTimeField(
-        label="To",
-        initial=_default_until,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
+    since = _moment_field("From", _default_since)
+    until = _moment_field("To", _default_until)
     selections = forms.MultipleChoiceField(
         label="Rows",
         choices=list(bulk_resend.SELECTIONS.items()),
@@ -153,16 +154,8 @@ class WebhookReplayForm(forms.Form):
         queryset=WebhookEndpoint.objects.all(),
         help_text="Its deliveries that failed (gave up) are posted again, each once.",
     )
-    since = forms.DateTimeField(
-        label="Made from",
-        initial=_default_since,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
-    until = forms.DateTimeField(
-        label="To",
-        initial=_default_until,
-        widget=forms.DateTimeInput(attrs={"type": "datetime-local"}, format="%Y-%m-%dT%H:%M"),
-    )
+    since = _moment_field("Made from", _default_since)
+    until = _moment_field("To", _default_until)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
