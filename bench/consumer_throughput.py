@@ -57,6 +57,7 @@ def load_stack(records: int) -> None:
     provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
     provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
     provision.ensure_tombstone_table(dynamodb, settings.ERASURE_TOMBSTONE_TABLE, quiet)
+    provision.ensure_preferences_table(dynamodb, settings.PREFERENCES_TABLE, quiet)
     provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, quiet)
     settings.EMAIL_SERVICE_QUEUE_URL = provision.ensure_queue(sqs, "bench", quiet)
     container.current().template_store.create_bucket()

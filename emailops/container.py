@@ -22,6 +22,7 @@ from emailops import pipeline_build
 from emailops.aws.clients import aws_client, lease_client, reset_clients, size_connection_pools
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.mappings import DynamoMappingStore
+from emailops.aws.preferences import DynamoPreferenceStore
 from emailops.aws.rate_counter import DynamoRateCounters
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
@@ -32,6 +33,8 @@ from emailops.config import Config, require
 from emailops.core.events import EventLog
 from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.ports import JournalReader
+from emailops.core.preference_cache import CachedPreferenceStore, NullUnsubscribeLinks
+from emailops.core.preferences import UnsubscribeLinks
 from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.send_guard import OverCap, Safeguard
@@ -262,6 +265,31 @@ class Container:
         # Rebuilt from the table an hour after its build (was SUPPRESSION_INDEX_MAX_AGE_SECONDS).
         index = RedisSuppressionIndex.from_url(sending.redis_url, key=sending.suppression_index_key)
         return IndexedSuppressionList(table, index, clock=time.monotonic)
+
+    @cached_property
+    def preference_store(self) -> DynamoPreferenceStore:
+        """Recipient preferences (PREFERENCES_TABLE), read and written as they are: the public
+        unsubscribe page's and the console's (a change must show at once)."""
+        table = require("PREFERENCES_TABLE", self.config.aws.preferences_table)
+        return DynamoPreferenceStore(self.client("dynamodb"), table)
+
+    @cached_property
+    def cached_preference_store(self) -> CachedPreferenceStore:
+        """The preferences as the pipeline reads them before a categorised send: each answer kept
+        PREFERENCES_CACHE_SECONDS, shared by every pipeline of the process (the API builds one a
+        request)."""
+        return CachedPreferenceStore(
+            self.preference_store,
+            seconds=self.config.sending.preferences_cache_seconds,
+            lock=threading.Lock(),
+        )
+
+    @cached_property
+    def unsubscribe_links(self) -> UnsubscribeLinks:
+        """The one-click unsubscribe URL of (address, category) the pipeline puts in the
+        List-Unsubscribe header and the template's ``unsubscribeUrl``; None: no header. The
+        signed links (PUBLIC_BASE_URL) replace this one line."""
+        return NullUnsubscribeLinks()
 
     @cached_property
     def ses_account_view(self) -> SesAccountView:

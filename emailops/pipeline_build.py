@@ -61,6 +61,8 @@ def build_pipeline(
         journal=adapters.journal,
         sender=adapters.sender,
         suppressions=adapters.suppression_list,
+        preferences=adapters.cached_preference_store,
+        unsubscribe_links=adapters.unsubscribe_links,
         tombstones=adapters.tombstones,
         rate_limiter=adapters.send_rate_limiter,
         stats=adapters.stats,

@@ -237,6 +237,13 @@ ERASURE_TOMBSTONE_TABLE = env.str("ERASURE_TOMBSTONE_TABLE", default="email-eras
 ERASURE_HASH_KEY = (
     env.str("ERASURE_HASH_KEY", default="") or f"derived-from-secret-key:{SECRET_KEY}"
 )
+# Recipient preferences (one item per address and category, written by emailops only): what a
+# recipient unsubscribed from. The consumer caches each answer this long, so a change takes effect
+# within it across consumers.
+PREFERENCES_TABLE = env.str("PREFERENCES_TABLE", default="email-preferences")
+PREFERENCES_CACHE_SECONDS = env.int("PREFERENCES_CACHE_SECONDS", default=5)
+# The public address of the unsubscribe page (https://...); empty: no List-Unsubscribe header.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 # Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
 SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
 # The suppressed addresses as a Redis set, so the consumer's check costs no DynamoDB read (see

@@ -166,6 +166,7 @@ AWS_SETTINGS = {
     "TEMPLATES_TABLE": "email-message-templates",
     "JOURNAL_TABLE": "email-journal",
     "SUPPRESSION_TABLE": "email-suppression",
+    "PREFERENCES_TABLE": "email-preferences",
     "STATS_TABLE": "email-stats",
     "S3_BUCKET": "emailops-templates",
     "AWS_REGION": "us-east-1",
@@ -212,6 +213,7 @@ def _provision(*, events: bool):
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
         provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
         provision.ensure_tombstone_table(dynamodb, settings.ERASURE_TOMBSTONE_TABLE, quiet)
+        provision.ensure_preferences_table(dynamodb, settings.PREFERENCES_TABLE, quiet)
         provision.ensure_stats_table(dynamodb, settings.STATS_TABLE, quiet)
         provision.ensure_rate_counter_table(dynamodb, settings.RATE_LIMIT_TABLE, quiet)
         facts = {

@@ -12,6 +12,7 @@ PROVISIONED_TABLES = [
     "email-erasure-tombstones",
     "email-journal",
     "email-message-templates",
+    "email-preferences",
     "email-rate-counter",
     "email-stats",
     "email-suppression",

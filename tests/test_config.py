@@ -26,6 +26,9 @@ MOVED = [
     ("CONSUMER_CONCURRENCY", 3, lambda c: c.sending.consumer_concurrency),
     ("CONSUMER_METRICS_PORT", 9109, lambda c: c.sending.consumer_metrics_port),
     ("SES_EVENTS_CONCURRENCY", 20, lambda c: c.events.concurrency),
+    ("PREFERENCES_TABLE", "prefs-2", lambda c: c.aws.preferences_table),
+    ("PREFERENCES_CACHE_SECONDS", 30, lambda c: c.sending.preferences_cache_seconds),
+    ("PUBLIC_BASE_URL", "https://email.example.org/", lambda c: c.sending.public_base_url),
     ("JOURNAL_SENSITIVE_KEYS", [" Token ", "", "PIN"], lambda c: c.console.sensitive_keys),
     (
         "TEMPLATE_VARIABLES_PATH",
@@ -33,7 +36,10 @@ MOVED = [
         lambda c: c.console.template_variables_path,
     ),
 ]
-SHOWN = {"JOURNAL_SENSITIVE_KEYS": ("token", "pin")}
+SHOWN = {
+    "JOURNAL_SENSITIVE_KEYS": ("token", "pin"),
+    "PUBLIC_BASE_URL": "https://email.example.org",  # without its trailing slash
+}
 
 
 @pytest.mark.parametrize(("name", "value", "shown"), MOVED, ids=[m[0] for m in MOVED])
@@ -79,6 +85,21 @@ def test_every_field_reads_a_variable_of_env_example():
 def test_an_hour_that_is_not_one_is_refused(settings, hour):
     settings.OPS_TEMPLATE_CHECK_HOUR = hour
     with pytest.raises(ImproperlyConfigured, match="OPS_TEMPLATE_CHECK_HOUR must be an hour"):
+        Config.from_settings()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("PUBLIC_BASE_URL", "email.example.org", "PUBLIC_BASE_URL must be"),
+        ("PUBLIC_BASE_URL", "javascript://x", "PUBLIC_BASE_URL must be"),
+        ("PUBLIC_BASE_URL", "https://x.test/\r\nBcc: y", "PUBLIC_BASE_URL must be"),
+        ("PREFERENCES_CACHE_SECONDS", -1, "PREFERENCES_CACHE_SECONDS must be 0"),
+    ],
+)
+def test_a_malformed_preferences_setting_is_refused(settings, name, value, words):
+    setattr(settings, name, value)
+    with pytest.raises(ImproperlyConfigured, match=words):
         Config.from_settings()
 
 

@@ -182,3 +182,17 @@ def test_a_consumers_container_pools_a_connection_per_thread(aws):
     finally:
         clients.size_connection_pools(10)
         container.reset()
+
+
+def test_the_pipeline_reads_preferences_through_the_containers_cache_and_no_links_yet(aws):
+    from emailops.core.preference_cache import CachedPreferenceStore, NullUnsubscribeLinks
+
+    built = container.current()
+    pipeline = built.build_pipeline(lease_seconds=30)
+    assert pipeline.preferences is built.cached_preference_store
+    assert isinstance(pipeline.preferences, CachedPreferenceStore)
+    assert pipeline.preferences.store is built.preference_store
+    assert pipeline.preferences.seconds == 5  # PREFERENCES_CACHE_SECONDS's default
+    assert built.build_pipeline(lease_seconds=30).preferences is pipeline.preferences  # shared
+    assert isinstance(pipeline.unsubscribe_links, NullUnsubscribeLinks)
+    assert pipeline.unsubscribe_links is built.unsubscribe_links

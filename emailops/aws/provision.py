@@ -20,6 +20,7 @@ __all__ = [
     "ensure_events_topic",
     "ensure_journal_table",
     "ensure_notifications_subscription",
+    "ensure_preferences_table",
     "ensure_queue",
     "ensure_rate_counter_table",
     "ensure_stats_table",
@@ -130,6 +131,14 @@ def ensure_suppression_table(client: Any, table: str, report: Report) -> None:
 def ensure_tombstone_table(client: Any, table: str, report: Report) -> None:
     """Erasure's tombstones: one item per erased address's keyed hash (``emailops.aws.tombstones``)."""
     _ensure_keyed_table(client, table, "Hash", report)
+
+
+def ensure_preferences_table(client: Any, table: str, report: Report) -> None:
+    """Recipient preferences: key ``Address`` (an ``address_key``), range key ``Category``
+    (``emailops.aws.preferences``). emailops's own: the Go service never reads it."""
+    _ensure_keyed_table(
+        client, table, "Address", report, range_key="Category", what="set up preferences table"
+    )
 
 
 def ensure_journal_table(client: Any, table: str, report: Report) -> None:

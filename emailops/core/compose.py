@@ -5,7 +5,7 @@ Shared by the consumer and the console's preview, so both resolve and render exa
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from inscriptis import get_text
@@ -40,6 +40,9 @@ class Composed:
     text: str
     missing: tuple[str, ...]  # context variables the templates used but the context lacked
     template_version: str = ""  # the published version of template_key (journal TemplateVersion)
+    # The template source rendered, so one recipient's copy can be rendered again with its own
+    # variables (``Composer.personalise``) without another read of the store.
+    source: str = field(default="", repr=False, compare=False)
 
 
 def _overrides_subject(context: dict[str, Any]) -> bool:
@@ -130,4 +133,22 @@ class Composer:
             text=html_to_text(body.text),
             missing=missing,
             template_version=version,
+            source=source,
+        )
+
+    def personalise(self, composed: Composed, context: dict[str, Any]) -> Composed:
+        """``composed`` rendered again with one recipient's ``context`` (its unsubscribe link)."""
+        source = composed.source
+        if not source:
+            source, _version = self._read(composed.template_key)
+            if source is None:
+                raise TemplateNotFound(
+                    "fetch template", key=composed.template_key, reason="no such object"
+                )
+        return self.compose_source(
+            composed.mapping,
+            context,
+            key=composed.template_key,
+            source=source,
+            version=composed.template_version,
         )

@@ -15,6 +15,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from email.utils import formataddr
 
 from emailops.core.compose import Composed, Composer
@@ -23,6 +24,7 @@ from emailops.core.dedupe import dedupe_key, reserved_dedupe_id
 from emailops.core.erasure import Tombstones
 from emailops.core.errors import DailyQuotaExceeded, EmailOpsError, InvalidRequest, SendThrottled
 from emailops.core.events import EventLog
+from emailops.core.header_text import control_problem
 from emailops.core.log_only import LogOnlyReason
 from emailops.core.pipeline_model import (
     Action,
@@ -53,6 +55,13 @@ from emailops.core.ports import (
     Stats,
     SuppressionList,
 )
+from emailops.core.preferences import (
+    Preference,
+    PreferenceStore,
+    UnsubscribeLinks,
+    may_be_refused,
+    unsubscribed_detail,
+)
 from emailops.core.reputation import GateDecision
 from emailops.core.retry import RetryState, backoff_seconds
 from emailops.core.send_guard import GuardVerdict, Verdict
@@ -70,6 +79,8 @@ __all__ = [
 
 logger = logging.getLogger("emailops.pipeline")
 
+UNSUBSCRIBE_URL = "unsubscribeUrl"  # the template variable of a recipient's unsubscribe link
+
 
 @dataclass(eq=False, kw_only=True)
 class EmailPipeline(PipelineSettlement):
@@ -78,6 +89,11 @@ class EmailPipeline(PipelineSettlement):
     sender: Sender
     settings: PipelineSettings
     suppressions: SuppressionList | None = None
+    # Recipient preferences: a categorised, non-critical email to a recipient who unsubscribed
+    # from its category is journaled log-only; the consumer's store is a short cache.
+    preferences: PreferenceStore | None = None
+    # The one-click unsubscribe URL such an email carries (List-Unsubscribe), when there is one.
+    unsubscribe_links: UnsubscribeLinks | None = None
     # Erasure's tombstones: an erased recipient is still sent to, its row names it by hash.
     tombstones: Tombstones | None = None
     rate_limiter: SendRateLimiter | None = None
@@ -166,11 +182,13 @@ class EmailPipeline(PipelineSettlement):
                 _error_result(exc, dedupe_key(request, r.email), now, self.settings)  # retried
                 for r in request.recipients
             ]
-        if composed.missing:
+        # unsubscribeUrl is each recipient's own, given when its copy is rendered (_personalised)
+        missing = [name for name in composed.missing if name != UNSUBSCRIBE_URL]
+        if missing:
             log.info(
                 "render.missing_variables",
                 template=composed.template_key,
-                missing=",".join(composed.missing),
+                missing=",".join(missing),
             )
 
         decision, why = self._gate(composed.mapping.priority, request, log)
@@ -234,6 +252,15 @@ class EmailPipeline(PipelineSettlement):
                         self._count(request, log, suppressed=1)
                     self._emit_not_delivered(key, LogOnlyReason.SUPPRESSED, written, log)
                     return _Result(_Kind.SUPPRESSED, key, reason)
+            if (unsubscribed := self._unsubscribed(recipient, composed)) is not None:
+                when = datetime.fromtimestamp(unsubscribed.at, UTC).strftime("%Y-%m-%d")
+                detail = unsubscribed_detail(unsubscribed, when)
+                reason = LogOnlyReason.UNSUBSCRIBED
+                written = self.journal.record_logged_only(claim, reason=reason, detail=detail)
+                log.info("recipient.logged_only", reason=reason.value, written=written)
+                self._emit_not_delivered(key, reason, written, log)
+                return _Result(_Kind.SUPPRESSED, key, detail)
+            personal, headers = self._personalised(request, recipient, composed, log)
             allowed = None
             if key not in state.released:  # a Support lead's release goes past the guard once
                 guarded, allowed = self._guard(request, recipient, key, claim, log)
@@ -257,11 +284,12 @@ class EmailPipeline(PipelineSettlement):
         email = OutgoingEmail(
             from_address=self.settings.from_address,
             to=formataddr((recipient.name, recipient.email), charset="utf-8"),
-            subject=composed.subject,
-            html=composed.html,
-            text=composed.text,
+            subject=personal.subject,
+            html=personal.html,
+            text=personal.text,
             reply_to=self.settings.reply_to,
             journal_key=key,
+            headers=headers,
         )
         waited = 0.0
         try:
@@ -378,6 +406,44 @@ class EmailPipeline(PipelineSettlement):
         if composed.mapping.send_disabled:
             return LogOnlyReason.TEMPLATE_OFF, f"SendDisabled on {composed.mapping.message_id}"
         return None
+
+    def _unsubscribed(self, recipient: Recipient, composed: Composed) -> Preference | None:
+        """The recipient's preference that holds this email back: unsubscribed from the mapping's
+        category (only categorised, non-critical mail may be refused). A store error propagates:
+        the recipient waits and is tried again, never sent unchecked."""
+        mapping = composed.mapping
+        if self.preferences is None or not may_be_refused(
+            category=mapping.category, priority=mapping.priority
+        ):
+            return None
+        found = self.preferences.get(recipient.email, mapping.category)
+        return found if found is not None and not found.subscribed else None
+
+    def _personalised(
+        self, request: EmailRequest, recipient: Recipient, composed: Composed, log: EventLog
+    ) -> tuple[Composed, tuple[tuple[str, str], ...]]:
+        """The recipient's copy: for mail it may refuse, with its one-click unsubscribe URL in
+        the List-Unsubscribe headers (RFC 8058) and in the template's ``unsubscribeUrl``."""
+        mapping = composed.mapping
+        if self.unsubscribe_links is None or not may_be_refused(
+            category=mapping.category, priority=mapping.priority
+        ):
+            return composed, ()
+        url = self.unsubscribe_links.url(
+            address=recipient.email,
+            category=mapping.category,
+            organization=request.organization_id,
+        )
+        if not url:
+            return composed, ()
+        if " " in url or control_problem("unsubscribe URL", url):
+            log.warning("unsubscribe.bad_url", detail="not one line without spaces: no header")
+            return composed, ()
+        personal = self.composer.personalise(composed, {**request.context, UNSUBSCRIBE_URL: url})
+        return personal, (
+            ("List-Unsubscribe", f"<{url}>"),
+            ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
+        )
 
     def _guard(
         self, request: EmailRequest, recipient: Recipient, key: str, claim: Claim, log: EventLog

@@ -123,6 +123,9 @@ class OutgoingEmail:
     # The journal row's key; the sender tags the email with it so delivery events find the row
     # even when SES's reply to the send was lost.
     journal_key: str = ""
+    # Extra headers, (name, value), each one line: List-Unsubscribe and List-Unsubscribe-Post on
+    # mail a recipient may refuse (RFC 8058). Empty for every other email.
+    headers: tuple[tuple[str, str], ...] = ()
 
 
 class MappingStore(Protocol):

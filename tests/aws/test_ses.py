@@ -9,6 +9,7 @@ from botocore.stub import Stubber
 
 from emailops import container
 from emailops.aws.ses import SendQuota, SesSender
+from emailops.core.delivery_events import JOURNAL_KEY_TAG, encode_journal_key
 from emailops.core.errors import (
     ConfigurationFault,
     DailyQuotaExceeded,
@@ -174,3 +175,75 @@ def test_other_throttling_stays_a_plain_transient_error():
 def test_a_rejection_is_still_permanent():
     with pytest.raises(SendRejected):
         stubbed_refusal("MessageRejected", "Illegal address").send(EMAIL)
+
+
+# --- an email with headers of its own: SendRawEmail ------------------------------------------
+
+UNSUBSCRIBE = "https://email.example.org/unsubscribe/" + "t0k3n" * 30 + "?c=dataset-activity"
+WITH_HEADERS = OutgoingEmail(
+    from_address=EMAIL.from_address,
+    to=EMAIL.to,
+    subject=EMAIL.subject,
+    html=EMAIL.html,
+    text=EMAIL.text,
+    reply_to=EMAIL.reply_to,
+    journal_key="key-1",
+    headers=(
+        ("List-Unsubscribe", f"<{UNSUBSCRIBE}>"),
+        ("List-Unsubscribe-Post", "List-Unsubscribe=One-Click"),
+    ),
+)
+
+
+def lf(text: str) -> str:
+    return text.replace("\r\n", "\n")  # CRLF on the wire
+
+
+def parsed(raw: str | bytes):
+    import email
+    from email.policy import default
+
+    data = raw.encode() if isinstance(raw, str) else raw
+    return email.message_from_bytes(data, policy=default)
+
+
+def test_an_email_with_headers_is_sent_raw_with_them_its_parts_and_its_tags(aws, sender):
+    raw_requests: list[dict] = []
+    hook = lambda params, **_: raw_requests.append(params)  # noqa: E731
+    sender.client.meta.events.register("provide-client-params.ses.SendRawEmail", hook)
+    seen: list[int] = []
+    try:
+        message_id = sender.send(WITH_HEADERS, before_send=lambda: seen.append(len(raw_requests)))
+    finally:
+        sender.client.meta.events.unregister("provide-client-params.ses.SendRawEmail", hook)
+
+    assert seen == [1]  # the rate's slot is taken once the raw request is built, as for SendEmail
+    [sent] = aws.sent_emails()
+    assert message_id == sent.id
+    message = parsed(sent.raw_data)
+    assert message["List-Unsubscribe"] == f"<{UNSUBSCRIBE}>"  # one line, never encoded
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"
+    assert message["To"] == EMAIL.to
+    assert message["From"] == EMAIL.from_address
+    assert message["Reply-To"] == "support@pennsieve.test, help@pennsieve.test"
+    assert message["Subject"] == EMAIL.subject
+    assert message.get_content_type() == "multipart/alternative"
+    text, html = message.iter_parts()
+    assert (text.get_content_type(), lf(text.get_content())) == ("text/plain", EMAIL.text)
+    assert (html.get_content_type(), lf(html.get_content()).rstrip()) == ("text/html", EMAIL.html)
+    assert max(len(line) for line in sent.raw_data.splitlines()) < 998
+    [params] = raw_requests
+    assert params["Source"] == EMAIL.from_address
+    assert params["ConfigurationSetName"] == "emailops"
+    assert params["Tags"] == [{"Name": JOURNAL_KEY_TAG, "Value": encode_journal_key("key-1")}]
+
+
+def test_an_email_with_headers_and_no_text_is_one_html_part(aws, sender):
+    from dataclasses import replace
+
+    sender.send(replace(WITH_HEADERS, text=""))
+    [sent] = aws.sent_emails()
+    message = parsed(sent.raw_data)
+    assert message.get_content_type() == "text/html"
+    assert lf(message.get_content()).rstrip() == EMAIL.html
+    assert message["List-Unsubscribe-Post"] == "List-Unsubscribe=One-Click"

@@ -14,7 +14,8 @@ from emailops.core.errors import EmailOpsError
 
 class Command(BaseCommand):
     help = (
-        "Idempotently create the templates, journal and suppression tables (GSIs, TTL), the queue "
+        "Idempotently create the templates, journal, suppression and preferences tables (GSIs, "
+        "TTL), the queue "
         "and its dead-letter queue, the template bucket, verify the sender identity, and set up "
         "delivery events: events queue + DLQ, unmatched-events table, SNS topic, configuration set."
     )
@@ -62,6 +63,9 @@ class Command(BaseCommand):
             )
             provision.ensure_tombstone_table(
                 dynamodb, require("ERASURE_TOMBSTONE_TABLE", aws.erasure_tombstone_table), report
+            )
+            provision.ensure_preferences_table(
+                dynamodb, require("PREFERENCES_TABLE", aws.preferences_table), report
             )
             if rate_table := built.config.sending.rate_limit_table:
                 provision.ensure_rate_counter_table(dynamodb, rate_table, report)

@@ -1,0 +1,94 @@
+"""The consumer's short cache in front of the PreferenceStore, and the links' null object.
+
+Every categorised send asks for its recipient's preference; the same few recipients come back
+again and again (a digest to a team, a burst of activity on one dataset). Each answer, found or
+not, is kept ``seconds`` (PREFERENCES_CACHE_SECONDS): a change made on the unsubscribe page or in
+the console takes effect within that long in every consumer. Errors are never cached: the record
+waits and is tried again, so a store that cannot answer neither sends to an unsubscribed person
+nor drops the mail.
+
+At most ``max_entries`` answers are held (recipients come from producers), the least recently
+used dropped first. The lock is injected (core never imports threading): ``threading.Lock()`` in
+the consumer, ``contextlib.nullcontext()`` where one thread reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+
+from emailops.core.contract import address_key
+from emailops.core.preferences import Preference, PreferenceStore
+
+__all__ = ["CachedPreferenceStore", "NullUnsubscribeLinks"]
+
+DEFAULT_MAX_ENTRIES = 10_000
+
+
+class NullUnsubscribeLinks:
+    """No unsubscribe links (no public base URL, or no signing yet): no List-Unsubscribe header."""
+
+    def url(self, *, address: str, category: str, organization: str | None) -> str | None:
+        return None
+
+
+class CachedPreferenceStore:
+    """``get`` read through an expiring LRU; writes go to the store and drop what the cache held
+    for that address (this process sees its own change at once)."""
+
+    def __init__(
+        self,
+        store: PreferenceStore,
+        *,
+        seconds: float,
+        lock: AbstractContextManager,
+        clock: Callable[[], float] = time.monotonic,
+        max_entries: int = DEFAULT_MAX_ENTRIES,
+    ) -> None:
+        self.store = store
+        self.seconds = seconds
+        self.clock = clock
+        self.max_entries = max(1, max_entries)
+        self._lock = lock
+        self._entries: OrderedDict[tuple[str, str], tuple[float, Preference | None]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def get(self, address: str, category: str) -> Preference | None:
+        if self.seconds <= 0:
+            return self.store.get(address, category)
+        key = (address_key(address), category)
+        now = self.clock()
+        with self._lock:
+            held = self._entries.get(key)
+            if held is not None and held[0] > now:
+                self._entries.move_to_end(key)
+                return held[1]
+        found = self.store.get(address, category)  # outside the lock: one slow read holds none
+        with self._lock:
+            self._entries[key] = (now + self.seconds, found)
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return found
+
+    def of_address(self, address: str) -> list[Preference]:
+        return self.store.of_address(address)
+
+    def set(self, preference: Preference) -> None:
+        self.store.set(preference)
+        self._forget(preference.address)
+
+    def remove_address(self, address: str) -> int:
+        removed = self.store.remove_address(address)
+        self._forget(address)
+        return removed
+
+    def _forget(self, address: str) -> None:
+        key = address_key(address)
+        with self._lock:
+            for held in [k for k in self._entries if k[0] == key]:
+                del self._entries[held]
