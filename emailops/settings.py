@@ -83,6 +83,7 @@ INSTALLED_APPS = [
     "templates_admin",
     "worker",
     "api",
+    "preferences",  # the public unsubscribe page (/u/<token>): no login, no cookies
     "axes",  # login throttle
 ]
 # Every process installs the same apps, and each loads only what it uses, so a queue consumer
@@ -101,6 +102,9 @@ MIDDLEWARE = [
     # One Content-Security-Policy on every response; pages may set a stricter one.
     "emailops.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn, no nginx needed
+    # Before the session, CSRF and messages middleware, so it sees their cookies last: the public
+    # unsubscribe page's responses carry none (preferences/middleware.py).
+    "preferences.middleware.CookielessMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
