@@ -251,3 +251,11 @@ def test_an_organization_in_the_token_or_the_query_is_a_css_class(store):
     assert 'class="org org-12"' in Client().get(url_for() + "?org=12").content.decode()
     neutral = Client().get(url_for() + '?org="><script>').content.decode()
     assert 'class="neutral"' in neutral and "<script>" not in neutral
+
+
+def test_the_page_is_in_the_active_language(store):
+    from django.utils import translation
+
+    assert Client().get(url_for()).content.decode().startswith('<!doctype html>\n<html lang="en')
+    with translation.override("fr"):
+        assert '<html lang="fr">' in Client().get(url_for()).content.decode()
