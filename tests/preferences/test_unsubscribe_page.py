@@ -259,3 +259,9 @@ def test_the_page_is_in_the_active_language(store):
     assert Client().get(url_for()).content.decode().startswith('<!doctype html>\n<html lang="en')
     with translation.override("fr"):
         assert '<html lang="fr">' in Client().get(url_for()).content.decode()
+
+
+def test_head_and_other_methods(store):
+    assert Client().head(url_for()).status_code == 200
+    assert Client().put(url_for()).status_code == 405
+    assert store.items == {}
