@@ -31,6 +31,7 @@ __all__ = [
     "ConsoleConfig",
     "EventsConfig",
     "OpsConfig",
+    "PreferencesConfig",
     "ReputationConfig",
     "SendingConfig",
     "WebhooksConfig",
@@ -239,6 +240,33 @@ class WebhooksConfig:
     allow_loopback: bool
 
 
+@dataclass(frozen=True)
+class PreferencesConfig:
+    """The public one-click unsubscribe (docs/unsubscribe.md): where its links point, its limits."""
+
+    PREFIX: ClassVar[str] = "UNSUBSCRIBE_"
+    # "" = no links (and no List-Unsubscribe header); else https://host, no trailing slash
+    public_base_url: str = setting("PUBLIC_BASE_URL", lambda v: _base_url(v))
+    # requests a minute to /u/<token> per address and per client address; 0 = no limit
+    rate_per_address: int = setting(parse=lambda v: _cap("UNSUBSCRIBE_RATE_PER_ADDRESS", v))
+    rate_per_client: int = setting(parse=lambda v: _cap("UNSUBSCRIBE_RATE_PER_CLIENT", v))
+    redis_url: str = setting("REDIS_URL")
+
+
+def _base_url(value: str) -> str:
+    url = value.strip().rstrip("/")
+    if not url:
+        return ""
+    scheme, sep, rest = url.partition("://")
+    host = rest.partition("/")[0]
+    if scheme not in ("https", "http") or not sep or not host or any(c in rest for c in "?# "):
+        raise ImproperlyConfigured(
+            "PUBLIC_BASE_URL must be where the unsubscribe links point, e.g. "
+            "https://emails.example.org (no query, no trailing slash), or empty for none"
+        )
+    return url
+
+
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     if value not in allowed:
         raise ImproperlyConfigured(f"{name} must be one of {allowed!r}, not {value!r}")
@@ -255,6 +283,7 @@ class Config:
     console: ConsoleConfig
     api: ApiConfig
     webhooks: WebhooksConfig
+    preferences: PreferencesConfig
 
     SECTIONS: ClassVar[tuple[type, ...]] = (
         AwsConfig,
@@ -265,6 +294,7 @@ class Config:
         ConsoleConfig,
         ApiConfig,
         WebhooksConfig,
+        PreferencesConfig,
     )
 
     @classmethod
@@ -284,6 +314,7 @@ class Config:
             console=_read(ConsoleConfig, settings),
             api=_read(ApiConfig, settings),
             webhooks=_read(WebhooksConfig, settings),
+            preferences=_read(PreferencesConfig, settings),
         )
 
     def check_sending(self) -> None:

@@ -407,6 +407,14 @@ class Container:
 
         return TokenRateLimiter(connect_fail_fast(self.config.api.redis_url), prefix=KEY_PREFIX)
 
+    @cached_property
+    def unsubscribe_rate_limiter(self) -> TokenRateLimiter:
+        """The public unsubscribe page's per-minute windows (per address, per client address)."""
+        from emailops.redis.token_rate import TokenRateLimiter, connect_fail_fast
+
+        url = self.config.preferences.redis_url
+        return TokenRateLimiter(connect_fail_fast(url), prefix="emailops:unsubscribe:")
+
     # --- the pipeline ----------------------------------------------------------------------------
 
     def composer(self, *, cache_seconds: float = 0) -> Composer:

@@ -21,6 +21,9 @@ environ.Env.read_env(BASE_DIR / ".env")  # optional; real environment variables 
 DEBUG = env.bool("DJANGO_DEBUG", default=False)
 # Refused at once when weak with DEBUG off (the checks are emailops.config's, like every other).
 SECRET_KEY = strong_secret_key(env.str("DJANGO_SECRET_KEY", default=""), debug=DEBUG)
+# Keys retired from DJANGO_SECRET_KEY that still verify what they signed (the unsubscribe links of
+# emails already sent among it): rotate by moving the old key here, drop it once nothing needs it.
+SECRET_KEY_FALLBACKS = env.list("DJANGO_SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])
 
@@ -80,6 +83,7 @@ INSTALLED_APPS = [
     "templates_admin",
     "worker",
     "api",
+    "preferences",  # the public unsubscribe page (/u/<token>): no login, no cookies
     "axes",  # login throttle
 ]
 # Every process installs the same apps, and each loads only what it uses, so a queue consumer
@@ -98,6 +102,9 @@ MIDDLEWARE = [
     # One Content-Security-Policy on every response; pages may set a stricter one.
     "emailops.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn, no nginx needed
+    # Before the session, CSRF and messages middleware, so it sees their cookies last: the public
+    # unsubscribe page's responses carry none (preferences/middleware.py).
+    "preferences.middleware.CookielessMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -310,6 +317,16 @@ REPUTATION_SLOW_SHARE = env.float("REPUTATION_SLOW_SHARE", default=0.25)
 REPUTATION_PAUSE_WAIT_SECONDS = env.int("REPUTATION_PAUSE_WAIT_SECONDS", default=60)
 # Warn alerts are POSTed here as {"text": ...} (a Slack incoming webhook accepts it); empty = none.
 ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
+
+# --- Recipient preferences: the public one-click unsubscribe (docs/unsubscribe.md) -------------
+# Where /u/<token> is reached from the internet (https://emails.example.org, no trailing slash);
+# the List-Unsubscribe links are built on it. Empty: no link, no List-Unsubscribe header.
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
+# Requests per minute to /u/<token> for one address, and from one client address (0 = no limit).
+# Mailbox providers POST one-click unsubscribes from their own servers: keep the client limit well
+# above a campaign's unsubscribes a minute.
+UNSUBSCRIBE_RATE_PER_ADDRESS = env.int("UNSUBSCRIBE_RATE_PER_ADDRESS", default=30)
+UNSUBSCRIBE_RATE_PER_CLIENT = env.int("UNSUBSCRIBE_RATE_PER_CLIENT", default=300)
 
 # --- Delivery webhooks (docs/webhooks.md) ------------------------------------------------------
 # Where the pipeline and the events consumer hand webhook events: "celery" (a task on the Celery

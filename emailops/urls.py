@@ -1,7 +1,7 @@
 from django.contrib import admin
 from django.http import HttpRequest, HttpResponseRedirect
 from django.templatetags.static import static
-from django.urls import path
+from django.urls import include, path
 from django.views.generic import RedirectView
 
 from api.endpoints import api
@@ -20,5 +20,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/v1/", api.urls),
+    # Public, outside /admin/: the one-click unsubscribe (RFC 8058) and its page.
+    path("", include("preferences.urls")),
     path("", RedirectView.as_view(url="/admin/", permanent=False)),
 ]

@@ -8,7 +8,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("emailops", "templates_admin", "api", "worker")
+PACKAGES = ("emailops", "templates_admin", "api", "worker", "preferences")
 
 # Lower rank = lower layer. A module may import its own layer or any lower one; the API and the
 # worker share a rank but are separate layers, so neither imports the other.
@@ -20,6 +20,7 @@ LAYERS: dict[str, int] = {
     "templates_admin": 3,
     "api": 4,
     "worker": 4,
+    "preferences": 4,  # the public unsubscribe page: emailops only, never the console
     "emailops.urls": 5,  # ties the apps' URLs together
 }
 

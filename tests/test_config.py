@@ -141,7 +141,7 @@ OWN_FILES = {"emailops/settings.py", "emailops/config.py"}
 
 def direct_reads(root: Path = ROOT) -> list[tuple[str, str]]:
     found = []
-    for package in ("emailops", "templates_admin", "api", "worker"):
+    for package in ("emailops", "templates_admin", "api", "worker", "preferences"):
         for path in sorted((root / package).rglob("*.py")):
             where = path.relative_to(root).as_posix()
             if where in OWN_FILES or "/migrations/" in where:

@@ -1,0 +1,2 @@
+"""The public side of recipient preferences: the one-click unsubscribe endpoint and its page
+(``/u/<token>``), outside the console: no login, no cookies, the signed token is the credential."""

@@ -1,0 +1,267 @@
+"""/u/<token>: RFC 8058's one-click POST, the page (undo, toggles), bad tokens, cookies, limits."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.core import signing
+from django.test import Client
+from django.urls import reverse
+
+from emailops.core.preferences import HowChanged, Preference
+from emailops.unsubscribe import SALT, unsubscribe_token
+from tests.preferences.fakes import CountingLimiter, MemoryPreferences, install_fakes
+
+ADDRESS = "erin@example.com"
+OLD_KEY = "old-key-" + "o" * 50
+NEW_KEY = "new-key-" + "n" * 50
+
+
+def url_for(address: str = ADDRESS, category: str = "dataset-activity", org=None) -> str:
+    return reverse("preferences:unsubscribe", args=[unsubscribe_token(address, category, org)])
+
+
+def one_click(client: Client, url: str):
+    return client.post(url, {"List-Unsubscribe": "One-Click"})
+
+
+def test_the_url_is_outside_the_console():
+    assert url_for().startswith("/u/")
+
+
+def test_one_click_unsubscribes_at_once_and_sets_no_cookie(store):
+    client = Client(enforce_csrf_checks=True)  # as a mailbox provider: no cookie, no CSRF token
+    response = one_click(client, url_for('"Erin" <Erin@Example.com>'))
+    assert response.status_code == 200
+    assert response["Content-Type"].startswith("text/plain")
+    assert b"unsubscribed" in response.content and len(response.content) < 200
+    assert response.cookies == {} and "Set-Cookie" not in response.headers
+    assert "Location" not in response.headers
+    preference = store.get(ADDRESS, "dataset-activity")
+    assert preference.subscribed is False
+    assert preference.how == HowChanged.ONE_CLICK
+    assert preference.address == ADDRESS and preference.label == "dataset-activity"
+    assert preference.at > 1_700_000_000
+
+
+def test_one_click_as_multipart_works_too(store):
+    response = Client().post(url_for(), {"List-Unsubscribe": "One-Click"}, format="multipart")
+    assert response.status_code == 200
+    assert store.get(ADDRESS, "dataset-activity").subscribed is False
+
+
+@pytest.mark.django_db
+def test_a_signed_in_operator_gets_no_session_cookie_back(store, settings):
+    assert settings.SESSION_SAVE_EVERY_REQUEST  # which would otherwise resend it
+    user = get_user_model().objects.create_user("ada", password="pw-for-tests")
+    client = Client()
+    client.force_login(user)
+    for response in (client.get(url_for()), one_click(client, url_for())):
+        assert response.status_code == 200
+        assert response.cookies == {}, response.cookies
+
+
+def test_get_changes_nothing_and_offers_to_unsubscribe(store):
+    response = Client().get(url_for())
+    assert response.status_code == 200
+    assert store.items == {}  # link scanners open every link
+    html = response.content.decode()
+    assert 'lang="en' in html and "dataset-activity" in html
+    assert 'value="unsubscribe"' in html and "e***@example.com" in html
+    assert ADDRESS not in html
+    assert response.cookies == {}
+    assert "frame-ancestors 'none'" in response["Content-Security-Policy"]
+    assert response["Referrer-Policy"] == "no-referrer"
+    assert response["Cache-Control"] == "no-store"
+
+
+def test_the_page_after_one_click_shows_the_label_and_undo_and_undo_resubscribes(store):
+    client = Client(enforce_csrf_checks=True)
+    url = url_for()
+    one_click(client, url)
+    html = client.get(url).content.decode()
+    assert "You are unsubscribed from dataset-activity" in html
+    assert re.search(r'<button[^>]*name="action" value="undo"[^>]*>\s*Undo', html)
+    assert f'action="{url}"' in html
+    response = client.post(url, {"action": "undo"})
+    assert response.status_code == 200 and response.cookies == {}
+    assert "subscribed again" in response.content.decode()
+    preference = store.get(ADDRESS, "dataset-activity")
+    assert preference.subscribed is True and preference.how == HowChanged.PAGE
+
+
+def test_the_page_can_unsubscribe_too(store):
+    Client().post(url_for(), {"action": "unsubscribe"})
+    preference = store.get(ADDRESS, "dataset-activity")
+    assert preference.subscribed is False and preference.how == HowChanged.PAGE
+
+
+def other(category: str, subscribed: bool, address: str = ADDRESS) -> Preference:
+    return Preference(address, category, subscribed, how="support", at=1, label=category)
+
+
+def test_the_other_categories_are_toggles_that_save(store):
+    store.set(other("digest", True))
+    store.set(other("news", False))
+    store.set(other("elsewhere", True, address="ada@example.com"))
+    client = Client()
+    url = url_for()
+    html = client.get(url).content.decode()
+    assert "elsewhere" not in html
+    for slug, checked in (("digest", True), ("news", False)):
+        match = re.search(
+            rf'<input type="checkbox" id="([^"]+)" name="subscribed" value="{slug}"([^>]*)>', html
+        )
+        assert match, slug
+        assert ("checked" in match[2]) is checked
+        assert re.search(rf'<label for="{match[1]}">{slug}</label>', html)
+    # news on, digest off; a slug the address has no row for creates nothing
+    response = client.post(url, {"action": "set", "subscribed": ["news", "invented"]})
+    assert response.status_code == 200 and "saved" in response.content.decode()
+    assert store.get(ADDRESS, "news").subscribed is True
+    assert store.get(ADDRESS, "news").how == HowChanged.PAGE
+    assert store.get(ADDRESS, "digest").subscribed is False
+    assert store.get(ADDRESS, "invented") is None
+    assert store.get(ADDRESS, "dataset-activity") is None  # the token's own: not a toggle
+
+
+def test_an_unknown_post_is_a_plain_400_and_changes_nothing(store):
+    for data in ({}, {"List-Unsubscribe": "Yes"}, {"action": "delete"}):
+        assert Client().post(url_for(), data).status_code == 400
+    assert store.items == {}
+
+
+def bad_tokens() -> dict[str, str]:
+    good = unsubscribe_token(ADDRESS, "news")
+    signature = good.rsplit(":", 1)[1]
+
+    mallory = signing.Signer(salt=SALT, key="x" * 50).sign_object(["mallory@example.com", "news"])
+    return {
+        "tampered": good[:-3] + ("aaa" if not good.endswith("aaa") else "bbb"),
+        "another address": f"{mallory.rsplit(':', 1)[0]}:{signature}",
+        "another purpose": signing.Signer(salt="other").sign_object([ADDRESS, "news"]),
+        "garbage": "not-a-token",
+    }
+
+
+@pytest.mark.parametrize("kind", ["tampered", "another address", "another purpose", "garbage"])
+@pytest.mark.parametrize("method", ["get", "post"])
+def test_a_bad_token_gets_the_same_plain_400(store, kind, method):
+    token = bad_tokens()[kind]
+    url = f"/u/{token}"
+    response = getattr(Client(), method)(url, {"List-Unsubscribe": "One-Click"})
+    assert response.status_code == 400
+    html = response.content.decode()
+    assert "This link does not work" in html and "@" not in html
+    assert response.cookies == {}
+    assert store.items == {}
+    reference = Client().get("/u/not-a-token").content
+    assert response.content == reference  # the same page for every kind
+
+
+def test_a_token_under_the_previous_key_works_while_it_is_a_fallback(store, settings):
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = OLD_KEY, []
+    url = url_for()
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = NEW_KEY, [OLD_KEY]
+    assert one_click(Client(), url).status_code == 200
+    assert store.get(ADDRESS, "dataset-activity").subscribed is False
+
+
+def test_a_token_under_a_key_no_longer_kept_is_a_400(store, settings):
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = OLD_KEY, []
+    url = url_for()
+    settings.SECRET_KEY, settings.SECRET_KEY_FALLBACKS = NEW_KEY, []
+    response = one_click(Client(), url)
+    assert response.status_code == 400 and "@" not in response.content.decode()
+    assert store.items == {}
+
+
+def test_over_the_address_limit_is_429(store, settings):
+    settings.UNSUBSCRIBE_RATE_PER_ADDRESS = 3
+    settings.UNSUBSCRIBE_RATE_PER_CLIENT = 0
+    client = Client()
+    # one address, whatever its category or spelling
+    urls = [url_for(), url_for(category="news"), url_for("ERIN@example.com")]
+    assert [client.get(u).status_code for u in urls] == [200, 200, 200]
+    response = one_click(client, url_for(category="digest"))
+    assert response.status_code == 429 and response["Retry-After"] == "60"
+    assert response.cookies == {} and "@" not in response.content.decode()
+    assert store.get(ADDRESS, "digest") is None
+    assert client.get(url_for("ada@example.com")).status_code == 200  # another address
+
+
+def test_over_the_client_limit_is_429_even_for_bad_tokens(store, settings):
+    settings.UNSUBSCRIBE_RATE_PER_ADDRESS = 0
+    settings.UNSUBSCRIBE_RATE_PER_CLIENT = 2
+    client = Client(REMOTE_ADDR="192.0.2.7")
+    assert client.get("/u/guess-1").status_code == 400
+    assert client.get(url_for()).status_code == 200
+    assert client.get("/u/guess-2").status_code == 429
+    assert client.get(url_for()).status_code == 429
+    assert Client(REMOTE_ADDR="192.0.2.8").get(url_for()).status_code == 200
+
+
+def test_the_client_limit_counts_the_trusted_proxys_address(store, settings):
+    settings.UNSUBSCRIBE_RATE_PER_ADDRESS = 0
+    settings.UNSUBSCRIBE_RATE_PER_CLIENT = 1
+    settings.TRUSTED_PROXY_COUNT = 1
+    alb = Client(REMOTE_ADDR="10.0.0.1")
+    assert alb.get(url_for(), HTTP_X_FORWARDED_FOR="192.0.2.7").status_code == 200
+    assert alb.get(url_for(), HTTP_X_FORWARDED_FOR="192.0.2.7").status_code == 429
+    assert alb.get(url_for(), HTTP_X_FORWARDED_FOR="192.0.2.9").status_code == 200
+
+
+def test_redis_unreachable_lets_the_unsubscribe_through(monkeypatch, settings):
+    from emailops.redis.token_rate import RateLimitUnavailable
+
+    class Down(CountingLimiter):
+        def hit(self, token_key, *, per_minute, cost=1):
+            raise RateLimitUnavailable("down")
+
+    store = install_fakes(monkeypatch, MemoryPreferences(), Down())
+    assert one_click(Client(), url_for()).status_code == 200
+    assert store.get(ADDRESS, "dataset-activity").subscribed is False
+
+
+def test_the_limits_hold_on_the_real_redis(monkeypatch, settings, redis_key):
+    from emailops.redis.client import connect
+    from emailops.redis.token_rate import TokenRateLimiter
+
+    limiter = TokenRateLimiter(connect(settings.REDIS_URL, retries=0), prefix=f"{redis_key}:")
+    install_fakes(monkeypatch, MemoryPreferences(), limiter)
+    settings.UNSUBSCRIBE_RATE_PER_ADDRESS = 2
+    codes = [Client().get(url_for()).status_code for _ in range(3)]
+    assert codes in ([200, 200, 429], [200, 200, 200])  # the last may fall in a new minute
+    assert codes[:2] == [200, 200]
+
+
+def test_the_container_builds_a_redis_limiter_of_its_own_prefix():
+    from emailops.config import Config
+    from emailops.container import Container
+    from emailops.redis.token_rate import TokenRateLimiter
+
+    limiter = Container(Config.from_settings()).unsubscribe_rate_limiter
+    assert isinstance(limiter, TokenRateLimiter) and limiter.prefix == "emailops:unsubscribe:"
+
+
+def test_an_organization_in_the_token_or_the_query_is_a_css_class(store):
+    assert 'class="org org-367"' in Client().get(url_for(org="367")).content.decode()
+    assert 'class="org org-12"' in Client().get(url_for() + "?org=12").content.decode()
+    neutral = Client().get(url_for() + '?org="><script>').content.decode()
+    assert 'class="neutral"' in neutral and "<script>" not in neutral
+
+
+def test_the_page_is_in_the_active_language(store):
+    from django.utils import translation
+
+    assert Client().get(url_for()).content.decode().startswith('<!doctype html>\n<html lang="en')
+    with translation.override("fr"):
+        assert '<html lang="fr">' in Client().get(url_for()).content.decode()
+
+
+def test_head_and_other_methods(store):
+    assert Client().head(url_for()).status_code == 200
+    assert Client().put(url_for()).status_code == 405
+    assert store.items == {}
