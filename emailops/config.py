@@ -138,10 +138,9 @@ class SendingConfig:
         parse=lambda v: _cap("RATE_SAFEGUARD_HOLD_MAX_SECONDS", v)
     )
     loop_limit_per_hour: int = setting(parse=lambda v: _cap("LOOP_LIMIT_PER_HOUR", v))
-    # Recipient preferences (emailops.core.preferences): the consumer's cache of them, and the
-    # public address its unsubscribe links point at ("": none).
+    # Recipient preferences (emailops.core.preferences): how long the consumer caches them (the
+    # links' public address is PreferencesConfig's).
     preferences_cache_seconds: int = setting(parse=lambda v: _cap("PREFERENCES_CACHE_SECONDS", v))
-    public_base_url: str = setting(parse=lambda v: _base_url(v))
 
     @property
     def go_lease_seconds(self) -> int:
@@ -397,19 +396,6 @@ def _over_cap(value: str) -> str:
     if choice not in ("hold", "log-only"):
         raise ImproperlyConfigured("RATE_SAFEGUARD_OVER_CAP must be hold or log-only")
     return choice
-
-
-def _base_url(value: str) -> str:
-    """PUBLIC_BASE_URL without its trailing slash; an http(s) origin (and path), or empty."""
-    url = value.strip().rstrip("/")
-    scheme, _, rest = url.partition("://")
-    if url and (
-        scheme not in ("https", "http") or not rest or " " in url or control_problem("", url)
-    ):
-        raise ImproperlyConfigured(
-            "PUBLIC_BASE_URL must be the console's public address, e.g. https://email.example.org"
-        )
-    return url
 
 
 def _share(share: float) -> float:

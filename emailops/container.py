@@ -33,7 +33,7 @@ from emailops.config import Config, require
 from emailops.core.events import EventLog
 from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.ports import JournalReader
-from emailops.core.preference_cache import CachedPreferenceStore, NullUnsubscribeLinks
+from emailops.core.preference_cache import CachedPreferenceStore
 from emailops.core.preferences import UnsubscribeLinks
 from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
@@ -287,9 +287,11 @@ class Container:
     @cached_property
     def unsubscribe_links(self) -> UnsubscribeLinks:
         """The one-click unsubscribe URL of (address, category) the pipeline puts in the
-        List-Unsubscribe header and the template's ``unsubscribeUrl``; None: no header. The
-        signed links (PUBLIC_BASE_URL) replace this one line."""
-        return NullUnsubscribeLinks()
+        List-Unsubscribe header and the template's ``unsubscribeUrl``: a signed token on
+        PUBLIC_BASE_URL (emailops.unsubscribe); None, and no header, while it is unset."""
+        from emailops.unsubscribe import unsubscribe_links_from_config
+
+        return unsubscribe_links_from_config(self.config)
 
     @cached_property
     def ses_account_view(self) -> SesAccountView:

@@ -249,8 +249,6 @@ ERASURE_HASH_KEY = (
 # within it across consumers.
 PREFERENCES_TABLE = env.str("PREFERENCES_TABLE", default="email-preferences")
 PREFERENCES_CACHE_SECONDS = env.int("PREFERENCES_CACHE_SECONDS", default=5)
-# The public address of the unsubscribe page (https://...); empty: no List-Unsubscribe header.
-PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 # Mirror suppression additions/removals to SES's account-level suppression list (sesv2).
 SES_ACCOUNT_SUPPRESSION_SYNC = env.bool("SES_ACCOUNT_SUPPRESSION_SYNC", default=False)
 # The suppressed addresses as a Redis set, so the consumer's check costs no DynamoDB read (see

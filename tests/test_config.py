@@ -28,7 +28,7 @@ MOVED = [
     ("SES_EVENTS_CONCURRENCY", 20, lambda c: c.events.concurrency),
     ("PREFERENCES_TABLE", "prefs-2", lambda c: c.aws.preferences_table),
     ("PREFERENCES_CACHE_SECONDS", 30, lambda c: c.sending.preferences_cache_seconds),
-    ("PUBLIC_BASE_URL", "https://email.example.org/", lambda c: c.sending.public_base_url),
+    ("PUBLIC_BASE_URL", "https://email.example.org/", lambda c: c.preferences.public_base_url),
     ("JOURNAL_SENSITIVE_KEYS", [" Token ", "", "PIN"], lambda c: c.console.sensitive_keys),
     (
         "TEMPLATE_VARIABLES_PATH",

@@ -184,8 +184,11 @@ def test_a_consumers_container_pools_a_connection_per_thread(aws):
         container.reset()
 
 
-def test_the_pipeline_reads_preferences_through_the_containers_cache_and_no_links_yet(aws):
-    from emailops.core.preference_cache import CachedPreferenceStore, NullUnsubscribeLinks
+def test_the_pipeline_reads_preferences_through_the_containers_cache_and_signed_links(
+    aws, settings
+):
+    from emailops.core.preference_cache import CachedPreferenceStore
+    from emailops.unsubscribe import SignedUnsubscribeLinks, read_token
 
     built = container.current()
     pipeline = built.build_pipeline(lease_seconds=30)
@@ -194,5 +197,15 @@ def test_the_pipeline_reads_preferences_through_the_containers_cache_and_no_link
     assert pipeline.preferences.store is built.preference_store
     assert pipeline.preferences.seconds == 5  # PREFERENCES_CACHE_SECONDS's default
     assert built.build_pipeline(lease_seconds=30).preferences is pipeline.preferences  # shared
-    assert isinstance(pipeline.unsubscribe_links, NullUnsubscribeLinks)
+    assert isinstance(pipeline.unsubscribe_links, SignedUnsubscribeLinks)
     assert pipeline.unsubscribe_links is built.unsubscribe_links
+    assert (
+        built.unsubscribe_links.url(address="a@x.org", category="news", organization=None) is None
+    )
+    settings.PUBLIC_BASE_URL = "https://emails.example.org"
+    container.reset()
+    url = container.current().unsubscribe_links.url(
+        address="A@x.org", category="news", organization=None
+    )
+    assert url.startswith("https://emails.example.org/u/")
+    assert read_token(url.rsplit("/", 1)[1]) == ("a@x.org", "news")
