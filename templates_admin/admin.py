@@ -23,6 +23,7 @@ from django.urls import path, re_path
 from templates_admin import roles
 from templates_admin.console import refused_page
 from templates_admin.models import (
+    CategoryDefinition,
     EmailJournalPage,
     JournalReadAudit,
     OperationsPage,
@@ -160,3 +161,17 @@ class JournalReadAuditAdmin(ReadOnlyAdmin):
         if not self.has_view_permission(request):
             return refused_page(request, self.admin_site, [roles.VIEW_READ_AUDIT])
         return super().change_view(request, object_id, form_url, extra_context)
+
+
+@admin.register(CategoryDefinition)
+class CategoryDefinitionAdmin(admin.ModelAdmin):
+    """Email categories (docs/preferences.md): template owners add and relabel them; the mapping
+    page puts a messageId in one. The slug is stored on mappings and preferences, so it is fixed
+    once made; the admin's history keeps who changed a label. Deleting is left to superusers."""
+
+    list_display = ("slug", "label", "description", "updated_at")
+    search_fields = ("slug", "label")
+    fields = ("slug", "label", "description")
+
+    def get_readonly_fields(self, request, obj=None):
+        return ("slug",) if obj is not None else ()

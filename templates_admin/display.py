@@ -14,9 +14,11 @@ from emailops import container
 from emailops.core import masking as core_masking
 from emailops.core.journal_row import JournalRow
 from emailops.core.masking import MASK, RowMask
+from templates_admin.categories import category_label
 
 __all__ = [
     "MASK",
+    "category_label",
     "local_text",
     "mask_context",
     "mask_row",

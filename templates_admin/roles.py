@@ -26,6 +26,11 @@ VIEW_PAUSE_CHANGES = "templates_admin.view_reputationpausechange"
 # Webhook endpoints (their secrets), delivery logs and replays (WebhooksPage; migration 0013).
 # In no group: superusers, or someone granted it by name.
 MANAGE_WEBHOOKS = "templates_admin.manage_webhooks"
+# Email categories (CategoryDefinition; granted by migration 0015): template owners define them and
+# put mappings in them. Deleting one is a superuser's call (preferences keep naming its slug).
+VIEW_CATEGORIES = "templates_admin.view_categorydefinition"
+ADD_CATEGORY = "templates_admin.add_categorydefinition"
+CHANGE_CATEGORY = "templates_admin.change_categorydefinition"
 
 # Template owners read the journal too: the send-test page links to the send it made.
 # Removing a suppression lets email reach the address again, like a resend: the same people.
@@ -58,6 +63,9 @@ GROUP_PERMISSIONS: dict[str, list[str]] = {
         REDRIVE_DEAD_LETTERS,
         BULK_RESEND,
         CHECK_TEMPLATES,
+        VIEW_CATEGORIES,  # migration 0015
+        ADD_CATEGORY,
+        CHANGE_CATEGORY,
     ],
 }
 

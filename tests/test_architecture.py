@@ -119,6 +119,7 @@ CONSOLE_AREAS = (
 )
 # The bottom layer every area may use; it uses no area.
 CONSOLE_SHARED = (
+    "categories",
     "console",
     "csp",
     "display",

@@ -12,7 +12,10 @@ Errors block a publish:
 - a ``javascript:`` link;
 - a subject longer than 998 characters (RFC 5322's line limit) or holding a newline.
 Warnings must be confirmed: ``SIZE_WARNING_BYTES`` or more, ``http:`` links and images, images
-without ``alt``, variables that recent sends did not provide, and an empty plain-text part.
+without ``alt``, variables that recent sends did not provide, and an empty plain-text part; and for
+mail a recipient may unsubscribe from (a categorised, non-critical mapping: docs/preferences.md), a
+template without the visible unsubscribe link (``unsubscribeUrl``) and, while PUBLIC_BASE_URL is
+unset, that no link or List-Unsubscribe header can be made at all.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ __all__ = [
     "GMAIL_CLIP_BYTES",
     "MAX_SUBJECT_LENGTH",
     "SIZE_WARNING_BYTES",
+    "UNSUBSCRIBE_VARIABLE",
     "WARNING",
     "Finding",
     "check_render",
@@ -42,6 +46,7 @@ __all__ = [
     "mime_size",
     "missing_in_contexts",
     "organization_of_key",
+    "unsubscribe_findings",
 ]
 
 ERROR = "error"
@@ -49,6 +54,7 @@ WARNING = "warning"
 GMAIL_CLIP_BYTES = 102 * 1024  # Gmail clips a message at about 102 KB
 SIZE_WARNING_BYTES = 90 * 1024
 MAX_SUBJECT_LENGTH = 998  # RFC 5322: a header line is at most 998 characters
+UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"  # the signed /u/<token> link the consumer provides
 
 _CUSTOM_KEY = re.compile(r"^custom/O(\d+)/[^/]+$")
 # Browsers ignore ASCII whitespace and control characters inside a scheme ("java\tscript:").
@@ -360,3 +366,36 @@ def missing_in_contexts(
         if absent:
             counts[name] = absent
     return counts
+
+
+def unsubscribe_findings(
+    *, key: str, organization: str | None, variables: Iterable[str], base_url_set: bool
+) -> list[Finding]:
+    """For a template of mail a recipient may unsubscribe from: warn when it shows no
+    unsubscribe link (it never reads ``unsubscribeUrl``; the List-Unsubscribe header alone is
+    not visible in every mail client) and when PUBLIC_BASE_URL is unset (no link can be made:
+    neither the header nor the footer's variable)."""
+    found = []
+    if UNSUBSCRIBE_VARIABLE not in set(variables):
+        found.append(
+            Finding(
+                WARNING,
+                "unsubscribe-link",
+                f"this mail is categorised (recipients may unsubscribe) but the template has no "
+                f"visible unsubscribe link: add one to {{{{ {UNSUBSCRIBE_VARIABLE} }}}}",
+                key,
+                organization,
+            )
+        )
+    if not base_url_set:
+        found.append(
+            Finding(
+                WARNING,
+                "unsubscribe-base-url",
+                "PUBLIC_BASE_URL is not set: categorised mail goes out without a "
+                "List-Unsubscribe header or unsubscribe link",
+                key,
+                organization,
+            )
+        )
+    return found

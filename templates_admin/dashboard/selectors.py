@@ -22,12 +22,22 @@ from django.urls import reverse
 from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
+from emailops.unsubscribes import UNSUBSCRIBED, category_of_counter
+from templates_admin.categories import category_labels
 from templates_admin.jobs.monitoring import DLQ_DEPTH, HOUR_SEPARATOR
 from templates_admin.jobs.selectors import ops_readings
 from templates_admin.models import OpsReading
 from templates_admin.reputation import selectors as reputation
 
-__all__ = ["SES_PAUSE", "SES_REVIEW", "dashboard", "dlq_depth_history", "hour_labels"]
+__all__ = [
+    "GMAIL_COMPLAINT",
+    "SES_PAUSE",
+    "SES_REVIEW",
+    "dashboard",
+    "dlq_depth_history",
+    "hour_labels",
+    "unsubscribes",
+]
 
 log = EventLog(logging.getLogger("templates_admin.dashboard"))
 T = TypeVar("T")
@@ -36,6 +46,9 @@ T = TypeVar("T")
 # paused at the second pair. They are SES's, not ours, so they are not settings.
 SES_REVIEW = {"bounce": 0.05, "complaint": 0.001}
 SES_PAUSE = {"bounce": 0.10, "complaint": 0.005}
+# Gmail's (and Yahoo's) 2024 bulk-sender rule: keep the complaint rate under 0.3 % (their Postmaster
+# Tools' figure; docs/preferences.md). Also theirs, not a setting.
+GMAIL_COMPLAINT = 0.003
 # Rows in each "worst messageIds / organizations" table (was OPS_DASHBOARD_TOP).
 TOP_ROWS = 10
 
@@ -106,6 +119,26 @@ def _rolling_rates(
         bounce.append(_percent(hard, delivered + bounced))
         complaint.append(_percent(totals["complained"], delivered))
     return {"delivery": delivery, "bounce": bounce, "complaint": complaint}
+
+
+def unsubscribes(counts: dict[str, dict[str, int]], hours: list[str]) -> dict[str, Any]:
+    """Unsubscribes over ``hours`` (the account's ``unsubscribed`` counters, which the public
+    endpoint adds to through ``emailops.unsubscribes.record_unsubscribe``): the total and one
+    row per category, most first, with the console's label."""
+    per_category: dict[str, int] = {}
+    total = 0
+    for hour in hours:
+        for name, value in counts.get(hour, {}).items():
+            if name == UNSUBSCRIBED:
+                total += value
+            elif (category := category_of_counter(name)) is not None:
+                per_category[category] = per_category.get(category, 0) + value
+    labels = category_labels() if per_category else {}
+    rows = [
+        {"category": slug, "label": labels.get(slug) or slug, "count": count}
+        for slug, count in sorted(per_category.items(), key=lambda item: (-item[1], item[0]))
+    ]
+    return {"total": total, "categories": rows}
 
 
 def _read(what: str, problems: list[str], read: Callable[[], T], default: T) -> T:
@@ -251,7 +284,11 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
         },
         "rates": _rolling_rates(hours, counts, window),
         "rate_window_hours": window,
-        "lines": {"review": SES_REVIEW, "pause": SES_PAUSE},
+        "lines": {
+            "review": SES_REVIEW,
+            "pause": SES_PAUSE,
+            "gmail": {"complaint": GMAIL_COMPLAINT},
+        },
         "dlq": [depth.get(hour) for hour in hours],
         "dlq_now": dlq_now,
         "throttles": {"throttles": series("throttles"), "rate_waits": series("rate_waits")},
@@ -259,7 +296,9 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
     }
     account = summary.get("account") or {}
     rates = charts["rates"]
+    unsubscribed = unsubscribes(counts, hours[-window:])
     return {
+        "unsubscribes": unsubscribed,
         "charts": charts,
         "account": account,
         # The account's figures over the window: the same numbers as each chart's last point.
@@ -268,6 +307,7 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
             "delivered": account.get("delivered", 0),
             "bounced": account.get("bounced", 0),
             "complained": account.get("complained", 0),
+            "unsubscribed": unsubscribed["total"],
             "bounce_percent": rates["bounce"][-1],
             "complaint_percent": rates["complaint"][-1],
             "delivery_percent": rates["delivery"][-1],

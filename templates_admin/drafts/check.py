@@ -13,9 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from django.conf import settings
+
 from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import default_template_key
+from emailops.core.preferences import may_be_refused
 from emailops.core.template_check import (
     ERROR,
     WARNING,
@@ -24,6 +27,7 @@ from emailops.core.template_check import (
     dedupe,
     missing_in_contexts,
     organization_of_key,
+    unsubscribe_findings,
 )
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import sample_context, template_manifest
@@ -140,7 +144,31 @@ def check_sources(
         found += _missing_variable_findings(
             key=key, source=source, subject=subject, recent=recent or ()
         )
+    found += _unsubscribe_findings(message_id=message_id, sources=sources)
     return dedupe(found)
+
+
+def public_base_url() -> str:
+    """PUBLIC_BASE_URL (the host of the /u/<token> links), "" when unset."""
+    return str(getattr(settings, "PUBLIC_BASE_URL", "") or "").strip()
+
+
+def _unsubscribe_findings(*, message_id: str, sources: Mapping[str, str]) -> list[Finding]:
+    """Mail a recipient may unsubscribe from (its mapping categorised and not critical) needs a
+    visible link and a base URL to make it from."""
+    mapping = mapping_selectors.mapping_get(message_id=message_id) if message_id else None
+    if mapping is None or not may_be_refused(category=mapping.category, priority=mapping.priority):
+        return []
+    base_url_set = bool(public_base_url())
+    found: list[Finding] = []
+    for key, source in sources.items():
+        found += unsubscribe_findings(
+            key=key,
+            organization=organization_of_key(key),
+            variables=_variables(source, name=key),
+            base_url_set=base_url_set,
+        )
+    return found
 
 
 def draft_sources(*, draft: TemplateDraft) -> tuple[dict[str, str], str | None]:

@@ -39,7 +39,9 @@ def _fernet() -> Fernet:
     return Fernet(base64.urlsafe_b64encode(hashlib.sha256(b"erasure-job-seal:" + key).digest()))
 
 
-def erasure_inputs(*, address: str, reason: str, also_suppress: bool = False) -> dict[str, Any]:
+def erasure_inputs(
+    *, address: str, reason: str, also_suppress: bool = False, keep_preferences: bool = False
+) -> dict[str, Any]:
     address, reason = checked_address(address), reason.strip()
     if not reason:
         raise ValueError("say why (e.g. the erasure request's reference): it is kept in the audit")
@@ -48,6 +50,7 @@ def erasure_inputs(*, address: str, reason: str, also_suppress: bool = False) ->
         "addressMasked": masked_address(address),
         "reason": reason,
         "alsoSuppress": also_suppress,
+        "keepPreferences": keep_preferences,
         SEALED: _fernet().encrypt(address.encode()).decode(),
     }
 
@@ -172,7 +175,9 @@ def _suppress(address: str) -> bool:
 def erasure_run(job: Job, progress: Any) -> dict[str, Any]:
     actor = job.created_by.get_username() if job.created_by else job.origin
     address = unsealed_address(job)
-    report = recipient_erase(address=address, actor=actor)
+    report = recipient_erase(
+        address=address, actor=actor, keep_preferences=bool(job.inputs.get("keepPreferences"))
+    )
     rewritten, dropped = erase_dead_letters(address)
     jobs = erase_from_jobs(address, own=job.pk)
     suppressed = bool(job.inputs.get("alsoSuppress")) and _suppress(address)

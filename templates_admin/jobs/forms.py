@@ -132,6 +132,13 @@ class EraseRecipientForm(forms.Form):
         "journalled with the address hashed.",
     )
 
+    keep_preferences = forms.BooleanField(
+        label="Keep preferences",
+        required=False,
+        help_text="Keep the categories the address unsubscribed from (they hold the address). "
+        "Without it they are removed too, and its categorised mail is sent again.",
+    )
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
@@ -143,6 +150,7 @@ class EraseRecipientForm(forms.Form):
                 address=data["address"],
                 reason=data["reason"],
                 also_suppress=bool(data.get("also_suppress")),
+                keep_preferences=bool(data.get("keep_preferences")),
             )
         except ValueError as exc:
             raise forms.ValidationError(str(exc)) from None

@@ -7,13 +7,17 @@ Its suppression entry, if any, is kept on purpose: it is what stops mail to that
 erasing it would let the next request send again. The console's own audit of staff reads
 (channel console / email_log) is kept too: it records what people did, not the recipient's mail.
 The dead-letter queue is the jobs area's part (``templates_admin.jobs.erasure``).
+
+Its preferences (each category it unsubscribed from, docs/preferences.md) are removed too, unless
+the request asks to keep them (``keep_preferences``: someone who wants their mail history gone
+but not to start receiving newsletters again).
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from django.db.models import Q
 
@@ -22,6 +26,7 @@ from emailops.aws.erasure import RecipientRows
 from emailops.core.contract import address_key
 from emailops.core.erasure import masked_address
 from emailops.core.events import EventLog
+from templates_admin.categories import preference_store
 from templates_admin.journal.selectors import looks_like_email
 from templates_admin.models import JournalReadAudit
 from templates_admin.suppression.selectors import address_suppression
@@ -44,6 +49,8 @@ class ErasureReport:
     dead_letters_dropped: int = 0  # messages whose only recipient it was
     jobs_scrubbed: int = 0  # other jobs whose inputs, results or steps named it
     suppressed: bool = False  # "also suppress" added an entry
+    preferences: int = 0  # the address's preferences removed (or, kept, how many there are)
+    preferences_kept: bool = False  # "keep preferences" was asked
 
     def lines(self) -> list[str]:
         verb = "would remove" if self.dry_run else "removed"
@@ -69,6 +76,10 @@ class ErasureReport:
                 f"took the address out of {self.jobs_scrubbed} other job(s)",
                 "kept a tombstone (a keyed hash of the address and the time, not the address)",
             ]
+        if self.preferences_kept:
+            lines.append(f"kept its {self.preferences} preference(s), as asked")
+        else:
+            lines.append(f"{verb} {self.preferences} preference(s) (categories unsubscribed from)")
         return [*lines, kept]
 
     def as_result(self) -> dict:
@@ -91,7 +102,14 @@ def _api_audits(address: str):
     return JournalReadAudit.objects.filter(match, channel=JournalReadAudit.Channel.API)
 
 
-def _report(address: str, *, dry_run: bool) -> tuple[ErasureReport, RecipientRows, list[str]]:
+def _preference_count(address: str) -> int:
+    store = preference_store()
+    return len(store.of_address(address)) if store is not None else 0
+
+
+def _report(
+    address: str, *, dry_run: bool, keep_preferences: bool = False
+) -> tuple[ErasureReport, RecipientRows, list[str]]:
     eraser = container.current().recipient_eraser
     rows = eraser.journal_rows(address)
     events = eraser.unmatched_events(address)
@@ -104,16 +122,18 @@ def _report(address: str, *, dry_run: bool) -> tuple[ErasureReport, RecipientRow
         api_read_audits=_api_audits(address).count(),
         suppression_kept=(suppression.reason or "suppressed") if suppression else "",
         dry_run=dry_run,
+        preferences=_preference_count(address) if dry_run or keep_preferences else 0,
+        preferences_kept=keep_preferences,
     )
     return report, rows, events
 
 
-def recipient_erase_preview(*, address: str) -> ErasureReport:
+def recipient_erase_preview(*, address: str, keep_preferences: bool = False) -> ErasureReport:
     """What ``recipient_erase`` would remove, removing nothing. Raises ValueError, EmailOpsError."""
-    return _report(checked_address(address), dry_run=True)[0]
+    return _report(checked_address(address), dry_run=True, keep_preferences=keep_preferences)[0]
 
 
-def recipient_erase(*, address: str, actor: str) -> ErasureReport:
+def recipient_erase(*, address: str, actor: str, keep_preferences: bool = False) -> ErasureReport:
     """Write the tombstone, then delete it all (see the module); safe to repeat. Raises
     ValueError or EmailOpsError (then run it again: what was deleted stays deleted). ``actor`` is
     who asked, for the log."""
@@ -121,12 +141,15 @@ def recipient_erase(*, address: str, actor: str) -> ErasureReport:
     built = container.current()
     # The tombstone first: an event landing while the rows are deleted already meets it.
     built.tombstones.add(address, now=int(time.time()))
-    report, rows, events = _report(address, dry_run=False)
+    report, rows, events = _report(address, dry_run=False, keep_preferences=keep_preferences)
     eraser = built.recipient_eraser
     eraser.delete(built.config.aws.journal_table, rows.all)
     if events:
         eraser.delete(built.config.events.unmatched_table, events)
     _api_audits(address).delete()
+    store = preference_store()
+    if store is not None and not keep_preferences:
+        report = replace(report, preferences=store.remove_address(address))
     # The log keeps who and how much, not the address itself (it would outlive the erasure).
     EventLog(logger).info(
         "recipient.erased",
@@ -137,5 +160,7 @@ def recipient_erase(*, address: str, actor: str) -> ErasureReport:
         unmatchedEvents=report.unmatched_events,
         apiReadAudits=report.api_read_audits,
         suppressionKept=bool(report.suppression_kept),
+        preferences=report.preferences,
+        preferencesKept=keep_preferences,
     )
     return report

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from django import forms
 
 from emailops.core.contract import loads
+from templates_admin.categories import category_choices
 from templates_admin.forms import organization_id_field, source_text_field
 
 DEFAULT_ORG = "default"
@@ -35,6 +37,15 @@ class MappingEditForm(forms.Form):
         initial="normal",
         help_text="What the reputation guard holds back when bounce or complaint rates are high.",
     )
+    category = forms.ChoiceField(
+        required=False,
+        label="Category",
+        help_text=(
+            "What a recipient may unsubscribe from (List-Unsubscribe, the preference page). "
+            "Uncategorised mail is transactional and always sent; critical mail is never "
+            "unsubscribable, whatever its category."
+        ),
+    )
     sending_off = forms.BooleanField(
         required=False,
         label="Sending off (log-only)",
@@ -46,8 +57,21 @@ class MappingEditForm(forms.Form):
     # The version the editor saw: the save is conditional on it still being current.
     version = forms.IntegerField(min_value=0, widget=forms.HiddenInput)
 
+    def __init__(self, *args: Any, current_category: str = "", **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The stored category stays choosable even when the console has no definition of it.
+        # A callable: read from the database only when rendered or a category is posted.
+        self.fields["category"].choices = functools.partial(
+            category_choices, current=current_category
+        )
+
     def clean_priority(self) -> str | None:
         return self.cleaned_data.get("priority") or None  # absent: keep (or default to normal)
+
+    def clean_category(self) -> str | None:
+        if self.is_bound and "category" not in self.data:
+            return None  # not posted at all: keep the stored one
+        return self.cleaned_data.get("category") or ""  # "" = uncategorised
 
 
 class MappingCreateForm(MappingEditForm):
@@ -59,7 +83,7 @@ class MappingCreateForm(MappingEditForm):
     version = None  # a new mapping has no version yet
     sending_off = None  # a new mapping sends; the switch is on its page
 
-    field_order = ["message_id", "template_file", "subject", "priority"]
+    field_order = ["message_id", "template_file", "subject", "priority", "category"]
 
 
 class MappingDeleteForm(forms.Form):

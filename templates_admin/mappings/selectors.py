@@ -30,7 +30,9 @@ logger = logging.getLogger(__name__)
 
 _CUSTOM_KEY = re.compile(r"^custom/O(\d+)/([^/]+)$")
 _DEFAULT_KEY = re.compile(r"^default/([^/]+)$")
-AUDITED_FIELDS = ("template_file", "subject")
+AUDITED_FIELDS = ("template_file", "subject", "category")
+# A field older snapshots lack: absent there is its default, not a change.
+_SNAPSHOT_DEFAULTS = {"category": ""}
 T = TypeVar("T")
 
 
@@ -112,10 +114,14 @@ def mapping_history(*, message_id: str, limit: int = 50) -> list[HistoryEntry]:
     entries = []
     for change in changes:
         before, after = change.before or {}, change.after or {}
+
+        def value(snapshot: dict[str, Any], name: str) -> Any:
+            return snapshot.get(name, _SNAPSHOT_DEFAULTS.get(name))
+
         fields = tuple(
-            FieldChange(name, before.get(name), after.get(name))
+            FieldChange(name, value(before, name), value(after, name))
             for name in AUDITED_FIELDS
-            if before.get(name) != after.get(name)
+            if value(before, name) != value(after, name)
         )
         entries.append(HistoryEntry(change=change, fields=fields))
     return entries

@@ -25,7 +25,7 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import ConcurrentUpdate, InvalidRequest, TemplateError
 from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.reputation import Priority
-from templates_admin.models import EmailAction, MappingChange
+from templates_admin.models import CategoryDefinition, EmailAction, MappingChange
 
 # A bare file name: it becomes part of an S3 key, so no folders and no "..".
 _TEMPLATE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -76,6 +76,7 @@ def _stamped(mapping: TemplateMapping, user: AbstractBaseUser) -> TemplateMappin
         subject=mapping.subject,
         priority=mapping.priority,
         send_disabled=mapping.send_disabled,
+        category=mapping.category,
         updated_by=user.get_username(),
         updated_at=timezone.now().isoformat(timespec="seconds"),
     )
@@ -115,6 +116,18 @@ def _priority(value: str | None, current: str = Priority.NORMAL.value) -> str:
     return value
 
 
+def _category(value: str | None, current: str = "") -> str:
+    """The category to store: "" (uncategorised), a defined one, or the stored one kept."""
+    if value is None:
+        return current
+    value = value.strip()
+    if value and value != current and not CategoryDefinition.objects.filter(slug=value).exists():
+        raise ValidationError(
+            {"category": [f"No category {value!r} is defined: add it under Email categories."]}
+        )
+    return value
+
+
 def mapping_create(
     *,
     message_id: str,
@@ -122,6 +135,7 @@ def mapping_create(
     subject: str,
     user: AbstractBaseUser,
     priority: str | None = None,
+    category: str | None = None,
 ) -> TemplateMapping:
     """Raises ValidationError, or ConcurrentUpdate (with ``.current``) if it already exists."""
     mapping_validate(message_id=message_id, template_file=template_file, subject=subject)
@@ -130,6 +144,7 @@ def mapping_create(
         template_file=template_file,
         subject=subject,
         priority=_priority(priority),
+        category=_category(category),
     )
     return _audited_save(mapping, user=user)
 
@@ -152,25 +167,30 @@ def mapping_update(
     user: AbstractBaseUser,
     priority: str | None = None,
     send_disabled: bool | None = None,
+    category: str | None = None,
 ) -> TemplateMapping:
     """Replace the mapping last seen at ``expected_version``; a save that changes nothing writes
     nothing. Raises ValidationError, or ConcurrentUpdate if someone else changed it meanwhile.
-    ``priority`` and ``send_disabled`` (sending off: log-only, obeyed by the Go service too) None
-    keep the current ones."""
+    ``priority``, ``send_disabled`` (sending off: log-only, obeyed by the Go service too) and
+    ``category`` (what recipients may unsubscribe from; "" = uncategorised) None keep the
+    current ones. A critical mapping may have a category: it is never held by a preference."""
     mapping_validate(template_file=template_file, subject=subject)
     current = _current_or_conflict(message_id)
     priority = _priority(priority, current.priority)
     send_disabled = current.send_disabled if send_disabled is None else send_disabled
+    category = _category(category, current.category)
     unchanged = (
         current.template_file,
         current.subject,
         current.priority,
         current.send_disabled,
+        current.category,
     ) == (
         template_file,
         subject,
         priority,
         send_disabled,
+        category,
     )
     if unchanged and current.version == expected_version:
         return current
@@ -180,6 +200,7 @@ def mapping_update(
         subject=subject,
         priority=priority,
         send_disabled=send_disabled,
+        category=category,
     )
     return _audited_save(mapping, user=user, before=current, expected_version=expected_version)
 

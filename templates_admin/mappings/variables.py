@@ -16,7 +16,8 @@ from emailops import container
 logger = logging.getLogger(__name__)
 
 # Context keys the consumer itself interprets; they are never "given but unused".
-CONSUMER_KEYS = frozenset({"organizationId", "subject"})
+# unsubscribeUrl: the signed link the consumer adds to categorised mail (docs/preferences.md).
+CONSUMER_KEYS = frozenset({"organizationId", "subject", "unsubscribeUrl"})
 
 # A few name-based guesses so a first preview reads like a real email; anything else gets a label.
 # Checked in order against the lowercased name: (fragment, must end with it, sample). A host is a

@@ -23,6 +23,7 @@ from emailops import container
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
+from templates_admin.categories import category_label
 from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.mappings import selectors, services
 from templates_admin.mappings.forms import (
@@ -90,6 +91,7 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
                 template_file=form.cleaned_data["template_file"],
                 subject=form.cleaned_data["subject"],
                 priority=form.cleaned_data["priority"],
+                category=form.cleaned_data["category"],
                 user=request.user,
             ),
             also={ConcurrentUpdate: lambda _: "A mapping with this message id already exists."},
@@ -101,7 +103,12 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
             else:
                 form.add_error(None, mapping.error)
         else:
-            messages.success(request, f"Created the mapping {mapping.message_id}." + _pickup_note())
+            messages.success(
+                request,
+                f"Created the mapping {mapping.message_id}."
+                + _critical_note(mapping)
+                + _pickup_note(),
+            )
             return HttpResponseRedirect(_url("detail", message_id=mapping.message_id))
     context = {
         "title": "Add template mapping",
@@ -117,8 +124,9 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
     """The mapping's page: its edit form, branded overrides and change history."""
     mapping = mapping_or_404(message_id, missing_ok=request.method == "POST")
     conflict = None
+    stored_category = mapping.category if mapping else ""
     if request.method == "POST":
-        form = MappingEditForm(request.POST)
+        form = MappingEditForm(request.POST, current_category=stored_category)
         saved = _versioned_write(
             form,
             lambda data: services.mapping_update(
@@ -127,22 +135,25 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
                 subject=data["subject"],
                 priority=data["priority"],
                 send_disabled=data["sending_off"],
+                category=data["category"],
                 expected_version=data["version"],
                 user=request.user,
             ),
         )
         if isinstance(saved, Refusal):
             if isinstance(saved.error, ConcurrentUpdate):
-                conflict, form = _conflicting_edit(request, saved.error)
+                conflict, form = _conflicting_edit(request, saved.error, stored_category)
             else:
                 form.add_error(None, saved.error)
         elif saved is not None:
             messages.success(
-                request, f"Saved {message_id} (version {saved.version}).{_pickup_note()}"
+                request,
+                f"Saved {message_id} (version {saved.version}).{_critical_note(saved)}"
+                f"{_pickup_note()}",
             )
             return HttpResponseRedirect(_url("detail", message_id=message_id))
     else:
-        form = MappingEditForm(initial=_form_values(mapping))
+        form = MappingEditForm(initial=_form_values(mapping), current_category=stored_category)
     override_orgs = selectors.override_index().get(mapping.template_file, ()) if mapping else ()
     context = {
         "title": f"Template mapping {message_id}",
@@ -153,8 +164,22 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
         "override_orgs": override_orgs,
         "history": selectors.mapping_history(message_id=message_id),
         "template_files": selectors.default_template_files(),
+        "category_label": category_label(mapping.category) if mapping else "",
+        "critical_categorised": bool(
+            mapping and mapping.category and mapping.priority == "critical"
+        ),
     }
     return AREA.page(request, admin_site, "detail.html", context | _permissions(request))
+
+
+def _critical_note(mapping: TemplateMapping) -> str:
+    """A categorised critical mapping is allowed, and worth saying what it means."""
+    if mapping.category and mapping.priority == "critical":
+        return (
+            f" It is in the category {category_label(mapping.category)}, but critical mail is "
+            "never unsubscribable: recipients' preferences do not hold it back."
+        )
+    return ""
 
 
 def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
@@ -163,6 +188,7 @@ def _form_values(mapping: TemplateMapping) -> dict[str, Any]:
         "subject": mapping.subject,
         "priority": mapping.priority,
         "sending_off": mapping.send_disabled,
+        "category": mapping.category,
         "version": mapping.version,
     }
 
@@ -179,14 +205,15 @@ def _versioned_write(
 
 
 def _conflicting_edit(
-    request: HttpRequest, exc: ConcurrentUpdate
+    request: HttpRequest, exc: ConcurrentUpdate, stored_category: str = ""
 ) -> tuple[ConcurrentUpdate, MappingEditForm]:
     """Keep the editor's input, show what is stored now, and move the form to the current
     version: saving again is then a deliberate overwrite, made knowing what it replaces."""
     data = request.POST.copy()
     if exc.current is not None:
         data["version"] = str(exc.current.version)
-    form = MappingEditForm(data)
+    current = exc.current.category if exc.current is not None else stored_category
+    form = MappingEditForm(data, current_category=current)
     form.is_valid()
     return exc, form
 

@@ -9,9 +9,13 @@ from templates_admin.models.dashboard import OpsReading
 from templates_admin.models.drafts import TemplateDraft, TemplateVersion, key_organization
 from templates_admin.models.jobs import Job, JobStep, OperationsPage
 from templates_admin.models.journal import EmailAction, EmailJournalPage, JournalReadAudit
-from templates_admin.models.mappings import MappingChange, TemplateMappingPage
+from templates_admin.models.mappings import CategoryDefinition, MappingChange, TemplateMappingPage
 from templates_admin.models.reputation import ReputationPauseChange
-from templates_admin.models.suppression import SuppressionListPage, SuppressionRemoval
+from templates_admin.models.suppression import (
+    PreferenceResubscribe,
+    SuppressionListPage,
+    SuppressionRemoval,
+)
 from templates_admin.models.webhooks import (
     WebhookAttempt,
     WebhookDelivery,
@@ -20,6 +24,7 @@ from templates_admin.models.webhooks import (
 )
 
 __all__ = [
+    "CategoryDefinition",
     "EmailAction",
     "EmailJournalPage",
     "Job",
@@ -28,6 +33,7 @@ __all__ = [
     "MappingChange",
     "OperationsPage",
     "OpsReading",
+    "PreferenceResubscribe",
     "ReputationPauseChange",
     "SuppressionListPage",
     "SuppressionRemoval",

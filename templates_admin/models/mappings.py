@@ -41,3 +41,34 @@ class MappingChange(models.Model):
 
     def __str__(self) -> str:
         return f"{self.action} {self.message_id} by {self.user} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class CategoryDefinition(models.Model):
+    """A category a mapping may put its mail in (``TemplateMapping.category``, the ``Category``
+    of the mapping item): what a recipient may unsubscribe from (docs/preferences.md). The slug
+    is what the mappings and the preferences table store, so it never changes once made; the
+    label and description are the words the console and the preference page show."""
+
+    slug = models.SlugField(
+        max_length=64,
+        unique=True,
+        help_text="Letters, digits and hyphens, e.g. dataset-activity. Stored on mappings and on "
+        "recipients' preferences: it cannot be changed later.",
+    )
+    label = models.CharField(
+        max_length=120,
+        help_text="What recipients read, e.g. “Activity on datasets you follow”.",
+    )
+    description = models.TextField(
+        blank=True, help_text="Which emails it holds, for template owners and recipients."
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["slug"]
+        verbose_name = "Email category"
+        verbose_name_plural = "Email categories"
+
+    def __str__(self) -> str:
+        return f"{self.label} ({self.slug})"

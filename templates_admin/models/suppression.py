@@ -40,3 +40,24 @@ class SuppressionRemoval(models.Model):
 
     def __str__(self) -> str:
         return f"{self.address} removed by {self.user} at {self.at:%Y-%m-%d %H:%M}"
+
+
+class PreferenceResubscribe(models.Model):
+    """Audit trail of Support re-subscribing an address to a category it had unsubscribed from
+    (docs/preferences.md): who, when, why, and the preference as it was. Only at the
+    recipient's request, so ``recipient_asked`` is always true; it is kept to say so."""
+
+    address = models.CharField(max_length=320, db_index=True)  # the address_key
+    category = models.CharField(max_length=64)
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL)
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    reason = models.TextField()
+    unsubscribed_how = models.CharField(max_length=20, blank=True)  # one-click, page, support
+    unsubscribed_at = models.DateTimeField(null=True)
+    recipient_asked = models.BooleanField(default=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.address} re-subscribed to {self.category} by {self.user} at {self.at:%Y-%m-%d %H:%M}"

@@ -40,3 +40,16 @@ class SuppressionRemoveForm(forms.Form):
                 "This address complained: confirm that the recipient asked for email again."
             )
         return asked
+
+
+class ResubscribeForm(forms.Form):
+    """Support's re-subscription of an address to one category, at the recipient's request."""
+
+    category = forms.SlugField(max_length=64, widget=forms.HiddenInput)
+    reason = reason_field(
+        label="Why re-subscribe?", required_message="Say why (e.g. the ticket of their request)."
+    )
+    recipient_asked = forms.BooleanField(
+        label="The recipient asked to receive this category again",
+        error_messages={"required": "Only the recipient may ask for it: confirm that they asked."},
+    )

@@ -7,13 +7,19 @@ from dataclasses import dataclass, field
 from emailops import container
 from emailops.aws.suppression import Suppression
 from emailops.core.contract import address_key
-from templates_admin.models import SuppressionRemoval
+from emailops.core.errors import EmailOpsError
+from templates_admin.categories import category_labels, preference_store
+from templates_admin.display import local_text, utc_text
+from templates_admin.models import PreferenceResubscribe, SuppressionRemoval
 
 __all__ = [
     "PAGE_SIZE",
+    "AddressPreferences",
     "InvalidCursor",
+    "PreferenceRow",
     "SuppressionEntry",
     "SuppressionPage",
+    "address_preferences",
     "address_suppression",
     "suppression_entry",
     "suppression_search",
@@ -81,3 +87,84 @@ def suppression_entry(*, address: str) -> SuppressionEntry:
 def address_suppression(*, address: str) -> Suppression | None:
     """The address's suppression, or None: for pages that warn before sending to it."""
     return container.current().suppression_list.get(address)
+
+
+# --- Preferences (docs/preferences.md) ---------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PreferenceRow:
+    """One category's preference of the address, or one change of it (history), as shown."""
+
+    category: str
+    label: str
+    subscribed: bool
+    how: str
+    when: str
+    when_utc: str
+
+
+@dataclass(frozen=True)
+class AddressPreferences:
+    available: bool  # False: this deployment has no preference store
+    error: str = ""  # the store could not be read (the rest of the page still shows)
+    current: list[PreferenceRow] = field(default_factory=list)
+    history: list[PreferenceRow] = field(default_factory=list)
+    resubscribes: list[PreferenceResubscribe] = field(default_factory=list)
+
+
+def _row(labels: dict[str, str], *, category: str, subscribed: bool, how: str, at) -> PreferenceRow:
+    at = at if isinstance(at, int | float) and not isinstance(at, bool) else None
+    return PreferenceRow(
+        category=category,
+        label=labels.get(category) or category,
+        subscribed=subscribed,
+        how=how,
+        when=local_text(at),
+        when_utc=utc_text(at),
+    )
+
+
+def _epoch(value):
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def address_preferences(*, address: str) -> AddressPreferences:
+    """The address's preference per category and their history (newest first), from the
+    preference store, with the console's labels; and Support's re-subscriptions of it."""
+    key = address_key(address.strip())
+    resubscribes = list(
+        PreferenceResubscribe.objects.filter(address=key).select_related("user")[:50]
+    )
+    store = preference_store()
+    if store is None:
+        return AddressPreferences(available=False, resubscribes=resubscribes)
+    labels = category_labels()
+    read_history = getattr(store, "history", None)
+    try:
+        preferences = store.of_address(address)
+        entries = (read_history(address) if read_history else None) or []
+    except EmailOpsError as exc:
+        return AddressPreferences(available=True, error=exc.describe(), resubscribes=resubscribes)
+    current = [
+        _row(labels, category=p.category, subscribed=p.subscribed, how=p.how, at=p.at)
+        for p in sorted(preferences, key=lambda p: p.category)
+    ]
+    history = []
+    for entry in entries:
+        history.append(
+            _row(
+                labels,
+                category=str(entry.get("Category", "")),
+                subscribed=bool(entry.get("Subscribed")),
+                how=str(entry.get("How", "")),
+                at=_epoch(entry.get("At")),
+            )
+        )
+    history.sort(key=lambda row: row.when_utc, reverse=True)
+    return AddressPreferences(
+        available=True, current=current, history=history, resubscribes=resubscribes
+    )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 from datetime import UTC, datetime
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -12,10 +13,12 @@ from django.db import transaction
 from emailops import container
 from emailops.core.contract import address_key
 from emailops.core.events import EventLog
+from emailops.core.preferences import HowChanged, Preference
 from templates_admin import roles
-from templates_admin.models import SuppressionRemoval
+from templates_admin.categories import category_label, preference_store
+from templates_admin.models import PreferenceResubscribe, SuppressionRemoval
 
-__all__ = ["suppression_remove"]
+__all__ = ["preference_resubscribe", "suppression_remove"]
 
 logger = logging.getLogger("templates_admin.suppression")
 
@@ -66,3 +69,59 @@ def suppression_remove(
         recipientAsked=recipient_asked,
     )
     return removal
+
+
+def preference_resubscribe(
+    *, address: str, category: str, reason: str, user: AbstractBaseUser, recipient_asked: bool
+) -> PreferenceResubscribe:
+    """Subscribe ``address`` to ``category`` again (Preference subscribed, how ``support``), so
+    its categorised mail is sent again. Like lifting a complaint, only at the recipient's own
+    request: ``recipient_asked`` must be ticked. Audited (a row, and a log line with the user).
+    Raises PermissionDenied, ValidationError (no reason, not asked, not unsubscribed, no store)
+    or EmailOpsError (the store could not be written; nothing is recorded then)."""
+    if not user.has_perm(roles.REMOVE_SUPPRESSION):
+        raise PermissionDenied("re-subscribing needs the remove_suppression permission")
+    reason = reason.strip()
+    if not reason:
+        raise ValidationError("say why you are re-subscribing it: the reason is kept")
+    if not recipient_asked:
+        raise ValidationError(
+            "only the recipient may ask to be subscribed again: confirm that they asked"
+        )
+    store = preference_store()
+    if store is None:
+        raise ValidationError("this deployment keeps no recipient preferences")
+    address = address.strip()
+    current = store.get(address, category)
+    if current is None or current.subscribed:
+        raise ValidationError(f"{address} is not unsubscribed from {category_label(category)}")
+    now = int(time.time())
+    with transaction.atomic():  # no audit row for a write the store refused
+        change = PreferenceResubscribe.objects.create(
+            address=address_key(address),
+            category=category,
+            user=user,
+            reason=reason,
+            unsubscribed_how=current.how,
+            unsubscribed_at=datetime.fromtimestamp(current.at, UTC) if current.at else None,
+            recipient_asked=True,
+        )
+        store.set(
+            Preference(
+                address=address_key(address),
+                category=category,
+                subscribed=True,
+                how=HowChanged.SUPPORT.value,
+                at=now,
+                label=category_label(category),
+            )
+        )
+    EventLog(logger).info(
+        "preference.resubscribed",
+        user=user.get_username(),
+        address=address,
+        category=category,
+        unsubscribedHow=current.how,
+        recipientAsked=True,
+    )
+    return change

@@ -21,6 +21,11 @@ def admin_urls(admin_site) -> list[URLPattern]:
             name="templates_admin_suppression_remove",
         ),
         path(
+            "entry/<path:address>/resubscribe/",
+            page(views.resubscribe),
+            name="templates_admin_suppression_resubscribe",
+        ),
+        path(
             "entry/<path:address>/", page(views.detail), name="templates_admin_suppression_detail"
         ),
     ]

@@ -12,17 +12,22 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
 from django.utils.http import urlencode
+from django.views.decorators.http import require_POST
 
 from emailops.aws.suppression import Suppression
 from emailops.core.journal_words import suppression_reason
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
-from templates_admin.display import local_text, utc_text
+from templates_admin.display import category_label, local_text, utc_text
 from templates_admin.models import SuppressionListPage
 from templates_admin.read_audit import read_by_console
 from templates_admin.suppression import selectors
-from templates_admin.suppression.forms import SuppressionRemoveForm, SuppressionSearchForm
-from templates_admin.suppression.services import suppression_remove
+from templates_admin.suppression.forms import (
+    ResubscribeForm,
+    SuppressionRemoveForm,
+    SuppressionSearchForm,
+)
+from templates_admin.suppression.services import preference_resubscribe, suppression_remove
 
 AREA = Area("templates_admin/suppression/", SuppressionListPage, "templates_admin/journal.css")
 
@@ -86,9 +91,26 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
 
 @console_view(roles.VIEW_SUPPRESSIONS)
 def detail(request: HttpRequest, admin_site, address: str) -> HttpResponse:
+    return _detail_page(request, admin_site, address)
+
+
+def _detail_page(
+    request: HttpRequest,
+    admin_site,
+    address: str,
+    *,
+    resubscribe_form: ResubscribeForm | None = None,
+    resubscribe_error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    """The address's page: its suppression, its removals, and its preferences per category."""
     found = selectors.suppression_entry(address=address)
     read_by_console(request, "suppression-entry", address, rows=int(bool(found.suppression)))
     context: dict[str, Any] = {
+        "preferences": selectors.address_preferences(address=found.address),
+        "resubscribe_url": _url(admin_site, "resubscribe", found.address),
+        "resubscribe_form": resubscribe_form or ResubscribeForm(),
+        "resubscribe_error": resubscribe_error,
         "title": "Suppressed address" if found.suppression else "Not suppressed",
         "address": found.address,
         "found": found,
@@ -99,7 +121,41 @@ def detail(request: HttpRequest, admin_site, address: str) -> HttpResponse:
     }
     if found.suppression and found.suppression.source:
         context["source_url"] = _journal_url(admin_site, found.suppression.source)
-    return AREA.page(request, admin_site, "detail.html", context)
+    return AREA.page(request, admin_site, "detail.html", context, status=status)
+
+
+@require_POST
+@console_view(roles.VIEW_SUPPRESSIONS, roles.REMOVE_SUPPRESSION)
+def resubscribe(request: HttpRequest, admin_site, address: str) -> HttpResponse:
+    """Subscribe the address to one category again, at the recipient's request (ticked)."""
+    form = ResubscribeForm(request.POST)
+    outcome = confirmed_action(
+        request,
+        form,
+        lambda data: preference_resubscribe(
+            address=address,
+            category=data["category"],
+            reason=data["reason"],
+            user=request.user,
+            recipient_asked=data["recipient_asked"],
+        ),
+        unavailable="The preference could not be changed",
+        done=lambda change: (
+            f"{address} is subscribed to {category_label(change.category)} again: those "
+            "emails will be sent to it."
+        ),
+        then=_url(admin_site, "detail", address),
+    )
+    if isinstance(outcome, HttpResponse):
+        return outcome
+    return _detail_page(
+        request,
+        admin_site,
+        address,
+        resubscribe_form=form,
+        resubscribe_error=outcome,
+        status=400,
+    )
 
 
 @console_view(roles.VIEW_SUPPRESSIONS, roles.REMOVE_SUPPRESSION)

@@ -111,6 +111,7 @@ def test_every_console_role_sees_the_charts_data(counters, client, make_user, gr
     assert charts["lines"] == {
         "review": {"bounce": 0.05, "complaint": 0.001},
         "pause": {"bounce": 0.10, "complaint": 0.005},
+        "gmail": {"complaint": 0.003},  # Gmail's and Yahoo's bulk-sender line
     }
 
     worst = response.context["dashboard"]["worst_message_ids"]
@@ -312,3 +313,41 @@ def test_one_of_each_is_worded_in_the_singular(aws, reputation_key, client, make
     assert '<td data-figure="bounce_percent">25.0 %</td>' in page
     assert '<td data-figure="complaint_percent">33.3 %</td>' in page
     assert "33.3333" not in page
+
+
+def test_unsubscribes_per_category_are_counted_beside_complaints(counters, client, make_user):
+    """The public endpoint calls record_unsubscribe; the dashboard shows the window's counts."""
+    from emailops.unsubscribes import record_unsubscribe
+    from templates_admin.models import CategoryDefinition
+
+    CategoryDefinition.objects.create(slug="dataset-activity", label="Activity on datasets")
+    now = datetime.now(UTC).timestamp()
+    assert record_unsubscribe("dataset-activity", now=now)
+    assert record_unsubscribe("dataset-activity", now=now - 3600)
+    assert record_unsubscribe("newsletter", now=now)
+    assert record_unsubscribe("newsletter", now=now - 40 * 3600)  # outside the 24 h window
+    client.force_login(make_user("Support"))
+    response = client.get(INDEX)
+    page = " ".join(text(response).split())
+    dashboard = response.context["dashboard"]
+    assert dashboard["unsubscribes"] == {
+        "total": 3,
+        "categories": [
+            {"category": "dataset-activity", "label": "Activity on datasets", "count": 2},
+            {"category": "newsletter", "label": "newsletter", "count": 1},
+        ],
+    }
+    assert '<td data-figure="unsubscribed">3</td>' in page
+    assert "1 complaint and 3 unsubscribes" in page
+    table = page[page.index('id="unsubscribes-by-category"') :]
+    assert "<td>Activity on datasets</td><td>2</td>" in table
+    # The rates charts still read only their own counters.
+    assert sum(dashboard["charts"]["sends"]["sent"]) == 550
+
+
+def test_record_unsubscribe_without_a_stats_table_counts_nothing(aws, settings):
+    from emailops.unsubscribes import record_unsubscribe
+
+    settings.STATS_TABLE = ""
+    container.reset()
+    assert record_unsubscribe("dataset-activity") is False

@@ -32,6 +32,7 @@ def test_create_form_has_no_version_and_keeps_the_fields():
         "template_file": "a.html",
         "subject": "Hi",
         "priority": None,  # not posted: the service keeps the current one (normal when new)
+        "category": None,  # not posted either: kept (uncategorised when new)
     }
 
 

@@ -126,6 +126,14 @@ def test_support_sees_the_dashboard_charts_drawn_with_data(
         "delivery_percent": _dataset(charts, "chart-bounce", "delivery rate %"),
         "complaint_percent": _dataset(charts, "chart-complaint", "complaint rate %"),
     }
+    # The complaint chart's lines: SES's review and pause, and Gmail's bulk-sender 0.3 % between.
+    assert [d["label"] for d in charts["chart-complaint"]] == [
+        "complaint rate %",
+        "SES review 0.1 %",
+        "Gmail 0.3 %",
+        "SES pause 0.5 %",
+    ]
+    assert set(_dataset(charts, "chart-complaint", "Gmail 0.3 %")["data"]) == {0.3}
     for name, dataset in rates.items():
         assert dataset["type"] == "line", name
         assert f"{dataset['data'][-1]:.1f} %" == _figure(page, name), name

@@ -4,7 +4,8 @@ Deletes every journal row of ADDRESS (new and Go-era, found through the recipien
 unmatched delivery events (any spelling), the API's read-audit entries naming it and its
 dead-letter messages, leaves a tombstone (a keyed hash, not the address) that later writes meet,
 and prints what it removed per kind. Its suppression entry is kept (it is what stops mail to the
-address); --also-suppress adds one. Without --yes it
+address); --also-suppress adds one. Its preferences are removed unless --keep-preferences.
+Without --yes it
 shows what it would remove and asks first. Recorded as a Recipient erasure job (the audit).
 """
 
@@ -33,16 +34,34 @@ class Command(BaseCommand):
             action="store_true",
             help="also add a suppression entry (someone who asked to receive no more mail)",
         )
+        parser.add_argument(
+            "--keep-preferences",
+            action="store_true",
+            help="keep the categories the address unsubscribed from (default: removed too)",
+        )
 
     def handle(
-        self, *args, address: str, yes: bool, reason: str, also_suppress: bool, **options
+        self,
+        *args,
+        address: str,
+        yes: bool,
+        reason: str,
+        also_suppress: bool,
+        keep_preferences: bool = False,
+        **options,
     ) -> None:
         try:
             inputs = erasure.erasure_inputs(
-                address=address, reason=reason, also_suppress=also_suppress
+                address=address,
+                reason=reason,
+                also_suppress=also_suppress,
+                keep_preferences=keep_preferences,
             )
             if not yes:
-                for line in recipient_erase_preview(address=address).lines():
+                preview = recipient_erase_preview(
+                    address=address, keep_preferences=keep_preferences
+                )
+                for line in preview.lines():
                     self.stdout.write(f"  {line}")
                 answer = input(f"Erase {inputs['addressMasked']}? This cannot be undone. [y/N] ")
                 if answer.strip().lower() not in ("y", "yes"):

@@ -18,6 +18,7 @@
     failed: "#8c564b",
     suppressed: "#7f7f7f",
     review: "#ff7f0e",
+    gmail: "#e6ab02",
     pause: "#b00020",
   };
   var LABELS = {
@@ -109,6 +110,8 @@
       line("complaint rate %", data.rates.complaint, COLORS.review),
       constant("SES review " + percentText(review.complaint) + " %", review.complaint * 100,
         COLORS.review),
+      constant("Gmail " + percentText(data.lines.gmail.complaint) + " %",
+        data.lines.gmail.complaint * 100, COLORS.gmail),
       constant("SES pause " + percentText(pause.complaint) + " %", pause.complaint * 100,
         COLORS.pause),
     ] },
