@@ -235,10 +235,6 @@ LOOP_LIMIT_PER_HOUR = env.int("LOOP_LIMIT_PER_HOUR", default=5)
 TEMPLATE_VARIABLES_PATH = env.path(
     "TEMPLATE_VARIABLES_PATH", default=BASE_DIR / "emailops" / "data" / "template-variables.json"
 )
-# The public address of the one-click unsubscribe endpoint's host (https://email.example.org):
-# List-Unsubscribe headers and the footer's unsubscribeUrl are made from it (docs/preferences.md).
-# Empty: categorised mail goes without them, and the template check warns.
-PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
 
 # The suppression list: addresses never sent to again (hard bounces, complaints, by hand).
 SUPPRESSION_TABLE = env.str("SUPPRESSION_TABLE", default="email-suppression")

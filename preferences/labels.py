@@ -1,11 +1,25 @@
-"""A category's words for recipients."""
+"""A category's words for recipients: the label template owners gave it in the console
+(``templates_admin.categories``, the one piece of the console this page uses), else its slug."""
 
 from __future__ import annotations
 
+import logging
+
+from django.db import DatabaseError
+
+from emailops.core.events import EventLog
+from templates_admin import categories
+
 __all__ = ["category_label"]
+
+log = EventLog(logging.getLogger("emailops.preferences"))
 
 
 def category_label(slug: str) -> str:
-    """The label recipients see for a category slug. The console's category definitions are not
-    here yet: until they are, the slug itself (the one line to change when they land)."""
-    return slug
+    """The label; the slug while the console's database cannot be read: an unsubscribe must
+    never fail for the words of its page."""
+    try:
+        return categories.category_label(slug)
+    except DatabaseError as exc:
+        log.warning("preference.label_unavailable", category=slug, error=repr(exc))
+        return slug

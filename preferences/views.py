@@ -32,6 +32,7 @@ from emailops.core.preferences import HowChanged, Preference, PreferenceStore
 from emailops.redis.token_rate import RateLimitUnavailable
 from emailops.security import client_ip
 from emailops.unsubscribe import BadToken, UnsubscribeToken, read_link
+from emailops.unsubscribes import record_unsubscribe
 from preferences.labels import category_label
 from preferences.middleware import cookieless
 
@@ -128,6 +129,8 @@ def _write(
     at = int(time.time())
     store.set(Preference(address, category, subscribed, how=how.value, at=at, label=label))
     log.info("preference.changed", category=category, subscribed=subscribed, how=how.value)
+    if not subscribed:
+        record_unsubscribe(category)  # the dashboard's unsubscribes per category
 
 
 def _set_others(store: PreferenceStore, link: UnsubscribeToken, wanted: set[str]) -> None:

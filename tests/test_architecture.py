@@ -20,7 +20,7 @@ LAYERS: dict[str, int] = {
     "templates_admin": 3,
     "api": 4,
     "worker": 4,
-    "preferences": 4,  # the public unsubscribe page: emailops only, never the console
+    "preferences": 4,  # the public unsubscribe page: emailops, and the console's category labels
     "emailops.urls": 5,  # ties the apps' URLs together
 }
 

@@ -13,8 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from django.conf import settings
-
 from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import default_template_key
@@ -150,7 +148,7 @@ def check_sources(
 
 def public_base_url() -> str:
     """PUBLIC_BASE_URL (the host of the /u/<token> links), "" when unset."""
-    return str(getattr(settings, "PUBLIC_BASE_URL", "") or "").strip()
+    return container.current().config.preferences.public_base_url
 
 
 def _unsubscribe_findings(*, message_id: str, sources: Mapping[str, str]) -> list[Finding]:

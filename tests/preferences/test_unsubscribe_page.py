@@ -18,6 +18,9 @@ ADDRESS = "erin@example.com"
 OLD_KEY = "old-key-" + "o" * 50
 NEW_KEY = "new-key-" + "n" * 50
 
+# The page reads the category labels the console defined (the console database).
+pytestmark = pytest.mark.django_db
+
 
 def url_for(address: str = ADDRESS, category: str = "dataset-activity", org=None) -> str:
     return reverse("preferences:unsubscribe", args=[unsubscribe_token(address, category, org)])
@@ -265,3 +268,16 @@ def test_head_and_other_methods(store):
     assert Client().head(url_for()).status_code == 200
     assert Client().put(url_for()).status_code == 405
     assert store.items == {}
+
+
+def test_the_page_and_the_store_use_the_consoles_label_and_the_dashboard_counts_it(store, aws):
+    from templates_admin.models import CategoryDefinition
+
+    CategoryDefinition.objects.create(slug="dataset-activity", label="Activity on your datasets")
+    response = one_click(Client(), url_for())
+    assert response.status_code == 200
+    assert store.get(ADDRESS, "dataset-activity").label == "Activity on your datasets"
+    page = Client().get(url_for()).content.decode()
+    assert "Activity on your datasets" in page
+    items = aws.dynamodb.scan(TableName="email-stats")["Items"]
+    assert any("unsubscribed:dataset-activity" in item for item in items), items
