@@ -41,6 +41,7 @@ SLOWEST_FIRST = (
     "tests/e2e/test_templates_cli_e2e.py",
     "tests/e2e/test_reputation_e2e.py",
     "tests/e2e/test_send_guard_e2e.py",  # waits for the next wall-clock minute
+    "tests/e2e/test_preferences_e2e.py",
     "tests/e2e/",
     "tests/faults/",
     "tests/worker/",

@@ -450,12 +450,18 @@ class Stack:
         )
 
     def sent_emails(self) -> list[SimpleNamespace]:
-        """Every email moto's SES accepted, oldest first (``source``, ``subject``, ``body``,
-        ``destinations``), read from moto's model API since moto runs in another process."""
+        """Every email moto's SES accepted (``source``, ``subject``, ``body``, ``destinations``),
+        read from moto's model API since moto runs in another process: SendEmail's, oldest
+        first, then SendRawEmail's (``raw_data``; what carries List-Unsubscribe), whose
+        ``destinations`` are given the same ``{"ToAddresses": [...]}`` shape."""
         models_url = f"{self.moto.url_for('ses')}/moto-api/data.json"
         with urllib.request.urlopen(models_url, timeout=30) as reply:
-            models = json.load(reply)
-        return [SimpleNamespace(**m) for m in models.get("ses", {}).get("Message", [])]
+            models = json.load(reply).get("ses", {})
+        raw = [
+            SimpleNamespace(**m | {"destinations": {"ToAddresses": sorted(set(m["destinations"]))}})
+            for m in models.get("RawMessage", [])
+        ]
+        return [SimpleNamespace(**m) for m in models.get("Message", [])] + raw
 
     def sent_to(self, address: str) -> list[SimpleNamespace]:
         return [
