@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from dataclasses import replace
 
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -74,6 +75,10 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
         return _page("preferences/bad_link.html", {}, status=400)
     if refused := _over_limit("address", link.address, limits.rate_per_address):
         return refused
+    if adapters.tombstones.erased_at(link.address) is not None:
+        # An erased recipient's old email: its preference lives under the tombstone's name,
+        # where the consumers look it up; the address itself is never stored again.
+        link = replace(link, address=adapters.tombstones.name(link.address))
     store: PreferenceStore = adapters.preference_store
     notice = ""
     if request.method == "POST":

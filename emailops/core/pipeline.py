@@ -252,7 +252,8 @@ class EmailPipeline(PipelineSettlement):
                         self._count(request, log, suppressed=1)
                     self._emit_not_delivered(key, LogOnlyReason.SUPPRESSED, written, log)
                     return _Result(_Kind.SUPPRESSED, key, reason)
-            if (unsubscribed := self._unsubscribed(recipient, composed)) is not None:
+            unsubscribed = self._unsubscribed(journalled or recipient.email, composed)
+            if unsubscribed is not None:
                 when = datetime.fromtimestamp(unsubscribed.at, UTC).strftime("%Y-%m-%d")
                 detail = unsubscribed_detail(unsubscribed, when)
                 reason = LogOnlyReason.UNSUBSCRIBED
@@ -407,16 +408,17 @@ class EmailPipeline(PipelineSettlement):
             return LogOnlyReason.TEMPLATE_OFF, f"SendDisabled on {composed.mapping.message_id}"
         return None
 
-    def _unsubscribed(self, recipient: Recipient, composed: Composed) -> Preference | None:
+    def _unsubscribed(self, address: str, composed: Composed) -> Preference | None:
         """The recipient's preference that holds this email back: unsubscribed from the mapping's
-        category (only categorised, non-critical mail may be refused). A store error propagates:
-        the recipient waits and is tried again, never sent unchecked."""
+        category (only categorised, non-critical mail may be refused). ``address`` as the journal
+        names it: an erased one's kept preferences live under its tombstone's name. A store
+        error propagates: the recipient waits and is tried again, never sent unchecked."""
         mapping = composed.mapping
         if self.preferences is None or not may_be_refused(
             category=mapping.category, priority=mapping.priority
         ):
             return None
-        found = self.preferences.get(recipient.email, mapping.category)
+        found = self.preferences.get(address, mapping.category)
         return found if found is not None and not found.subscribed else None
 
     def _personalised(

@@ -148,8 +148,14 @@ def recipient_erase(*, address: str, actor: str, keep_preferences: bool = False)
         eraser.delete(built.config.events.unmatched_table, events)
     _api_audits(address).delete()
     store = preference_store()
-    if store is not None and not keep_preferences:
-        report = replace(report, preferences=store.remove_address(address))
+    if store is not None:
+        if keep_preferences:  # kept under the tombstone's name: no address stays in the table
+            kept = built.tombstones.name(address)
+            for preference in store.of_address(address):
+                store.set(replace(preference, address=kept))
+            store.remove_address(address)
+        else:
+            report = replace(report, preferences=store.remove_address(address))
     # The log keeps who and how much, not the address itself (it would outlive the erasure).
     EventLog(logger).info(
         "recipient.erased",

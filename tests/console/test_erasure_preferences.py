@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from emailops import container
 from emailops.core.preferences import Preference
 from templates_admin.jobs.services import job_run
 from templates_admin.journal.erasure import recipient_erase_preview
@@ -50,6 +51,11 @@ def test_erasure_removes_the_preferences_and_reports_the_count(
 
 def test_keep_preferences_keeps_them(store, client, make_user, django_capture_on_commit_callbacks):
     job = erase(client, make_user, django_capture_on_commit_callbacks, keep_preferences="on")
-    assert len(store.of_address(DANA)) == 2
+    # Kept under the tombstone's name, where the consumers look an erased recipient up: the
+    # address itself is no longer in the table.
+    assert store.of_address(DANA) == []
+    kept = container.current().tombstones.name(DANA)
+    assert kept.startswith("erased:")
+    assert {p.category for p in store.of_address(kept)} == {"dataset-activity", "newsletter"}
     assert job.inputs["keepPreferences"] is True
     assert "kept its 2 preference(s), as asked" in job.result["lines"]

@@ -226,3 +226,29 @@ def test_other_mail_carries_no_unsubscribe_header(stack, category, priority, lin
     stack.process(TWO)
 
     assert [e.headers for e in stack.sender.sent] == [(), ()]
+
+
+class OneErased:
+    """Tombstones in which a@example.com was erased."""
+
+    def erased_at(self, address):
+        return AT if address == "a@example.com" else None
+
+    def add(self, address, *, now):
+        raise AssertionError("the pipeline never erases")
+
+    def name(self, address):
+        return "erased:0123abcd"
+
+
+def test_an_erased_recipients_kept_preference_is_read_under_its_tombstone_name(stack):
+    """Erasure with "keep preferences" keys them by the tombstone's name: the pipeline, which
+    journals an erased recipient by that name, reads the preference there too."""
+    stack.pipeline.tombstones = OneErased()
+    kept = replace(a_unsubscribed(), address="erased:0123abcd")
+    stack.pipeline.preferences = preferences = DictPreferences(kept)
+
+    stack.process(TWO)
+
+    assert [e.to for e in stack.sender.sent] == ["b@example.com"]
+    assert ("erased:0123abcd", "dataset-activity") in preferences.reads

@@ -3,6 +3,7 @@ DynamoDB store lands, and so the page's tests need no Redis)."""
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from collections import Counter
 
@@ -62,6 +63,19 @@ class CountingLimiter:
         return Decision(True)
 
 
+class MemoryTombstones:
+    """The erasure tombstones: addresses erased (``erased``), named as the real ones name them."""
+
+    def __init__(self) -> None:
+        self.erased: set[str] = set()
+
+    def erased_at(self, address: str) -> int | None:
+        return 1_764_000_000 if address_key(address) in self.erased else None
+
+    def name(self, address: str) -> str:
+        return f"erased:{hashlib.sha256(address_key(address).encode()).hexdigest()[:32]}"
+
+
 def install_fakes(monkeypatch: pytest.MonkeyPatch, store: MemoryPreferences, limiter=None):
     """On the Container class, not one container's ``__dict__``: a changed setting (the key
     rotation tests) builds a new container, and it must see the same fakes."""
@@ -69,5 +83,6 @@ def install_fakes(monkeypatch: pytest.MonkeyPatch, store: MemoryPreferences, lim
     monkeypatch.setattr(
         Container, "unsubscribe_rate_limiter", limiter or CountingLimiter(), raising=False
     )
+    monkeypatch.setattr(Container, "tombstones", MemoryTombstones(), raising=False)
     container.install(None)  # none kept from before, with its own adapters cached
     return store

@@ -10,6 +10,7 @@ from django.core import signing
 from django.test import Client
 from django.urls import reverse
 
+from emailops import container
 from emailops.core.preferences import HowChanged, Preference
 from emailops.unsubscribe import SALT, unsubscribe_token
 from tests.preferences.fakes import CountingLimiter, MemoryPreferences, install_fakes
@@ -281,3 +282,14 @@ def test_the_page_and_the_store_use_the_consoles_label_and_the_dashboard_counts_
     assert "Activity on your datasets" in page
     items = aws.dynamodb.scan(TableName="email-stats")["Items"]
     assert any("unsubscribed:dataset-activity" in item for item in items), items
+
+
+def test_an_erased_recipients_old_link_keeps_no_address(store):
+    """After an erasure, a click on an email sent before it: the preference is written under the
+    tombstone's name (where the consumers look an erased recipient up), never the address."""
+    tombstones = container.current().tombstones
+    tombstones.erased.add(ADDRESS)
+    assert one_click(Client(), url_for()).status_code == 200
+    assert store.get(ADDRESS, "dataset-activity") is None
+    kept = store.get(tombstones.name(ADDRESS), "dataset-activity")
+    assert kept is not None and kept.subscribed is False
