@@ -21,7 +21,7 @@ from moto import mock_aws
 
 from emailops import container
 from emailops.aws import provision
-from emailops.aws.clients import aws_client
+from emailops.aws.clients import aws_client, lease_client
 from worker.wiring import build_consumer
 
 SAMPLES = moto_env.ROOT / "emailops" / "data" / "samples"
@@ -80,18 +80,20 @@ def run(records: int, cache_seconds: int) -> dict:
         container.reset()
         settings.TEMPLATE_CACHE_SECONDS = cache_seconds
         load_stack(records)
-        dynamodb, sqs = (
-            aws_client("dynamodb", region="us-east-1"),
-            aws_client("sqs", region="us-east-1"),
-        )
         consumer = build_consumer(concurrency=8, allow_no_dead_letter_queue=True)
         calls: collections.Counter[str] = collections.Counter()
 
         def count(event_name, **_):
             calls[event_name.split(".", 2)[2]] += 1
 
-        storage_client = container.current().template_store.client
-        for client in {dynamodb, sqs, aws_client("ses", region="us-east-1"), storage_client}:
+        # The clients the consumer uses: the container's, built by build_consumer with their
+        # pools sized (the general ones, the send's without SDK retries, the lease ones).
+        built = container.current()
+        region = built.config.aws.region
+        clients = {built.client(s) for s in ("dynamodb", "sqs", "ses")}
+        clients |= {built.client("ses", sdk_retries=False), built.template_store.client}
+        clients |= {lease_client(s, region=region) for s in ("dynamodb", "sqs")}
+        for client in clients:
             client.meta.events.register("before-call.*.*", count)
         started = time.perf_counter()
         stats = consumer.run(stop=threading.Event(), until_empty=True, wait_time=0)
