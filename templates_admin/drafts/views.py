@@ -137,7 +137,8 @@ def draft_detail(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) 
 def _detail_page(
     request: HttpRequest, admin_site: AdminSite, draft: TemplateDraft, publish_form: PublishForm
 ) -> HttpResponse:
-    replay = ReplayForm(request.GET or None)
+    # The chosen send travels in the POST body: its journal key may hold the address.
+    replay = ReplayForm(request.POST if request.POST.get("replay") else None)
     send_key, count = None, preview.DEFAULT_REPLAY_COUNT
     if replay.is_valid():
         send_key = replay.cleaned_data["send"] or None

@@ -81,4 +81,4 @@ def test_the_page_says_what_the_verdict_used_and_a_refusal_keeps_the_reason(
     assert "confirm them to publish" in page
     assert 'value="spring offer"' in page
     # The page came back at the publish URL: its replay form must still go to the draft's page.
-    assert f'id="replay-form" action="{BASE}draft/{draft.pk}/"' in page
+    assert f'<form method="post" id="replay-form" action="{BASE}draft/{draft.pk}/">' in page

@@ -107,7 +107,9 @@ def test_preview_replays_a_real_send_masked_with_both_renders_and_the_diff(
         message_id=TEAM,
         user=owner,
     )
-    page = text(owner_client.get(f"{BASE}draft/{draft.pk}/?send={key}&count=20"))
+    page = text(
+        owner_client.post(f"{BASE}draft/{draft.pk}/", {"replay": "1", "send": key, "count": 20})
+    )
     assert "s3cret" not in page  # masked everywhere: context, renders, diffs
     assert "New body for Curators" in page  # the draft render, in its iframe's srcdoc
     assert page.count('sandbox=""') >= 2  # published and draft, inert
@@ -118,7 +120,7 @@ def test_preview_replays_a_real_send_masked_with_both_renders_and_the_diff(
 
 
 def response_raw(client, draft, key) -> str:
-    return client.get(f"{BASE}draft/{draft.pk}/?send={key}").content.decode()
+    return client.post(f"{BASE}draft/{draft.pk}/", {"replay": "1", "send": key}).content.decode()
 
 
 def test_recent_sends_are_newest_first_bounded_and_masked(samples, settings):
