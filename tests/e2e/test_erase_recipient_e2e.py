@@ -245,7 +245,8 @@ def test_an_erasure_stays_erased_through_late_events_dead_letters_and_a_redrive(
         if not stack.depth(stack.events_queue_url):
             break
     stored = stack.dynamodb.scan(TableName=UNMATCHED)["Items"]
-    assert any("a recipient was erased" in i["Reason"]["S"] for i in stored)
+    # (the first test's own unmatched items carry no Reason: its fixture writes them bare)
+    assert any("a recipient was erased" in i.get("Reason", {}).get("S", "") for i in stored)
 
     # A request to her dead-lettered after the erasure, then everything redriven and consumed.
     _dead_letter(stack, ["dana@example.com"])
