@@ -15,12 +15,12 @@ the consumer, ``contextlib.nullcontext()`` where one thread reads.
 from __future__ import annotations
 
 import time
-from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from emailops.core.contract import address_key
 from emailops.core.preferences import Preference, PreferenceStore
+from emailops.core.template_cache import ExpiringEntries
 
 __all__ = ["CachedPreferenceStore", "NullUnsubscribeLinks"]
 
@@ -35,8 +35,9 @@ class NullUnsubscribeLinks:
 
 
 class CachedPreferenceStore:
-    """``get`` read through an expiring LRU; writes go to the store and drop what the cache held
-    for that address (this process sees its own change at once)."""
+    """``get`` read through an expiring LRU (the template cache's ``ExpiringEntries``); writes go
+    to the store and drop what the cache held for that address (this process sees its own
+    change at once)."""
 
     def __init__(
         self,
@@ -49,10 +50,9 @@ class CachedPreferenceStore:
     ) -> None:
         self.store = store
         self.seconds = seconds
-        self.clock = clock
-        self.max_entries = max(1, max_entries)
-        self._lock = lock
-        self._entries: OrderedDict[tuple[str, str], tuple[float, Preference | None]] = OrderedDict()
+        self._entries: ExpiringEntries[Preference | None] = ExpiringEntries(
+            seconds, clock, max_entries, lock
+        )
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -61,19 +61,11 @@ class CachedPreferenceStore:
         if self.seconds <= 0:
             return self.store.get(address, category)
         key = (address_key(address), category)
-        now = self.clock()
-        with self._lock:
-            held = self._entries.get(key)
-            if held is not None and held[0] > now:
-                self._entries.move_to_end(key)
-                return held[1]
-        found = self.store.get(address, category)  # outside the lock: one slow read holds none
-        with self._lock:
-            self._entries[key] = (now + self.seconds, found)
-            self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-        return found
+        now, held = self._entries.get(key)
+        if held is not None and held.expires > now:
+            return held.value
+        # Outside the lock: one slow read holds none.
+        return self._entries.put(key, now, self.store.get(address, category)).value
 
     def of_address(self, address: str) -> list[Preference]:
         return self.store.of_address(address)
@@ -88,7 +80,5 @@ class CachedPreferenceStore:
         return removed
 
     def _forget(self, address: str) -> None:
-        key = address_key(address)
-        with self._lock:
-            for held in [k for k in self._entries if k[0] == key]:
-                del self._entries[held]
+        held = address_key(address)
+        self._entries.forget(lambda key: key[0] == held)

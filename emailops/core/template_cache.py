@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Generic, Protocol, TypeVar
@@ -25,6 +25,7 @@ from emailops.core.ports import MappingStore, TemplateMapping, TemplateStore
 __all__ = [
     "CachedMappingStore",
     "CachedTemplateStore",
+    "ExpiringEntries",
     "RevalidatingTemplateStore",
     "TemplateFetch",
 ]
@@ -60,7 +61,7 @@ class _Entry(Generic[V]):
     version: str = ""
 
 
-class _Entries(Generic[V]):
+class ExpiringEntries(Generic[V]):
     """A bounded LRU of expiring entries under a lock; lookups go to the store outside the lock,
     so one slow fetch never serializes the others."""
 
@@ -73,13 +74,13 @@ class _Entries(Generic[V]):
     ) -> None:
         self.seconds, self.clock = seconds, clock
         self.max_entries = max(1, max_entries)
-        self._entries: OrderedDict[str, _Entry[V]] = OrderedDict()
+        self._entries: OrderedDict[Hashable, _Entry[V]] = OrderedDict()
         self._lock = lock
 
     def __len__(self) -> int:
         return len(self._entries)
 
-    def get(self, key: str) -> tuple[float, _Entry[V] | None]:
+    def get(self, key: Hashable) -> tuple[float, _Entry[V] | None]:
         now = self.clock()
         with self._lock:
             entry = self._entries.get(key)
@@ -88,7 +89,7 @@ class _Entries(Generic[V]):
             return now, entry
 
     def put(
-        self, key: str, now: float, value: V, etag: str | None = None, version: str = ""
+        self, key: Hashable, now: float, value: V, etag: str | None = None, version: str = ""
     ) -> _Entry[V]:
         entry = _Entry(now + self.seconds, value, etag, version)
         with self._lock:
@@ -97,6 +98,12 @@ class _Entries(Generic[V]):
             while len(self._entries) > self.max_entries:
                 self._entries.popitem(last=False)
         return entry
+
+    def forget(self, matches: Callable[[Hashable], bool]) -> None:
+        """Drop every entry whose key ``matches`` (a write this process made)."""
+        with self._lock:
+            for key in [k for k in self._entries if matches(k)]:
+                del self._entries[key]
 
 
 class _CachedStore(Generic[S, V]):
@@ -113,7 +120,7 @@ class _CachedStore(Generic[S, V]):
     ) -> None:
         self.store = store
         self.seconds = seconds
-        self._entries: _Entries[V] = _Entries(seconds, clock, max_entries, lock)
+        self._entries: ExpiringEntries[V] = ExpiringEntries(seconds, clock, max_entries, lock)
 
     def __len__(self) -> int:
         return len(self._entries)
