@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from emailops import container
 from emailops.core.errors import EmailOpsError
-from emailops.core.ports import default_template_key
+from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.preferences import may_be_refused
 from emailops.core.template_check import (
     ERROR,
@@ -120,11 +120,15 @@ def check_sources(
     sources: Mapping[str, str],
     subject: str | None,
     recent: Sequence[Mapping[str, Any]] | None = None,
+    mapping: TemplateMapping | None = None,
 ) -> list[Finding]:
     """Check each ``key -> source`` (``default/...`` renders as the default, ``custom/O{org}/...``
     as that organization) with ``subject`` (None: no subject, a file without a mapping),
     rendered with the manifest's sample context; ``recent`` (real sends' contexts, masked) is
-    what the "missing in recent sends" warning compares with (the daily check passes none)."""
+    what the "missing in recent sends" warning compares with (the daily check passes none).
+    ``mapping``: ``message_id``'s, when the caller has read it (else read here)."""
+    if mapping is None and message_id:
+        mapping = mapping_selectors.mapping_get(message_id=message_id)
     renderer = container.current().renderer
     sample = sample_context_for(message_id=message_id, sources=sources, subject=subject)
     found: list[Finding] = []
@@ -142,7 +146,7 @@ def check_sources(
         found += _missing_variable_findings(
             key=key, source=source, subject=subject, recent=recent or ()
         )
-    found += _unsubscribe_findings(message_id=message_id, sources=sources)
+    found += _unsubscribe_findings(mapping=mapping, sources=sources)
     return dedupe(found)
 
 
@@ -151,10 +155,11 @@ def public_base_url() -> str:
     return container.current().config.preferences.public_base_url
 
 
-def _unsubscribe_findings(*, message_id: str, sources: Mapping[str, str]) -> list[Finding]:
+def _unsubscribe_findings(
+    *, mapping: TemplateMapping | None, sources: Mapping[str, str]
+) -> list[Finding]:
     """Mail a recipient may unsubscribe from (its mapping categorised and not critical) needs a
     visible link and a base URL to make it from."""
-    mapping = mapping_selectors.mapping_get(message_id=message_id) if message_id else None
     if mapping is None or not may_be_refused(category=mapping.category, priority=mapping.priority):
         return []
     base_url_set = bool(public_base_url())
@@ -169,12 +174,17 @@ def _unsubscribe_findings(*, message_id: str, sources: Mapping[str, str]) -> lis
     return found
 
 
-def draft_sources(*, draft: TemplateDraft) -> tuple[dict[str, str], str | None]:
+def _mapping_of(draft: TemplateDraft) -> TemplateMapping | None:
+    return mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
+
+
+def draft_sources(
+    *, draft: TemplateDraft, mapping: TemplateMapping | None = None
+) -> tuple[dict[str, str], str | None]:
     """What a draft would publish, as renders: its own file when it changes one, else (a
-    subject-only draft) the mapping's default file and every branded copy; and the subject."""
-    mapping = (
-        mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
-    )
+    subject-only draft) the mapping's default file and every branded copy; and the subject.
+    ``mapping``: the draft's, when the caller has read it (else read here)."""
+    mapping = mapping or _mapping_of(draft)
     subject = draft.subject or (mapping.subject if mapping else None)
     if draft.source:
         return {draft.key: draft.source}, subject
@@ -253,23 +263,26 @@ def draft_verdict(
     from templates_admin.drafts.preview import recent_sends
 
     try:
-        sources, subject = draft_sources(draft=draft)
+        mapping = _mapping_of(draft)  # one read for both checks
+        sources, subject = draft_sources(draft=draft, mapping=mapping)
         if sends is None and draft.message_id:
             sends = recent_sends(message_id=draft.message_id).sends
         recent = [send.context for send in sends or ()]
         findings = check_sources(
-            message_id=draft.message_id, sources=sources, subject=subject, recent=recent
+            message_id=draft.message_id,
+            sources=sources,
+            subject=subject,
+            recent=recent,
+            mapping=mapping,
         )
         published = _published_sources(draft, sources)
-        mapping = (
-            mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
-        )
         before = (
             check_sources(
                 message_id=draft.message_id,
                 sources=published,
                 subject=mapping.subject if mapping else subject,
                 recent=recent,
+                mapping=mapping,
             )
             if published
             else []

@@ -73,7 +73,10 @@ def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]
         )
     # The one engine the drafts and the CLI use; the daily run has no recent sends to compare.
     findings = check_sources(
-        message_id=mapping.message_id, sources={key: source}, subject=mapping.subject
+        message_id=mapping.message_id,
+        sources={key: source},
+        subject=mapping.subject,
+        mapping=mapping,
     )
     context = mapping_selectors.preview_initial_context(mapping=mapping)
     if organization is not None:
