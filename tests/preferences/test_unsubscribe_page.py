@@ -293,3 +293,19 @@ def test_an_erased_recipients_old_link_keeps_no_address(store):
     assert store.get(ADDRESS, "dataset-activity") is None
     kept = store.get(tombstones.name(ADDRESS), "dataset-activity")
     assert kept is not None and kept.subscribed is False
+
+
+def test_an_unreadable_console_database_never_fails_an_unsubscribe(store, monkeypatch):
+    """The label comes from the console's database; when it cannot be read, the slug stands in
+    and the one-click still unsubscribes."""
+    from django.db import OperationalError
+
+    from templates_admin import categories
+
+    def unreadable(slug):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(categories, "category_label", unreadable)
+    assert one_click(Client(), url_for()).status_code == 200
+    preference = store.get(ADDRESS, "dataset-activity")
+    assert preference.subscribed is False and preference.label == "dataset-activity"
