@@ -313,3 +313,30 @@ def test_the_sweep_is_on_the_beat_schedule():
     app = Celery("sweep-test")
     _beat_schedule(app)
     assert app.conf.beat_schedule["webhook-sweep"]["task"] == "worker.webhook_sweep"
+
+
+def test_the_sweep_task_schedules_the_stranded_and_an_early_task_schedules_nothing(
+    stack, receiver, monkeypatch
+):
+    from worker import tasks
+
+    adapters, outbox = stack
+    services.endpoint_add(url=receiver.url)
+    send(adapters)
+    (event,) = outbox.events
+    (lost,) = delivery.fan_out(event.to_dict())
+    scheduled: list = []
+    monkeypatch.setattr(
+        tasks.webhook_deliver, "apply_async", lambda **kw: scheduled.append(kw["args"])
+    )
+    WebhookDelivery.objects.filter(pk=lost).update(
+        created_at=datetime.now(UTC) - timedelta(minutes=11)
+    )
+    assert tasks.webhook_sweep() == 1 and scheduled == [[lost]]
+
+    receiver.answers = [503]
+    scheduled.clear()
+    tasks.webhook_deliver(lost)  # fails: its retry is scheduled once
+    assert scheduled == [[lost]]
+    tasks.webhook_deliver(lost)  # the broker hands a task out early: nothing more scheduled
+    assert scheduled == [[lost]]
