@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench chaos client webhook-schema
+.PHONY: run test lint bench chaos client webhook-schema settings-docs
 
 $(PY): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -51,3 +51,6 @@ client: $(PY)  ## regenerate emailops/client/messages.py from emailops/data/temp
 
 webhook-schema: $(PY)  ## regenerate docs/webhooks.schema.json from emailops.core.webhooks.WebhookPayload
 	$(PY) -m api.webhook_schema
+
+settings-docs: $(PY)  ## rewrite .env.example and docs/configuration.md's tables from emailops/settings_catalog.py
+	$(PY) -m emailops.settings_docs

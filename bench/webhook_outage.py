@@ -29,7 +29,6 @@ QUEUE = f"emailops-bench-webhooks-{uuid.uuid4().hex[:8]}"
 ENV = {
     "WEBHOOK_OUTBOX": "celery",
     "WEBHOOK_QUEUE": QUEUE,
-    "WEBHOOK_ALLOW_LOOPBACK": "true",
     "CELERY_BROKER_URL": "redis://127.0.0.1:6379/15",
     "CELERY_TASK_DEFAULT_QUEUE": QUEUE,
     "SES_MAX_SEND_RATE": "0",

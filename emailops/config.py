@@ -36,7 +36,7 @@ __all__ = [
     "SendingConfig",
     "WebhooksConfig",
     "check_settings",
-    "proxy_ssl_header",
+    "https_mode",
     "require",
     "setting",
     "setting_name",
@@ -454,12 +454,15 @@ def strong_secret_key(key: str, *, debug: bool) -> str:
     return key
 
 
-def proxy_ssl_header(parts: list[str]) -> tuple[str, str] | None:
-    """DJANGO_SECURE_PROXY_SSL_HEADER as Django wants it; empty: none."""
-    if not parts:
-        return None
-    if len(parts) != 2:
+HTTPS_MODES = ("proxy", "on", "off")
+
+
+def https_mode(value: str) -> str:
+    """DJANGO_HTTPS: proxy (TLS ends at a proxy that sets X-Forwarded-Proto), on, or off."""
+    mode = value.strip().lower()
+    if mode not in HTTPS_MODES:
         raise ImproperlyConfigured(
-            "DJANGO_SECURE_PROXY_SSL_HEADER must be 'HEADER,value', e.g. HTTP_X_FORWARDED_PROTO,https"
+            "DJANGO_HTTPS must be proxy (TLS ends at a load balancer that sets X-Forwarded-Proto), "
+            f"on (https, no forwarded header trusted) or off (plain http), not {value!r}"
         )
-    return parts[0], parts[1]
+    return mode

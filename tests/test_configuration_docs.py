@@ -1,5 +1,6 @@
-"""docs/configuration.md, .env.example and emailops/settings.py name the same variables, with the
-same defaults: a setting added to one and forgotten in another fails here."""
+"""Each setting is declared once (emailops/settings_catalog.py): .env.example and the tables of
+docs/configuration.md are written from it and must not drift, emailops/settings.py reads the
+environment only through it, and the list stays short enough for an operator to read."""
 
 from __future__ import annotations
 
@@ -9,112 +10,89 @@ from pathlib import Path
 
 import pytest
 
+from emailops import settings_catalog as catalog
+from emailops import settings_docs
+
 ROOT = Path(__file__).resolve().parents[1]
-NAME = r"[A-Z][A-Z0-9_]*"
+SETTINGS_PY = ROOT / "emailops" / "settings.py"
 
 
-def env_example(text: str) -> dict[str, str]:
-    """``NAME=value`` lines, and ``# NAME=value`` ones: settings whose default depends on
-    DJANGO_DEBUG are shown commented out with their production value."""
-    found = {}
-    for line in text.splitlines():
-        if match := re.fullmatch(rf"(?:# ?)?({NAME})=(.*)", line.strip()):
-            found[match[1]] = match[2]
-    return found
+def test_env_example_is_written_from_the_catalog():
+    assert (ROOT / ".env.example").read_text() == settings_docs.env_example(), (
+        f".env.example drifted from emailops/settings_catalog.py: run {settings_docs.COMMAND}"
+    )
 
 
-def docs_table(text: str) -> dict[str, str]:
-    """Rows ``| `NAME` | default | meaning |``: the default is the cell's first `code` span, or
-    empty when the cell starts with a dash (—)."""
-    found = {}
-    for line in text.splitlines():
-        cells = [cell.strip() for cell in line.strip().strip("|").split("|")]
-        if len(cells) < 3 or not (match := re.fullmatch(rf"`({NAME})`", cells[0])):
-            continue
-        assert match[1] not in found, f"{match[1]} has two rows in docs/configuration.md"
-        default = cells[1]
-        if default.startswith("—"):
-            found[match[1]] = ""
-        elif code := re.match(r"`([^`]*)`", default):
-            found[match[1]] = code[1]
-        else:
-            raise AssertionError(f"{match[1]}: default cell {default!r} is neither `x` nor —")
-    return found
+def test_the_configuration_tables_are_written_from_the_catalog():
+    current = (ROOT / "docs" / "configuration.md").read_text()
+    assert current == settings_docs.configuration_md(current), (
+        f"docs/configuration.md drifted from emailops/settings_catalog.py: run {settings_docs.COMMAND}"
+    )
 
 
-def settings_reads(source: str) -> dict[str, str | None]:
-    """Every ``env(...)``/``env.xxx("NAME", default=...)`` in settings.py: name → the default as
-    .env.example would write it, or None when it is computed (a path, a DEBUG-dependent value)."""
-    found: dict[str, str | None] = {}
-    for node in ast.walk(ast.parse(source)):
-        if not isinstance(node, ast.Call) or not node.args:
-            continue
-        func = node.func
-        is_env = (isinstance(func, ast.Name) and func.id == "env") or (
-            isinstance(func, ast.Attribute)
-            and isinstance(func.value, ast.Name)
-            and func.value.id == "env"
-        )
-        first = node.args[0]
-        if not (is_env and isinstance(first, ast.Constant) and isinstance(first.value, str)):
-            continue
-        default = next((k.value for k in node.keywords if k.arg == "default"), None)
-        try:
-            value = ast.literal_eval(default) if default is not None else None
-        except ValueError:
-            value = None  # computed
-        if isinstance(value, bool):
-            value = str(value).lower()
-        elif isinstance(value, list):
-            value = ",".join(value)
-        elif value is not None:
-            value = str(value)
-        found[first.value] = value
-    return found
+def test_the_check_command_fails_on_drift(tmp_path, monkeypatch):
+    """Guards the guard: a hand edit of either file is found, and the command names the fix."""
+    stale = tmp_path / ".env.example"
+    stale.write_text(
+        settings_docs.env_example().replace("JOURNAL_TTL_DAYS=90", "JOURNAL_TTL_DAYS=9")
+    )
+    docs = tmp_path / "configuration.md"
+    docs.write_text((ROOT / "docs" / "configuration.md").read_text())
+    monkeypatch.setattr(settings_docs, "ENV_EXAMPLE", stale)
+    monkeypatch.setattr(settings_docs, "CONFIGURATION_MD", docs)
+    monkeypatch.setattr(settings_docs, "ROOT", tmp_path)
+    assert settings_docs.main(["--check"]) == 1
+    assert settings_docs.main([]) == 0 and settings_docs.main(["--check"]) == 0
+    assert "JOURNAL_TTL_DAYS=90" in stale.read_text()
 
 
-@pytest.fixture(scope="module")
-def example() -> dict[str, str]:
-    return env_example((ROOT / ".env.example").read_text())
+def test_the_markers_must_be_there():
+    with pytest.raises(SystemExit, match="markers"):
+        settings_docs.configuration_md("# Configuration\n")
 
 
-@pytest.fixture(scope="module")
-def documented() -> dict[str, str]:
-    return docs_table((ROOT / "docs" / "configuration.md").read_text())
+def test_every_variable_has_one_row_and_one_line():
+    section = settings_docs.docs_section()
+    rows = re.findall(r"^\| `([A-Z][A-Z0-9_]*)` \|", section, re.M)
+    assert rows == [s.name for s in catalog.SETTINGS]
+    assigned = re.findall(r"^(?:# )?([A-Z][A-Z0-9_]*)=", settings_docs.env_example(), re.M)
+    assert assigned == rows
+    assert "# SES_EVENTS_VERIFY_SIGNATURES=true" in settings_docs.env_example()  # DEBUG-dependent
 
 
-@pytest.fixture(scope="module")
-def read() -> dict[str, str | None]:
-    return settings_reads((ROOT / "emailops" / "settings.py").read_text())
+def test_at_most_60_variables_are_documented():
+    """Issue 31: the list is what an operator turns; a knob nobody tunes is a FIXED constant."""
+    names = [s.name for s in catalog.SETTINGS]
+    assert len(names) == len(set(names)) <= 60
+    assert not set(names) & set(catalog.RETIRED), "a retired variable is declared again"
 
 
-def test_every_variable_of_env_example_is_documented_with_its_default(example, documented):
-    assert sorted(set(example) - set(documented)) == [], "missing from docs/configuration.md"
-    differ = {n: (example[n], documented[n]) for n in example if documented[n] != example[n]}
-    assert differ == {}, "(.env.example, docs/configuration.md) defaults differ"
+def test_settings_reads_the_environment_only_through_the_catalog():
+    """No ``env.str("NAME", default=...)`` of its own: a second declaration would drift."""
+    calls = [
+        node
+        for node in ast.walk(ast.parse(SETTINGS_PY.read_text()))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+    ]
+
+    def own(call: ast.Call) -> bool:
+        if isinstance(call.func.value, ast.Name) and call.func.value.id == "env":
+            return True
+        if ast.unparse(call.func) not in ("os.environ.get", "os.getenv"):
+            return False
+        return ast.literal_eval(call.args[0]) not in (*catalog.BY_NAME, "AWS_DEFAULT_REGION")
+
+    assert [ast.unparse(call) for call in calls if own(call)] == []
 
 
-def test_every_documented_variable_is_in_env_example(example, documented):
-    assert sorted(set(documented) - set(example)) == [], "missing from .env.example"
+def test_every_declared_value_is_a_django_setting(settings):
+    for setting in catalog.SETTINGS:
+        assert hasattr(settings, setting.setting), setting.name
+    for fixed in catalog.FIXED:
+        assert hasattr(settings, fixed.attr or fixed.name), fixed.name
 
 
-def test_every_variable_settings_reads_is_in_both(example, documented, read):
-    assert sorted(set(read) - set(example)) == [], "read by settings.py, missing from .env.example"
-    assert sorted(set(read) - set(documented)) == [], "read by settings.py, not documented"
-
-
-def test_literal_defaults_in_settings_match_env_example(example, read):
-    differ = {
-        name: (default, example[name])
-        for name, default in read.items()
-        if default is not None and name in example and example[name] != default
-    }
-    assert differ == {}, "(settings.py, .env.example) defaults differ"
-
-
-def test_the_parsers_see_the_whole_files(example, documented, read):
-    """Guards the guards: a parser that matched nothing would make every check above pass."""
-    assert len(example) >= 50 and len(read) >= 50
-    assert "SES_EVENTS_VERIFY_SIGNATURES" in example  # a commented-out one
-    assert documented["DJANGO_SECURE_HSTS_SECONDS"] == "31536000"
-    assert read["JOURNAL_TTL_DAYS"] == "90" and read["DJANGO_SECRET_KEY"] == ""
+def test_the_retired_variables_still_set_are_found():
+    found = catalog.retired_in({"DJANGO_SECURE_HSTS_SECONDS": "0", "JOURNAL_TABLE": "x"})
+    assert found == [("DJANGO_SECURE_HSTS_SECONDS", "replaced by DJANGO_HTTPS (proxy, on or off)")]
+    assert all(name in catalog.RETIRED for name in ("STATS_FLUSH_SECONDS", "OPS_DASHBOARD_TOP"))

@@ -91,21 +91,49 @@ def test_production_turns_https_protections_on():
     }
 
 
-def test_each_protection_can_be_set_from_the_environment():
-    shown = settings_of(
-        DJANGO_SECRET_KEY=STRONG_KEY,
-        DJANGO_SECURE_SSL_REDIRECT="false",
-        DJANGO_SECURE_HSTS_SECONDS="3600",
-        DJANGO_SECURE_HSTS_PRELOAD="false",
-        DJANGO_SECURE_PROXY_SSL_HEADER="",
-        DJANGO_TRUSTED_PROXY_COUNT="1",
+def test_one_variable_sets_every_https_protection():
+    """DJANGO_HTTPS replaced the seven DJANGO_SECURE_*/cookie switches: on trusts no forwarded
+    header, off (docker/compose.yml's plain http on localhost) turns every protection off."""
+    on = settings_of(
+        DJANGO_SECRET_KEY=STRONG_KEY, DJANGO_HTTPS="on", DJANGO_TRUSTED_PROXY_COUNT="1"
     )
-    assert shown["SECURE_SSL_REDIRECT"] is False
-    assert shown["SECURE_HSTS_SECONDS"] == 3600
-    assert shown["SECURE_HSTS_PRELOAD"] is False
-    assert shown["SECURE_PROXY_SSL_HEADER"] is None
-    assert shown["TRUSTED_PROXY_COUNT"] == 1
-    assert shown["SESSION_COOKIE_SECURE"] is True  # the others keep their production default
+    assert on["SECURE_PROXY_SSL_HEADER"] is None
+    assert (
+        on["SECURE_SSL_REDIRECT"]
+        is on["SESSION_COOKIE_SECURE"]
+        is on["SECURE_HSTS_PRELOAD"]
+        is True
+    )
+    assert on["TRUSTED_PROXY_COUNT"] == 1
+    off = settings_of(DJANGO_SECRET_KEY=STRONG_KEY, DJANGO_HTTPS="off")
+    assert off["DEBUG"] is False and not any(off[name] for name in SHOWN[1:])
+    assert settings_of(DJANGO_DEBUG="true", DJANGO_HTTPS="proxy")["SECURE_SSL_REDIRECT"] is True
+
+
+def test_a_malformed_https_mode_stops_start_up():
+    result = run("manage.py", "check", DJANGO_SECRET_KEY=STRONG_KEY, DJANGO_HTTPS="true")
+    assert result.returncode != 0
+    assert "DJANGO_HTTPS must be proxy" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_a_retired_variable_still_set_is_named_at_start_up():
+    """An operator's old variable is not silently ignored: one warning line names it and what
+    replaced it; none when nothing retired is set."""
+    result = run(
+        "-c",
+        "import django; django.setup()",
+        DJANGO_DEBUG="true",
+        DJANGO_SECURE_SSL_REDIRECT="false",
+        STATS_FLUSH_SECONDS="30",
+    )
+    assert result.returncode == 0, result.stderr
+    lines = [line for line in result.stderr.splitlines() if "settings.variable_retired" in line]
+    assert len(lines) == 2, result.stderr
+    assert "level=warning" in lines[0] and "variable=DJANGO_SECURE_SSL_REDIRECT" in lines[0]
+    assert "DJANGO_HTTPS" in lines[0]
+    assert "variable=STATS_FLUSH_SECONDS" in lines[1] and "fixed" in lines[1]
+    quiet = run("-c", "import django; django.setup()", DJANGO_DEBUG="true")
+    assert "variable_retired" not in quiet.stderr
 
 
 def test_debug_profile_runs_on_the_dev_key_over_plain_http():
@@ -149,19 +177,19 @@ def test_manage_py_check_refuses_a_malformed_setting():
     """The sections are a system check too: ``manage.py check`` (and migrate, bootstrap_aws…)
     refuses the value, naming it. The consumers skip system checks for a fast start and refuse it
     when they build their container; the web process at import (above)."""
-    result = run("manage.py", "check", DJANGO_DEBUG="true", OPS_TEMPLATE_CHECK_HOUR="24")
+    result = run("manage.py", "check", DJANGO_DEBUG="true", RATE_SAFEGUARD_OVER_CAP="drop")
     assert result.returncode != 0
     # Raised by the system check, or as the URLs import the Celery app: the same words.
-    assert "OPS_TEMPLATE_CHECK_HOUR must be an hour of the day" in result.stderr
-    result = run("manage.py", "check", DJANGO_DEBUG="true", REPUTATION_SLOW_SHARE="2")
+    assert "RATE_SAFEGUARD_OVER_CAP must be hold or log-only" in result.stderr
+    result = run("manage.py", "check", DJANGO_DEBUG="true", PUBLIC_BASE_URL="emails.example.org")
     assert result.returncode != 0
-    assert "REPUTATION_SLOW_SHARE must be a share" in result.stderr
+    assert "PUBLIC_BASE_URL must be" in result.stderr
 
 
 def test_celery_refuses_a_malformed_setting_as_it_loads_the_app():
     """``celery -A emailops worker|beat`` imports emailops.celery first: a bad value stops it
     there rather than in a signal handler whose error Celery only logs."""
-    result = run("-c", "import emailops.celery", DJANGO_DEBUG="true", OPS_TEMPLATE_CHECK_HOUR="24")
+    result = run("-c", "import emailops.celery", DJANGO_DEBUG="true", RATE_SAFEGUARD_OVER_CAP="x")
     assert result.returncode != 0
-    assert "ImproperlyConfigured: OPS_TEMPLATE_CHECK_HOUR must be an hour" in result.stderr
+    assert "ImproperlyConfigured: RATE_SAFEGUARD_OVER_CAP must be hold or log-only" in result.stderr
     assert run("-c", "import emailops.celery", DJANGO_DEBUG="true").returncode == 0

@@ -37,7 +37,6 @@ def e2e_stack_options() -> dict:
             "SES_EVENTS_VERIFY_SIGNATURES": "false",
             "WEBHOOK_OUTBOX": "celery",
             "WEBHOOK_QUEUE": QUEUE,
-            "WEBHOOK_ALLOW_LOOPBACK": "true",
             "CELERY_BROKER_URL": BROKER,
             "CELERY_TASK_DEFAULT_QUEUE": QUEUE,
         },

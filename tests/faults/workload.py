@@ -13,7 +13,6 @@ FAST_RETRIES = {
     "RETRY_BACKOFF_BASE_SECONDS": "1",
     "RETRY_BACKOFF_CAP_SECONDS": "2",
     "SES_MAX_SEND_RATE": "0",  # no shared limit: moto's sandbox quota (1/s) would make it crawl
-    "TEMPLATE_CACHE_SECONDS": "60",
 }
 
 
