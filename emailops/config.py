@@ -172,7 +172,7 @@ class EventsConfig:
     raw_delivery: bool
     concurrency: int
     # The Go service's topic of SES identity notifications: bootstrap_aws subscribes the queue.
-    notifications_topic_arn: str = ""
+    notifications_topic_arn: str
 
 
 @dataclass(frozen=True)
