@@ -320,9 +320,9 @@ ALERT_WEBHOOK_URL = env.str("ALERT_WEBHOOK_URL", default="")
 # Where /u/<token> is reached from the internet (https://emails.example.org, no trailing slash);
 # the List-Unsubscribe links are built on it. Empty: no link, no List-Unsubscribe header.
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="")
-# Requests per minute to /u/<token> for one address, and from one client address (0 = no limit).
-# Mailbox providers POST one-click unsubscribes from their own servers: keep the client limit well
-# above a campaign's unsubscribes a minute.
+# Requests per minute to /u/<token>: with a good token for one address, with a bad token from one
+# client address (0 = no limit). Good tokens never count per client: mailbox providers POST every
+# one-click unsubscribe from a few servers.
 UNSUBSCRIBE_RATE_PER_ADDRESS = env.int("UNSUBSCRIBE_RATE_PER_ADDRESS", default=30)
 UNSUBSCRIBE_RATE_PER_CLIENT = env.int("UNSUBSCRIBE_RATE_PER_CLIENT", default=300)
 
