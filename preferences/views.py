@@ -32,7 +32,7 @@ from emailops.core.events import EventLog
 from emailops.core.preferences import HowChanged, Preference, PreferenceStore
 from emailops.redis.token_rate import RateLimitUnavailable
 from emailops.security import client_ip
-from emailops.unsubscribe import BadToken, UnsubscribeToken, read_link
+from emailops.unsubscribe import BadToken, ExpiredLegacyToken, UnsubscribeToken, read_link
 from emailops.unsubscribes import record_unsubscribe
 from preferences.labels import category_label
 from preferences.middleware import cookieless
@@ -74,6 +74,8 @@ def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
         return refused
     try:
         link = read_link(token)
+    except ExpiredLegacyToken:
+        return _page("preferences/bad_link.html", {}, status=400)  # ours, only old: no guess
     except BadToken:
         refused = _over_limit("client", client, limits.rate_per_client)
         return refused or _page("preferences/bad_link.html", {}, status=400)

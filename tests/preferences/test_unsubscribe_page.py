@@ -3,6 +3,7 @@ before, cookies, limits (bad tokens per client, good ones per address)."""
 
 from __future__ import annotations
 
+import base64
 import re
 import time
 
@@ -13,8 +14,9 @@ from django.test import Client, override_settings
 from django.urls import reverse
 
 from emailops import container
+from emailops import unsubscribe as tokens
 from emailops.core.preferences import HowChanged, Preference
-from emailops.unsubscribe import unsubscribe_token
+from emailops.unsubscribe import LEGACY_SALT, unsubscribe_token
 from tests.preferences.fakes import CountingLimiter, MemoryPreferences, install_fakes
 
 ADDRESS = "erin@example.com"
@@ -137,6 +139,12 @@ def test_an_unknown_post_is_a_plain_400_and_changes_nothing(store):
     for data in ({}, {"List-Unsubscribe": "Yes"}, {"action": "delete"}):
         assert Client().post(url_for(), data).status_code == 400
     assert store.items == {}
+
+
+def legacy_url(address: str = ADDRESS, category: str = "dataset-activity") -> str:
+    """A link as emails sent before the tokens were encrypted carry it (signed, readable)."""
+    token = signing.Signer(salt=LEGACY_SALT).sign_object([address, category], compress=True)
+    return reverse("preferences:unsubscribe", args=[token])
 
 
 def bad_tokens() -> dict[str, str]:
@@ -351,3 +359,38 @@ def test_an_unreadable_console_database_never_fails_an_unsubscribe(store, monkey
     preference = store.get(ADDRESS, "dataset-activity")
     assert preference.subscribed is False and preference.label == "dataset-activity"
 
+
+def test_the_pipelines_link_names_no_address_and_one_click_works_through_it(store, settings):
+    """Issue 35, finding 5: the List-Unsubscribe URL's token base64-decoded to the address."""
+    settings.PUBLIC_BASE_URL = "https://emails.example.org"
+    container.install(None)
+    url = container.current().unsubscribe_links.url(
+        address='"Erin" <Erin@Example.com>', category="dataset-activity", organization="367"
+    )
+    path = url.removeprefix("https://emails.example.org")
+    token = path.removeprefix("/u/")
+    data = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
+    for readable in (token.encode(), data, data.lower()):
+        assert b"erin" not in readable and b"example" not in readable, readable
+    assert one_click(Client(), path).status_code == 200
+    assert store.get(ADDRESS, "dataset-activity").subscribed is False
+    assert 'class="org org-367"' in Client().get(path).content.decode()
+
+
+def test_a_link_sent_before_the_encryption_works_until_the_legacy_deadline(
+    store, monkeypatch, settings
+):
+    settings.UNSUBSCRIBE_RATE_PER_CLIENT = 1
+    assert one_click(Client(), legacy_url()).status_code == 200
+    assert store.get(ADDRESS, "dataset-activity").subscribed is False
+    assert "You are unsubscribed" in Client().get(legacy_url()).content.decode()
+
+    monkeypatch.setattr(tokens, "LEGACY_ACCEPTED_UNTIL", time.time() - 1)
+    bad_link_page = Client(REMOTE_ADDR="203.0.113.1").get("/u/not-a-token").content
+    provider = Client(REMOTE_ADDR="192.0.2.7")
+    for _ in range(3):
+        response = one_click(provider, legacy_url(category="news"))
+        assert response.status_code == 400 and response.content == bad_link_page
+    assert store.get(ADDRESS, "news") is None
+    # ours, only old: not counted as guesses, so the provider's good posts still go through
+    assert one_click(provider, url_for(category="news")).status_code == 200
