@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import binascii
 import json
+import re
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -62,6 +63,7 @@ LEGACY_ACCEPTED_UNTIL = datetime(2027, 6, 30, tzinfo=UTC).timestamp()
 PATH = "/u/"
 # A URL path segment longer than this is no token of ours: refused before any decoding.
 MAX_TOKEN_LENGTH = 600
+_ALPHABET = re.compile(r"[A-Za-z0-9_-]+")
 
 
 class BadToken(Exception):
@@ -125,6 +127,9 @@ def read_link(token: str, *, now: float | None = None) -> UnsubscribeToken:
 
 
 def _read_sealed(token: str) -> object:
+    # Only URL-safe base64's alphabet: the decoder would skip other characters (one token, one URL)
+    if not _ALPHABET.fullmatch(token):
+        raise BadToken("not URL-safe base64")
     try:
         sealed = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4))
     except (binascii.Error, ValueError):

@@ -106,6 +106,9 @@ def test_a_token_decodes_to_no_address_and_no_category():
         unsubscribe_token("erin@example.com", "news")[:-2],  # truncated
         unsubscribe_token("erin@example.com", "news")[2:],
         "=" * 8,
+        unsubscribe_token("erin@example.com", "news") + "!",  # outside the alphabet
+        "!" + unsubscribe_token("erin@example.com", "news"),
+        unsubscribe_token("erin@example.com", "news").replace("-", "+").replace("_", "/"),
     ],
 )
 def test_a_bad_token_is_refused(token):
