@@ -246,7 +246,7 @@ class PreferencesConfig:
     PREFIX: ClassVar[str] = "UNSUBSCRIBE_"
     # "" = no links (and no List-Unsubscribe header); else https://host, no trailing slash
     public_base_url: str = setting("PUBLIC_BASE_URL", lambda v: _base_url(v))
-    # requests a minute to /u/<token> per address and per client address; 0 = no limit
+    # requests a minute to /u/<token>: good tokens per address, bad ones per client; 0 = no limit
     rate_per_address: int = setting(parse=lambda v: _cap("UNSUBSCRIBE_RATE_PER_ADDRESS", v))
     rate_per_client: int = setting(parse=lambda v: _cap("UNSUBSCRIBE_RATE_PER_CLIENT", v))
     redis_url: str = setting("REDIS_URL")

@@ -287,7 +287,7 @@ class Container:
     @cached_property
     def unsubscribe_links(self) -> UnsubscribeLinks:
         """The one-click unsubscribe URL of (address, category) the pipeline puts in the
-        List-Unsubscribe header and the template's ``unsubscribeUrl``: a signed token on
+        List-Unsubscribe header and the template's ``unsubscribeUrl``: an encrypted token on
         PUBLIC_BASE_URL (emailops.unsubscribe); None, and no header, while it is unset."""
         from emailops.unsubscribe import unsubscribe_links_from_config
 

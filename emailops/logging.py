@@ -1,7 +1,14 @@
-"""A logging formatter that prefixes each line with ts/level/logger in logfmt.
+"""A logging formatter that prefixes each line with ts/level/logger in logfmt, and the filter that
+keeps unsubscribe tokens out of every line.
 
 Pipeline code already writes its message as ``event=... key=value``; other libraries' plain messages
 are quoted into ``msg=`` so every line stays machine-readable.
+
+``RedactUnsubscribeTokens`` rewrites ``/u/<token>`` to ``/u/[token]`` in a record's message and
+traceback: Django's request warnings (``django.request``'s "Bad Request: /u/…", ``django.server``'s
+request lines) on the console handler (LOGGING in emailops/settings.py), and gunicorn's access
+and error logs (``emailops.access_log``). A token is the recipient's credential for their
+preferences, and what is in it must not reach a log that erasure cannot reach.
 """
 
 from __future__ import annotations
@@ -26,11 +33,39 @@ class LogfmtFormatter(logging.Formatter):
             else (f"{prefix} {logfmt('log', msg=message)[len('event=log ') :]}")
         )
         if record.exc_info:
-            line += (
-                " "
-                + logfmt("x", traceback=self.formatException(record.exc_info))[len("event=x ") :]
-            )
+            # exc_text when a filter (RedactUnsubscribeTokens) has written it already
+            traceback = record.exc_text or self.formatException(record.exc_info)
+            line += " " + logfmt("x", traceback=traceback)[len("event=x ") :]
         return line
+
+
+# ``/u/`` then the token: anything up to the end of the path segment (a query, a quote, a space).
+_UNSUBSCRIBE_TOKEN = re.compile(r"/u/[^/?#\s\"'<>]+")
+REDACTED_TOKEN = "/u/[token]"
+
+
+def redact_unsubscribe_tokens(text: str) -> str:
+    """``text`` with every ``/u/<token>`` path (a request line, a path, a Referer) redacted."""
+    return _UNSUBSCRIBE_TOKEN.sub(REDACTED_TOKEN, text) if "/u/" in text else text
+
+
+class RedactUnsubscribeTokens(logging.Filter):
+    """Rewrites the record's message (and its traceback) with ``redact_unsubscribe_tokens``;
+    drops nothing. On a handler it sees every record written there, propagated ones too."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        try:
+            message = record.getMessage()
+        except Exception:  # the handler reports a bad format itself; never raise from here
+            return True
+        redacted = redact_unsubscribe_tokens(message)
+        if redacted != message:
+            record.msg, record.args = redacted, None
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        if record.exc_text:
+            record.exc_text = redact_unsubscribe_tokens(record.exc_text)
+        return True
 
 
 # Go's slog levels and the Python level each maps to: Python's are 2.5 times as far apart

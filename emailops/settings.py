@@ -189,7 +189,15 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"logfmt": {"()": "emailops.logging.LogfmtFormatter"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "logfmt"}},
+    # No /u/<token> on any line: Django's "Bad Request: /u/…" and django.server's request lines.
+    "filters": {"redact_tokens": {"()": "emailops.logging.RedactUnsubscribeTokens"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": "logfmt",
+            "filters": ["redact_tokens"],
+        }
+    },
     "root": {"handlers": ["console"], "level": "WARNING"},
     "loggers": {
         "emailops": {"level": LOG_LEVEL},

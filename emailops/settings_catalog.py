@@ -127,12 +127,12 @@ GROUPS: tuple[Group, ...] = (
     )),
     Group("Recipient preferences ([unsubscribe.md](unsubscribe.md))", (
         S("PUBLIC_BASE_URL", "str", "", "where the public unsubscribe page (`/u/<token>`) is reached from the internet, e.g. `https://emails.example.org` (no query, no trailing slash): categorised, non-critical mail then carries `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058) built on it, and its template gets `unsubscribeUrl`. Empty = no links and no List-Unsubscribe header, and the template check warns `unsubscribe-base-url` ([preferences.md](preferences.md))"),
-        S("UNSUBSCRIBE_RATE_PER_CLIENT", "int", "300", "requests a minute to `/u/<token>` from one client address (`REMOTE_ADDR`, or as `DJANGO_TRUSTED_PROXY_COUNT` says); over it = 429. Mailbox providers POST one-click unsubscribes from their own servers: keep it well above a campaign's unsubscribes a minute. `0` = no limit"),
+        S("UNSUBSCRIBE_RATE_PER_CLIENT", "int", "300", "requests a minute to `/u/<token>` with a bad token from one client address (`REMOTE_ADDR`, or as `DJANGO_TRUSTED_PROXY_COUNT` says); past it the client gets 429 for every request until the minute ends. Requests with a good token never count (mailbox providers POST every one-click from a few servers). `0` = no limit"),
     )),
     Group("Django", (
         S("DJANGO_DEBUG", "bool", "false", "`false` is production: a strong secret key is required and HTTPS is on. `true` (devstack and the tests set it) allows the development key and plain http", attr="DEBUG"),
         S("DJANGO_SECRET_KEY", "str", "", "50+ characters, 5+ distinct (`python -c 'import secrets; print(secrets.token_urlsafe(64))'`); start-up fails with a message otherwise; with `DJANGO_DEBUG=true` empty means the development key", "required unless `DJANGO_DEBUG`", attr="SECRET_KEY"),
-        S("DJANGO_SECRET_KEY_FALLBACKS", "list", "", "retired secret keys (comma list) whose signatures still verify. Rotating `DJANGO_SECRET_KEY`: move the old key here, so the unsubscribe links of emails already sent keep working; sessions signed by it stay valid too ([unsubscribe.md](unsubscribe.md#key-rotation))", attr="SECRET_KEY_FALLBACKS"),
+        S("DJANGO_SECRET_KEY_FALLBACKS", "list", "", "retired secret keys (comma list) whose signatures still verify and whose unsubscribe tokens still open. Rotating `DJANGO_SECRET_KEY`: move the old key here, so the unsubscribe links of emails already sent keep working; sessions signed by it stay valid too ([unsubscribe.md](unsubscribe.md#key-rotation))", attr="SECRET_KEY_FALLBACKS"),
         S("DJANGO_ALLOWED_HOSTS", "list", "localhost,127.0.0.1,[::1]", "the console's host name(s)", attr="ALLOWED_HOSTS"),
         S("DJANGO_CSRF_TRUSTED_ORIGINS", "list", "", "`https://` + that host", attr="CSRF_TRUSTED_ORIGINS"),
         S("DJANGO_HTTPS", "str", "proxy", "`proxy`: TLS ends at a load balancer that sets (and strips) `X-Forwarded-Proto`, as the ALB does; http redirects to https, cookies are https-only, HSTS for a year with subdomains and preload. `on`: the same, trusting no forwarded header (nothing in front sets and strips it). `off`: plain http (the local stack, `docker/compose.yml`)", debug_default="off", attr="HTTPS"),
@@ -182,7 +182,7 @@ FIXED: tuple[Fixed, ...] = (
     Fixed("OPS_TEMPLATE_CHECK_HOUR", 3, "the daily template check runs at 03:00 UTC"),
     Fixed("OPS_DASHBOARD_DAYS", 7, "the front page charts a week"),
     Fixed("API_MAX_RECIPIENTS", 50, "the send API sends inline: the API's gunicorn timeout (docker/compose.yml) is sized for 50"),
-    Fixed("UNSUBSCRIBE_RATE_PER_ADDRESS", 30, "30 requests a minute for one address is far above any person's clicks"),
+    Fixed("UNSUBSCRIBE_RATE_PER_ADDRESS", 30, "30 requests a minute with a good token for one address (any category or spelling) is far above any person's clicks"),
     Fixed("JOURNAL_SENSITIVE_KEYS", ["password", "passwd", "secret", "token", "key", "credential", "signature", "session", "cookie", "otp", "link", "url", "code", "pin"], "context keys whose values the console masks: a privacy rule, changed in code"),
     Fixed("TEMPLATE_VARIABLES_PATH", Path(__file__).resolve().parent / "data" / "template-variables.json", "the manifest ships with the code"),
     Fixed("AWS_S3_ADDRESSING_STYLE", "auto", "botocore picks the S3 addressing style"),

@@ -7,10 +7,10 @@
   categories the store knows, with toggles.
 - ``POST`` ``action=undo|unsubscribe|set``: the page's buttons; the page again, with what changed.
 
-The signed token is the only credential: no login, no session, no CSRF token (see ``unsubscribe``),
-and no cookie on any response (``cookieless``). A bad token of any kind gets the same plain 400,
-which names no address. Requests are counted per client address and per address (fixed one-minute
-windows in Redis); over a limit: 429.
+The encrypted token is the only credential: no login, no session, no CSRF token (see
+``unsubscribe``), and no cookie on any response (``cookieless``). A bad token of any kind gets the
+same plain 400, which names no address. Bad tokens are counted per client address, requests with
+a good one per address (fixed one-minute windows in Redis); over a limit: 429.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from emailops.core.events import EventLog
 from emailops.core.preferences import HowChanged, Preference, PreferenceStore
 from emailops.redis.token_rate import RateLimitUnavailable
 from emailops.security import client_ip
-from emailops.unsubscribe import BadToken, UnsubscribeToken, read_link
+from emailops.unsubscribe import BadToken, ExpiredLegacyToken, UnsubscribeToken, read_link
 from emailops.unsubscribes import record_unsubscribe
 from preferences.labels import category_label
 from preferences.middleware import cookieless
@@ -56,7 +56,7 @@ PAGE_POLICY = "; ".join(
 _ORGANIZATION = re.compile(r"[A-Za-z0-9_-]{1,40}")
 
 
-# csrf_exempt: the signed token in the URL is the credential, and it is unforgeable. A mailbox
+# csrf_exempt: the encrypted token in the URL is the credential, and it is unforgeable. A mailbox
 # provider's one-click POST has no cookie and no CSRF token to send (RFC 8058), and the page's own
 # forms need none either: a forged cross-site POST would have to know the token already, and
 # whoever knows it may make these changes anyway (it is the link from the recipient's email).
@@ -66,13 +66,19 @@ _ORGANIZATION = re.compile(r"[A-Za-z0-9_-]{1,40}")
 def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
     adapters = container.current()
     limits = adapters.config.preferences
-    # The client first: guessing tokens costs a request each, counted before any is read.
-    if refused := _over_limit("client", client_ip(request), limits.rate_per_client):
+    client = client_ip(request)
+    # Only bad tokens count against a client: mailbox providers post valid ones from a few
+    # servers. One over its bad tokens is refused before any more is read (valid ones too), so
+    # guessing stays bounded.
+    if refused := _over_limit("client", client, limits.rate_per_client, count=False):
         return refused
     try:
         link = read_link(token)
+    except ExpiredLegacyToken:
+        return _page("preferences/bad_link.html", {}, status=400)  # ours, only old: no guess
     except BadToken:
-        return _page("preferences/bad_link.html", {}, status=400)
+        refused = _over_limit("client", client, limits.rate_per_client)
+        return refused or _page("preferences/bad_link.html", {}, status=400)
     if refused := _over_limit("address", link.address, limits.rate_per_address):
         return refused
     if adapters.tombstones.erased_at(link.address) is not None:
@@ -151,18 +157,23 @@ def _set_others(store: PreferenceStore, link: UnsubscribeToken, wanted: set[str]
             )
 
 
-def _over_limit(kind: str, value: str, per_minute: int) -> HttpResponse | None:
-    """The 429 when ``value`` (an address or a client address) is over its window, else None.
-    Counted under a keyed hash: no address in Redis. Redis unreachable: let it through, and say
-    so. An unsubscribe that fails for an outage is worse than an hour without a limit (each token
-    only changes its own address's preferences)."""
+def _over_limit(
+    kind: str, value: str, per_minute: int, *, count: bool = True
+) -> HttpResponse | None:
+    """The 429 when ``value`` (an address or a client address) is over its window, else None;
+    this request counted unless ``count`` is False. Under a keyed hash: no address in Redis.
+    Redis unreachable: let it through, and say so. An unsubscribe that fails for an outage is
+    worse than an hour without a limit (each token only changes its own address's
+    preferences)."""
     if per_minute <= 0:
         return None
     key = salted_hmac("emailops.unsubscribe.rate", f"{kind}:{value}").hexdigest()[:32]
+    limiter = container.current().unsubscribe_rate_limiter
     try:
-        decision = container.current().unsubscribe_rate_limiter.hit(
-            f"{kind}:{key}", per_minute=per_minute
-        )
+        if count:
+            decision = limiter.hit(f"{kind}:{key}", per_minute=per_minute)
+        else:
+            decision = limiter.check(f"{kind}:{key}", per_minute=per_minute)
     except RateLimitUnavailable:
         log.warning("unsubscribe.rate_limit_unavailable", limit=kind)
         return None

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from emailops import container
 from emailops.core.contract import address_key
-from emailops.core.preferences import Preference
+from emailops.core.preferences import Preference, PreferenceChange
 
 
 class FakePreferenceStore:
@@ -34,10 +34,10 @@ class FakePreferenceStore:
             del self.items[k]
         return len(mine)
 
-    def history(self, address: str) -> list[dict]:
+    def history(self, address: str) -> list[PreferenceChange]:
         key = address_key(address)
         return [
-            {"Category": p.category, "Subscribed": p.subscribed, "How": p.how, "At": p.at}
+            PreferenceChange(p.category, p.subscribed, p.how, p.at)
             for p in reversed(self.changes)
             if p.address == key
         ]

@@ -184,11 +184,11 @@ def test_a_consumers_container_pools_a_connection_per_thread(aws):
         container.reset()
 
 
-def test_the_pipeline_reads_preferences_through_the_containers_cache_and_signed_links(
+def test_the_pipeline_reads_preferences_through_the_containers_cache_and_encrypted_links(
     aws, settings
 ):
     from emailops.core.preference_cache import CachedPreferenceStore
-    from emailops.unsubscribe import SignedUnsubscribeLinks, read_token
+    from emailops.unsubscribe import EncryptedUnsubscribeLinks, read_token
 
     built = container.current()
     pipeline = built.build_pipeline(lease_seconds=30)
@@ -197,7 +197,7 @@ def test_the_pipeline_reads_preferences_through_the_containers_cache_and_signed_
     assert pipeline.preferences.store is built.preference_store
     assert pipeline.preferences.seconds == 5  # PREFERENCES_CACHE_SECONDS's default
     assert built.build_pipeline(lease_seconds=30).preferences is pipeline.preferences  # shared
-    assert isinstance(pipeline.unsubscribe_links, SignedUnsubscribeLinks)
+    assert isinstance(pipeline.unsubscribe_links, EncryptedUnsubscribeLinks)
     assert pipeline.unsubscribe_links is built.unsubscribe_links
     assert (
         built.unsubscribe_links.url(address="a@x.org", category="news", organization=None) is None

@@ -15,7 +15,7 @@ from typing import Any
 
 from emailops.aws.dynamo import conditional_call, table_call, text_attribute
 from emailops.core.contract import address_key
-from emailops.core.preferences import Preference
+from emailops.core.preferences import Preference, PreferenceChange
 
 __all__ = ["HISTORY_LENGTH", "DynamoPreferenceStore"]
 
@@ -33,13 +33,14 @@ def _preference(item: dict[str, Any]) -> Preference:
     )
 
 
-def _change(entry: dict[str, Any]) -> dict[str, Any]:
+def _change(category: str, entry: dict[str, Any]) -> PreferenceChange:
     change = entry.get("M", {})
-    return {
-        "subscribed": change.get("Subscribed", {}).get("BOOL") is not False,
-        "how": change.get("How", {}).get("S", ""),
-        "at": int(float(change.get("At", {}).get("N", "0"))),
-    }
+    return PreferenceChange(
+        category=category,
+        subscribed=change.get("Subscribed", {}).get("BOOL") is not False,
+        how=change.get("How", {}).get("S", ""),
+        at=int(float(change.get("At", {}).get("N", "0"))),
+    )
 
 
 class DynamoPreferenceStore:
@@ -65,15 +66,15 @@ class DynamoPreferenceStore:
     def of_address(self, address: str) -> list[Preference]:
         return [_preference(item) for item in self._items(address_key(address))]
 
-    def history(self, address: str) -> list[dict[str, Any]]:
-        """Every category's kept changes of the address, newest first: ``{"category",
-        "subscribed", "how", "at"}`` each."""
+    def history(self, address: str) -> list[PreferenceChange]:
+        """Every category's kept changes of the address, newest first."""
         changes = [
-            {"category": text_attribute(item, "Category"), **_change(entry)}
+            _change(text_attribute(item, "Category"), entry)
             for item in self._items(address_key(address), history=True)
-            for entry in item.get("History", {}).get("L", [])
+            # newest first already: the sort keeps that order for changes of the same second
+            for entry in reversed(item.get("History", {}).get("L", []))
         ]
-        return sorted(changes, key=lambda c: (c["at"], c["category"]), reverse=True)
+        return sorted(changes, key=lambda c: (c.at, c.category), reverse=True)
 
     def set(self, preference: Preference) -> None:
         key = address_key(preference.address)

@@ -28,7 +28,7 @@ DEFAULT_MAX_ENTRIES = 10_000
 
 
 class NullUnsubscribeLinks:
-    """No unsubscribe links (no public base URL, or no signing yet): no List-Unsubscribe header."""
+    """No unsubscribe links (no public base URL): no List-Unsubscribe header."""
 
     def url(self, *, address: str, category: str, organization: str | None) -> str | None:
         return None

@@ -16,8 +16,10 @@ from typing import Protocol
 __all__ = [
     "HowChanged",
     "Preference",
+    "PreferenceChange",
     "PreferenceStore",
     "UnsubscribeLinks",
+    "how_text",
     "may_be_refused",
     "unsubscribed_detail",
 ]
@@ -25,8 +27,20 @@ __all__ = [
 
 class HowChanged(StrEnum):
     ONE_CLICK = "one-click"  # RFC 8058 POST from the mailbox provider
-    PAGE = "page"  # the preference page's toggles (or its undo)
+    PAGE = "page"  # the page the link opens: its undo (a re-subscribe), unsubscribe, toggles
     SUPPORT = "support"  # a Support lead, at the recipient's request
+
+
+_HOW_TEXT: dict[str, str] = {
+    HowChanged.ONE_CLICK.value: "one-click, from the mail client",
+    HowChanged.PAGE.value: "from the link",
+    HowChanged.SUPPORT.value: "by Support, the recipient asked",
+}
+
+
+def how_text(how: str) -> str:
+    """How a change was made, in the console's words (an unknown value as itself)."""
+    return _HOW_TEXT.get(how, how)
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,16 @@ class Preference:
     how: str  # a HowChanged value
     at: int  # epoch seconds of the change
     label: str = ""  # the category's label when it was changed (for the journal's words)
+
+
+@dataclass(frozen=True)
+class PreferenceChange:
+    """One kept change of an (address, category): the store's history, newest first."""
+
+    category: str
+    subscribed: bool
+    how: str  # a HowChanged value
+    at: int  # epoch seconds
 
 
 def may_be_refused(*, category: str, priority: str) -> bool:
@@ -70,6 +94,6 @@ class PreferenceStore(Protocol):
 
 class UnsubscribeLinks(Protocol):
     def url(self, *, address: str, category: str, organization: str | None) -> str | None:
-        """The signed one-click URL for (address, category); None when no public base URL is
-        set (then no List-Unsubscribe header is added)."""
+        """The one-click URL (an encrypted token) for (address, category); None when no public
+        base URL is set (then no List-Unsubscribe header is added)."""
         ...

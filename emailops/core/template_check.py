@@ -54,7 +54,7 @@ WARNING = "warning"
 GMAIL_CLIP_BYTES = 102 * 1024  # Gmail clips a message at about 102 KB
 SIZE_WARNING_BYTES = 90 * 1024
 MAX_SUBJECT_LENGTH = 998  # RFC 5322: a header line is at most 998 characters
-UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"  # the signed /u/<token> link the consumer provides
+UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"  # the /u/<token> link the consumer provides
 
 _CUSTOM_KEY = re.compile(r"^custom/O(\d+)/[^/]+$")
 # Browsers ignore ASCII whitespace and control characters inside a scheme ("java\tscript:").

@@ -69,20 +69,38 @@ class TokenRateLimiter:
         the window past ``per_minute`` (0: no limit). Raises RateLimitUnavailable."""
         if per_minute <= 0:
             return Decision(True)
+        now, key = self._window_key(token_key)
+        count = self._run(
+            lambda: int(self._increment(keys=[key], args=[WINDOW_SECONDS + 1, cost, per_minute]))
+        )
+        return Decision(True) if count >= 0 else _refused(now)
+
+    def check(self, token_key: str, *, per_minute: int) -> Decision:
+        """Whether ``token_key`` has room for one more in this window, counting nothing (0: no
+        limit). Raises RateLimitUnavailable."""
+        if per_minute <= 0:
+            return Decision(True)
+        now, key = self._window_key(token_key)
+        count = self._run(lambda: int(self.client.get(key) or 0))
+        return Decision(True) if count < per_minute else _refused(now)
+
+    def _window_key(self, token_key: str) -> tuple[float, str]:
         now = self.clock()
-        window = int(now // WINDOW_SECONDS)
-        key = f"{self.prefix}{token_key}:{window}"
+        return now, f"{self.prefix}{token_key}:{int(now // WINDOW_SECONDS)}"
+
+    def _run(self, call: Callable[[], int]) -> int:
         try:
             with translated(self._where):
-                count = int(
-                    self._increment(keys=[key], args=[WINDOW_SECONDS + 1, cost, per_minute])
-                )
+                return call()
         except SharedStateUnavailable as exc:
             EventLog(logger).error("api.rate_limit_unavailable", error=str(exc))
             raise RateLimitUnavailable("the rate limiter is unavailable") from exc
-        if count >= 0:
-            return Decision(True)
-        return Decision(False, retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(now)))
+
+
+def _refused(now: float) -> Decision:
+    """Refused until the window ``now`` falls in ends."""
+    window = int(now // WINDOW_SECONDS)
+    return Decision(False, retry_after=max(1, (window + 1) * WINDOW_SECONDS - int(now)))
 
 
 def connect_fail_fast(url: str) -> redis.Redis:

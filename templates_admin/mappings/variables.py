@@ -16,7 +16,7 @@ from emailops import container
 logger = logging.getLogger(__name__)
 
 # Context keys the consumer itself interprets; they are never "given but unused".
-# unsubscribeUrl: the signed link the consumer adds to categorised mail (docs/preferences.md).
+# unsubscribeUrl: the /u/<token> link the consumer adds to categorised mail (docs/preferences.md).
 CONSUMER_KEYS = frozenset({"organizationId", "subject", "unsubscribeUrl"})
 
 # A few name-based guesses so a first preview reads like a real email; anything else gets a label.

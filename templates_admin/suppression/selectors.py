@@ -8,6 +8,7 @@ from emailops import container
 from emailops.aws.suppression import Suppression
 from emailops.core.contract import address_key
 from emailops.core.errors import EmailOpsError
+from emailops.core.preferences import how_text
 from templates_admin.categories import category_labels, preference_store
 from templates_admin.display import local_text, utc_text
 from templates_admin.models import PreferenceResubscribe, SuppressionRemoval
@@ -99,7 +100,8 @@ class PreferenceRow:
     category: str
     label: str
     subscribed: bool
-    how: str
+    how: str  # the stored HowChanged value
+    how_text: str  # in words: "from the link" is the recipient's own act
     when: str
     when_utc: str
 
@@ -120,16 +122,10 @@ def _row(labels: dict[str, str], *, category: str, subscribed: bool, how: str, a
         label=labels.get(category) or category,
         subscribed=subscribed,
         how=how,
+        how_text=how_text(how),
         when=local_text(at),
         when_utc=utc_text(at),
     )
-
-
-def _epoch(value):
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        return None
 
 
 def address_preferences(*, address: str) -> AddressPreferences:
@@ -153,18 +149,11 @@ def address_preferences(*, address: str) -> AddressPreferences:
         _row(labels, category=p.category, subscribed=p.subscribed, how=p.how, at=p.at)
         for p in sorted(preferences, key=lambda p: p.category)
     ]
-    history = []
-    for entry in entries:
-        history.append(
-            _row(
-                labels,
-                category=str(entry.get("Category", "")),
-                subscribed=bool(entry.get("Subscribed")),
-                how=str(entry.get("How", "")),
-                at=_epoch(entry.get("At")),
-            )
-        )
-    history.sort(key=lambda row: row.when_utc, reverse=True)
+    # The store's PreferenceChange rows, newest first (re-subscribes from the link among them).
+    history = [
+        _row(labels, category=c.category, subscribed=c.subscribed, how=c.how, at=c.at)
+        for c in entries
+    ]
     return AddressPreferences(
         available=True, current=current, history=history, resubscribes=resubscribes
     )

@@ -8,7 +8,7 @@ import pytest
 from emailops.aws import provision
 from emailops.aws.preferences import HISTORY_LENGTH, DynamoPreferenceStore
 from emailops.core.errors import ConfigurationFault
-from emailops.core.preferences import HowChanged, Preference
+from emailops.core.preferences import HowChanged, Preference, PreferenceChange
 
 TABLE = "email-preferences"
 
@@ -69,9 +69,16 @@ def test_set_replaces_the_preference_and_appends_to_its_history(store):
         "a@example.com", "news", True, "page", 200, ""
     )
     assert store.history("a@example.com") == [
-        {"category": "news", "subscribed": True, "how": "page", "at": 200},
-        {"category": "news", "subscribed": False, "how": "one-click", "at": 100},
+        PreferenceChange("news", True, "page", 200),
+        PreferenceChange("news", False, "one-click", 100),
     ]
+
+
+def test_changes_of_the_same_second_are_newest_first(store):
+    """An unsubscribe and its Undo on the page usually fall in one second."""
+    store.set(unsubscribed("a@example.com", "news", 100))
+    store.set(Preference("a@example.com", "news", True, HowChanged.PAGE, 100))
+    assert [c.subscribed for c in store.history("a@example.com")] == [True, False]
 
 
 def test_the_history_keeps_the_last_20_changes(store):
@@ -80,7 +87,7 @@ def test_the_history_keeps_the_last_20_changes(store):
 
     history = store.history("a@example.com")
     assert len(history) == HISTORY_LENGTH
-    assert [change["at"] for change in history] == list(range(HISTORY_LENGTH + 5, 5, -1))
+    assert [change.at for change in history] == list(range(HISTORY_LENGTH + 5, 5, -1))
 
 
 def test_of_address_and_history_cover_every_category_and_only_that_address(store):
@@ -89,7 +96,7 @@ def test_of_address_and_history_cover_every_category_and_only_that_address(store
     store.set(unsubscribed("b@example.com", "news", 200))
 
     assert sorted(p.category for p in store.of_address("a@EXAMPLE.com")) == ["activity", "news"]
-    assert [(c["category"], c["at"]) for c in store.history("a@example.com")] == [
+    assert [(c.category, c.at) for c in store.history("a@example.com")] == [
         ("activity", 300),
         ("news", 100),
     ]

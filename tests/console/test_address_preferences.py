@@ -8,9 +8,13 @@ from html import unescape
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.test import Client
 from django.urls import reverse
 
+from emailops import container
 from emailops.core.preferences import HowChanged, Preference
+from emailops.unsubscribe import unsubscribe_token
+from templates_admin.display import utc_text
 from templates_admin.models import CategoryDefinition, PreferenceResubscribe
 from templates_admin.suppression.services import preference_resubscribe
 from tests.fake_preferences import install_fake_preferences
@@ -47,7 +51,7 @@ def test_the_address_page_shows_each_category_and_its_history(store, client, mak
     assert "newsletter" in table  # no definition: the slug
     history = page[page.index('id="preference-history"') :]
     assert history.count("<li>") == 3
-    assert "unsubscribed from Activity on datasets (one-click)" in history
+    assert "unsubscribed from Activity on datasets (one-click, from the mail client)" in history
     assert "Re-subscribe" not in page  # Support sees, does not change
 
 
@@ -130,3 +134,34 @@ def test_a_store_that_cannot_be_read_leaves_the_rest_of_the_page(aws, client, ma
     page = page_of(client, make_user, "Support")
     assert 'id="preferences-error"' in page and "throttled" in page
     assert "is not on the suppression list" in page
+
+
+def test_a_resubscribe_through_the_link_shows_on_the_address_page_from_the_link(
+    aws, client, make_user, settings
+):
+    """Issue 35, finding 6: the recipient's own re-subscribe (the page's Undo, its toggles),
+    through the real preferences table, is in the address page's history with "from the link"
+    and its time (the page showed the real store's history as blank entries)."""
+    settings.UNSUBSCRIBE_RATE_PER_CLIENT = settings.UNSUBSCRIBE_RATE_PER_ADDRESS = 0
+    CategoryDefinition.objects.create(slug="dataset-activity", label="Activity on datasets")
+    store = container.current().preference_store
+    store.set(Preference("dana@example.com", "newsletter", False, "one-click", BASE_TIME))
+    link = reverse("preferences:unsubscribe", args=[unsubscribe_token(ADDRESS, "dataset-activity")])
+    recipient = Client()
+    assert recipient.post(link, {"List-Unsubscribe": "One-Click"}).status_code == 200
+    assert recipient.post(link, {"action": "undo"}).status_code == 200
+    assert recipient.post(link, {"action": "set", "subscribed": ["newsletter"]}).status_code == 200
+    [undo, *_] = [c for c in store.history(ADDRESS) if c.category == "dataset-activity"]
+    assert (undo.subscribed, undo.how) == (True, HowChanged.PAGE.value)
+
+    page = page_of(client, make_user, "Support")
+    history = page[page.index('id="preference-history"') :]
+    assert (
+        f'<time title="{utc_text(undo.at)}">'
+        in history.split("subscribed to Activity on datasets (from the link)")[0]
+    )
+    assert "subscribed to newsletter (from the link)" in history
+    assert "unsubscribed from Activity on datasets (one-click, from the mail client)" in history
+    assert "unsubscribed from newsletter (one-click, from the mail client)" in history
+    table = page[page.index('id="preferences"') : page.index('id="preference-history"')]
+    assert table.count("from the link") == 2

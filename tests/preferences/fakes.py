@@ -62,6 +62,11 @@ class CountingLimiter:
             self.counts[token_key] += cost
         return Decision(True)
 
+    def check(self, token_key: str, *, per_minute: int) -> Decision:
+        if per_minute <= 0 or self.counts[token_key] < per_minute:
+            return Decision(True)
+        return Decision(False, retry_after=60)
+
 
 class MemoryTombstones:
     """The erasure tombstones: addresses erased (``erased``), named as the real ones name them."""
