@@ -110,10 +110,10 @@ class RecipientEraser:
         for value in asked:
             for item in self._query(RECIPIENT_KEY_INDEX, "RecipientKey", value):
                 recipient = item.get("Recipient", {}).get("S", "")
-                if address_key(recipient) == key:  # a lowercased spelling is always; kept exact
+                if address_key(recipient) == key:  # always, for these keys: a guard all the same
                     rows[item["Id"]["S"]] = None
                     sent_to[recipient] = None
-        # Rows written before RecipientKey was the address_key, under a spelling a newer row shows
+        # Rows written before RecipientKey was the address_key, under a spelling a newer row shows.
         for value in dict.fromkeys(s.lower() for s in sent_to):
             if value not in asked:
                 for item in self._query(RECIPIENT_KEY_INDEX, "RecipientKey", value):

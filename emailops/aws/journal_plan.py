@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emailops.aws.journal import sent_at_key
-from emailops.core.contract import address_key
+from emailops.core.contract import address_key, address_spellings
 
 __all__ = [
     "NO_DELIVERY_REPORT",
@@ -88,21 +88,15 @@ def recipient_keys(address: str) -> list[str]:
     """The RecipientKey values the rows of ``address``'s mailbox are stored under, its
     ``address_key`` first: every row written since RecipientKey became the address_key carries
     it, whatever the spelling. Rows written before carry their spelling lowercased, which differs
-    from the key only for quotes or a display name: the address as given, lowercased, and its
-    local part quoted (``"dana"@example.com``) are the ones that can be told from the address."""
-    key = address_key(address)
-    local, at, domain = key.rpartition("@")
-    spellings = [key, address.strip().lower()]
-    if at and not local.startswith('"'):
-        spellings.append(f'"{local}"@{domain}')
-    return list(dict.fromkeys(spellings))
+    from the key only for quotes or a display name (``contract.address_spellings``, lowercased)."""
+    return list(dict.fromkeys(s.lower() for s in address_spellings(address)))
 
 
 def go_recipients(address: str) -> list[str]:
     """The Recipient values a Go consumer's row of ``address``'s mailbox can be found under: that
-    index holds the spelling exactly as the producer wrote it, so only spellings told from the
-    address (as given, lowercased, and those of ``recipient_keys``)."""
-    return list(dict.fromkeys([address, address.lower(), *recipient_keys(address)]))
+    index holds the spelling exactly as the producer wrote it, so only the spellings told from
+    the address (``contract.address_spellings``)."""
+    return address_spellings(address)
 
 
 def recipient_plan(

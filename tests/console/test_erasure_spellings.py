@@ -87,3 +87,17 @@ def test_another_mailbox_that_needs_its_quotes_is_left_alone(aws):
     _sent(aws, '"dana x"@example.com', DANA)
     _erase()
     assert _recipients(aws) == ['"dana x"@example.com', "kim@example.com", "kim@example.com"]
+
+
+def test_the_apis_reads_of_the_quoted_spelling_are_erased(aws):
+    from templates_admin.models import JournalReadAudit
+
+    for key in (
+        'welcome-1:"dana"@example.com',
+        "welcome-2:Dana@EXAMPLE.com",
+        "welcome-3:kim@x.org",
+    ):
+        JournalReadAudit.objects.create(channel="api", action="send", query=key, actor="api:1")
+    printed = _erase()
+    assert "removed 2 API read-audit entry(ies) naming the address" in printed
+    assert list(JournalReadAudit.objects.values_list("query", flat=True)) == ["welcome-3:kim@x.org"]
