@@ -31,6 +31,7 @@ from templates_admin.models import (
     TemplateMappingPage,
     WebhooksPage,
 )
+from templates_admin.read_audit import read_by_console
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -152,15 +153,29 @@ class JournalReadAuditAdmin(ReadOnlyAdmin):
     date_hierarchy = "at"
     list_select_related = ("user",)
 
+    # Reading the trail is a read too: its queries name the addresses searched for.
+
     def changelist_view(self, request, extra_context=None):
         if not self.has_view_permission(request):
             return refused_page(request, self.admin_site, [roles.VIEW_READ_AUDIT])
-        return super().changelist_view(request, extra_context)
+        response = super().changelist_view(request, extra_context)
+        shown = getattr(response, "context_data", None) or {}
+        if "cl" in shown:
+            rows = len(shown["cl"].result_list)
+            read_by_console(request, "read-audit", request.GET.get("q", ""), rows=rows)
+        return response
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         if not self.has_view_permission(request):
             return refused_page(request, self.admin_site, [roles.VIEW_READ_AUDIT])
+        read_by_console(request, "read-audit", f"#{object_id}", rows=1)
         return super().change_view(request, object_id, form_url, extra_context)
+
+    def history_view(self, request, object_id, extra_context=None):
+        if not self.has_view_permission(request):
+            return refused_page(request, self.admin_site, [roles.VIEW_READ_AUDIT])
+        read_by_console(request, "read-audit", f"#{object_id}", rows=1)
+        return super().history_view(request, object_id, extra_context)
 
 
 @admin.register(CategoryDefinition)

@@ -11,6 +11,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeSerializer
 
 from emailops.aws.journal import rfc3339, sent_at_key, to_dynamo
+from emailops.core.contract import address_key
 
 _serializer = TypeSerializer()
 BASE_TIME = 1_780_000_000  # 2026-05-28
@@ -43,7 +44,7 @@ def journal_row(
         row |= {"SesMessageId": f"ses-{key[:12]}", "MessageSent": rfc3339(at + 1)}
     if not go_row:
         row |= {
-            "RecipientKey": recipient.lower(),
+            "RecipientKey": address_key(recipient),
             "ClaimExpiresAt": at + 30,
             "Attempts": 1,
             "Subject": "You were added to the team Curators",

@@ -1,11 +1,15 @@
 """Erasure of one recipient's data from DynamoDB: its journal rows (found through the recipient
 GSIs, never a Scan of the journal) and its unmatched delivery events.
 
-Both row shapes are found as the journal search finds them (``journal_search.recipient_plan``):
-``RecipientKeySentAtIndex`` on the lowercased address for rows this service wrote, and
-``RecipientSentAtIndex`` on the address as given and lowercased for the Go consumer's rows (those
-without RecipientKey). The unmatched-events table has no recipient index; it is small (events with
-no journal row) and expires with the journal's TTL, so it is scanned with a filter.
+A mailbox is what ``address_key`` says (the one normaliser: case, quotes that are not needed, a
+display name). Its journal rows are looked up under each spelling they can be stored under
+(``journal_plan.recipient_keys`` and ``go_recipients``): ``RecipientKeySentAtIndex`` on the
+address_key, which every row this service writes carries, then on the lowercased spellings that
+rows written before it carry; ``RecipientSentAtIndex`` for the Go consumer's rows (those without
+RecipientKey), under the spellings told from the address and every spelling our own rows of the
+mailbox were sent to (a producer spells an address the same way for both consumers). The
+unmatched-events table has no recipient index; it is small (events with no journal row) and
+expires with the journal's TTL, so it is scanned with a filter.
 """
 
 from __future__ import annotations
@@ -18,7 +22,12 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.aws.journal_search import RECIPIENT_INDEX, RECIPIENT_KEY_INDEX
+from emailops.aws.journal_plan import (
+    RECIPIENT_INDEX,
+    RECIPIENT_KEY_INDEX,
+    go_recipients,
+    recipient_keys,
+)
 from emailops.core.contract import address_key
 from emailops.core.errors import TransientError
 
@@ -80,26 +89,41 @@ class RecipientEraser:
                 "TableName": self.journal_table,
                 "IndexName": index,
                 "KeyConditionExpression": "#h = :v",
-                "ExpressionAttributeNames": {"#h": attribute, "#id": "Id", "#rk": "RecipientKey"},
+                "ExpressionAttributeNames": {
+                    "#h": attribute,
+                    "#id": "Id",
+                    "#r": "Recipient",
+                    "#rk": "RecipientKey",
+                },
                 "ExpressionAttributeValues": {":v": {"S": value}},
-                "ProjectionExpression": "#id, #rk",
+                "ProjectionExpression": "#id, #r, #rk",
             },
             "find journal rows of a recipient",
         )
 
     def journal_rows(self, address: str) -> RecipientRows:
-        spellings = list(dict.fromkeys([address.lower(), address_key(address)]))
-        rows = [
-            item["Id"]["S"]
-            for spelling in spellings
-            for item in self._query(RECIPIENT_KEY_INDEX, "RecipientKey", spelling)
-        ]
-        go_rows: list[str] = []
-        for value in dict.fromkeys([address, *spellings]):
+        """Every journal row of ``address``'s mailbox (see the module), by shape."""
+        key = address_key(address)
+        rows: dict[str, None] = {}
+        sent_to: dict[str, None] = {}  # the spellings our rows of the mailbox were sent to
+        asked = recipient_keys(address)
+        for value in asked:
+            for item in self._query(RECIPIENT_KEY_INDEX, "RecipientKey", value):
+                recipient = item.get("Recipient", {}).get("S", "")
+                if address_key(recipient) == key:  # always, for these keys: a guard all the same
+                    rows[item["Id"]["S"]] = None
+                    sent_to[recipient] = None
+        # Rows written before RecipientKey was the address_key, under a spelling a newer row shows.
+        for value in dict.fromkeys(s.lower() for s in sent_to):
+            if value not in asked:
+                for item in self._query(RECIPIENT_KEY_INDEX, "RecipientKey", value):
+                    rows[item["Id"]["S"]] = None
+        go_rows: dict[str, None] = {}
+        for value in dict.fromkeys([*go_recipients(address), *sent_to]):
             for item in self._query(RECIPIENT_INDEX, "Recipient", value):
                 if "RecipientKey" not in item:  # the others were found above
-                    go_rows.append(item["Id"]["S"])
-        return RecipientRows(tuple(dict.fromkeys(rows)), tuple(dict.fromkeys(go_rows)))
+                    go_rows[item["Id"]["S"]] = None
+        return RecipientRows(tuple(rows), tuple(go_rows))
 
     def unmatched_events(self, address: str) -> list[str]:
         """Ids of unmatched events naming ``address`` among their recipients, in any spelling

@@ -3,7 +3,8 @@
 Attributes are those the Go consumer writes (Id, MessageId, Recipient, Status, Timestamp, SentAtKey,
 MessageSent, SesMessageId, Error, Context, ExpiresAt) plus ours: ClaimExpiresAt, Attempts, Subject,
 TemplateKey, TemplateVersion (which published version of TemplateKey was rendered), RecipientKey (the
-lowercased recipient, for case-insensitive search), on rows the send API wrote, Producer (which
+recipient's ``address_key``: every spelling of a mailbox finds its rows, for the search and erasure;
+rows written before it was lowercased only), on rows the send API wrote, Producer (which
 token wrote it: ``api:<token id>``, also the prefix of the row's key), and ExtraSends: sends made
 after their claim was lost (``{SesMessageId, Attempt, At}``), so the journal shows every email SES
 accepted for the row even when another consumer's send is the one marked.
@@ -40,6 +41,7 @@ from emailops.aws.journal_codec import (
     sent_attributes,
     to_dynamo,
 )
+from emailops.core.contract import address_key
 from emailops.core.errors import ForeignRow
 from emailops.core.journal_row import JournalRow
 from emailops.core.log_only import LogOnlyReason
@@ -147,7 +149,7 @@ class DynamoJournal:
         row = {
             "MessageId": claim.message_id,
             "Recipient": claim.recipient,
-            "RecipientKey": claim.recipient.lower(),
+            "RecipientKey": address_key(claim.recipient),
             "Status": status.value,
             "Timestamp": claim.now,
             "SentAtKey": sent_at_key(claim.now),

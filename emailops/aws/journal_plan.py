@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from emailops.aws.journal import sent_at_key
+from emailops.core.contract import address_key, address_spellings
 
 __all__ = [
     "NO_DELIVERY_REPORT",
@@ -19,12 +20,14 @@ __all__ = [
     "SearchPosition",
     "Segment",
     "SegmentExpression",
+    "go_recipients",
     "quoted",
+    "recipient_keys",
     "recipient_plan",
 ]
 
 RECIPIENT_INDEX = "RecipientSentAtIndex"  # the Go service's: Recipient exactly as written
-RECIPIENT_KEY_INDEX = "RecipientKeySentAtIndex"  # ours: the lowercased recipient
+RECIPIENT_KEY_INDEX = "RecipientKeySentAtIndex"  # ours: the recipient's address_key
 SES_ID_INDEX = "SesMessageIdIndex"
 _LAST_SENT_AT_KEY = sent_at_key(10**20 - 1)
 
@@ -81,6 +84,21 @@ class SearchPosition:
     legacy_plan: bool = False
 
 
+def recipient_keys(address: str) -> list[str]:
+    """The RecipientKey values the rows of ``address``'s mailbox are stored under, its
+    ``address_key`` first: every row written since RecipientKey became the address_key carries
+    it, whatever the spelling. Rows written before carry their spelling lowercased, which differs
+    from the key only for quotes or a display name (``contract.address_spellings``, lowercased)."""
+    return list(dict.fromkeys(s.lower() for s in address_spellings(address)))
+
+
+def go_recipients(address: str) -> list[str]:
+    """The Recipient values a Go consumer's row of ``address``'s mailbox can be found under: that
+    index holds the spelling exactly as the producer wrote it, so only the spellings told from
+    the address (``contract.address_spellings``)."""
+    return address_spellings(address)
+
+
 def recipient_plan(
     recipient: str, *, legacy_plan: bool, newest_first: bool, go_rows_until: int | None = None
 ) -> list[Segment]:
@@ -88,9 +106,12 @@ def recipient_plan(
 
     Newest first, the plan is:
 
-    1. ``RecipientKeySentAtIndex``, RecipientKey = the lowercased address. Every row the new
-       consumer writes carries RecipientKey, so this single Query is case-insensitive and fills
-       whole pages on its own once the Go consumer is retired.
+    1. ``RecipientKeySentAtIndex``, RecipientKey = the address's ``address_key``. Every row the
+       new consumer writes carries RecipientKey, so this single Query finds every spelling of the
+       mailbox (case, quotes, a display name) and fills whole pages on its own once the Go
+       consumer is retired. When the address as typed, lowercased, is not its key (it has quotes
+       or angle brackets), a second Query on that spelling finds rows written before
+       RecipientKey was the key.
     2. ``RecipientSentAtIndex``, Recipient = the address exactly as typed, then (when it differs)
        its lowercased form, each keeping only rows *without* RecipientKey: the Go consumer's rows,
        which segment 1 cannot see. That filter keeps the segments disjoint, so no row shows twice.
@@ -103,6 +124,10 @@ def recipient_plan(
     only segment 2 remains, unfiltered and unbounded.
     """
     lowered = recipient.lower()
+    ours = [
+        Segment(RECIPIENT_KEY_INDEX, "RecipientKey", value)
+        for value in dict.fromkeys([address_key(recipient), recipient.strip().lower()])
+    ]
     go_rows = [
         Segment(
             RECIPIENT_INDEX,
@@ -113,10 +138,7 @@ def recipient_plan(
         )
         for value in dict.fromkeys([recipient, lowered])
     ]
-    if legacy_plan:
-        plan = go_rows
-    else:
-        plan = [Segment(RECIPIENT_KEY_INDEX, "RecipientKey", lowered), *go_rows]
+    plan = go_rows if legacy_plan else [*ours, *go_rows]
     return plan if newest_first else plan[::-1]
 
 

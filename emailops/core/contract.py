@@ -26,6 +26,7 @@ __all__ = [
     "RejectedRecipient",
     "address_key",
     "address_problem",
+    "address_spellings",
     "parse_complete_request",
     "parse_request",
     "request_to_json",
@@ -209,6 +210,17 @@ def address_key(address: str) -> str:
         if _DOT_ATOM.fullmatch(bare):
             return f"{bare}@{domain}"
     return key
+
+
+def address_spellings(address: str) -> list[str]:
+    """The spellings of ``address``'s mailbox (its ``address_key``) that can be told from the
+    address alone, for a lookup by stored spelling (an index that matches exactly): its key
+    first, then as given, lowercased, and the key's local part quoted (``"dana"@example.com``,
+    which the key unquotes). Others (a display name, other capitals) cannot be guessed."""
+    key = address_key(address)
+    local, at, domain = key.rpartition("@")
+    quoted = [f'"{local}"@{domain}'] if at and not local.startswith('"') else []
+    return list(dict.fromkeys([key, address.strip(), address.strip().lower(), *quoted]))
 
 
 def _domain_problem(domain: str) -> str | None:

@@ -175,6 +175,12 @@ def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse
     found = get_object_or_404(Job.objects.select_related("created_by"), pk=pk)
     if not selectors.job_details_allowed(found, request.user):
         return AREA.page(request, admin_site, "denied.html", {"title": "Not allowed"}, status=403)
+    inputs, steps = (
+        selectors.job_inputs_shown(found, request.user),
+        list(selectors.job_steps(found)),
+    )
+    if steps or inputs.get("recipients"):  # step keys are journal keys, which name recipients
+        read_by_console(request, "job", str(found.pk), {"kind": found.kind}, rows=len(steps))
     return AREA.page(
         request,
         admin_site,
@@ -182,9 +188,9 @@ def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse
         {
             "title": f"{found.get_kind_display()} #{found.pk}",
             "job": found,
-            "inputs": selectors.job_inputs_shown(found, request.user),
+            "inputs": inputs,
             "progress": selectors.job_progress(found),
-            "steps": selectors.job_steps(found),
+            "steps": steps,
             "progress_url": url(admin_site, "job_progress", found.pk),
             "retry_url": url(admin_site, "job_retry", found.pk),
             "dlq_url": url(admin_site, "dlq"),

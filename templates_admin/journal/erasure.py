@@ -23,7 +23,7 @@ from django.db.models import Q
 
 from emailops import container
 from emailops.aws.erasure import RecipientRows
-from emailops.core.contract import address_key
+from emailops.core.contract import address_key, address_spellings
 from emailops.core.erasure import masked_address
 from emailops.core.events import EventLog
 from templates_admin.categories import preference_store
@@ -95,9 +95,8 @@ def checked_address(address: str) -> str:
 
 
 def _api_audits(address: str):
-    spellings = dict.fromkeys([address, address_key(address)])
     match = Q()
-    for spelling in spellings:
+    for spelling in address_spellings(address):  # icontains: capitals and display names too
         match |= Q(query__icontains=spelling)
     return JournalReadAudit.objects.filter(match, channel=JournalReadAudit.Channel.API)
 

@@ -15,6 +15,7 @@ from templates_admin.display import utc_text
 from templates_admin.journal.held import REASONS, guard_view
 from templates_admin.journal.release import RELEASABLE, logged_only_release
 from templates_admin.journal.views import AREA
+from templates_admin.read_audit import read_by_console
 
 
 @console_view(roles.SEARCH_JOURNAL)
@@ -53,6 +54,10 @@ def held(request: HttpRequest, admin_site) -> HttpResponse:
             "held.html",
             {"title": "Held and log-only", "error": found.text},
             status=found.status,
+        )
+    if found.logged_only:  # journal rows: each names its recipient
+        read_by_console(
+            request, "held", found.reason, {"reason": found.reason}, rows=len(found.logged_only)
         )
     held_rows = [
         {**asdict(h), "first": utc_text(h.first_held_at), "until": utc_text(h.held_until)}

@@ -117,6 +117,10 @@ def endpoint(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpRes
         (d, url(admin_site, "delivery", d.pk), _journal_url(request, admin_site, d.journal_key))
         for d in selectors.endpoint_deliveries(found, state=state)
     ]
+    if deliveries:  # their journal keys name recipients, as the journal's pages do
+        read_by_console(
+            request, "webhook-deliveries", str(found.pk), {"state": state}, rows=len(deliveries)
+        )
     return AREA.page(
         request,
         admin_site,

@@ -113,6 +113,17 @@ def test_claim_on_no_row_writes_the_documented_attributes(aws, journal):
     assert "M" in item["Context"]
 
 
+@pytest.mark.parametrize(
+    "recipient",
+    ['"Alice"@Example.com', "Alice <alice@EXAMPLE.com>", "alice@example.com"],
+)
+def test_recipient_key_is_the_address_key_of_any_spelling(aws, journal, recipient):
+    # One Query on RecipientKey finds every row of the mailbox (the search, erasure).
+    journal.claim(claim(recipient=recipient))
+    item = raw(aws, "k1")
+    assert (item["Recipient"]["S"], item["RecipientKey"]["S"]) == (recipient, "alice@example.com")
+
+
 def test_context_is_stored_as_a_map_with_numbers_dynamodb_can_hold(aws, journal):
     journal.claim(claim())
     context = raw(aws, "k1")["Context"]["M"]

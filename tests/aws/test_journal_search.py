@@ -173,6 +173,20 @@ def test_go_rows_found_by_exact_then_lowercased_address_without_duplicates(aws, 
     assert ids(lower.rows) == ids([*new[::-1], *go_lower[::-1]])
 
 
+def test_an_address_finds_the_rows_of_every_spelling_of_its_mailbox(aws, dynamo_calls):
+    # As the consumer writes them (tests/aws/test_journal.py): RecipientKey is the address_key.
+    quoted = journal_row('"Dana"@Example.com', at=BASE_TIME + 2)
+    named = journal_row("Dana <dana@example.com>", at=BASE_TIME + 1, status="FAILED")
+    # Written before RecipientKey was the address_key: the spelling, lowercased.
+    legacy = journal_row('"dana"@example.com', at=BASE_TIME, RecipientKey='"dana"@example.com')
+    put_rows(aws.dynamodb, "email-journal", [quoted, named, legacy])
+    search = container.current().journal_search
+
+    assert ids(search.recipient_page("DANA@example.com", EVERYTHING).rows) == ids([quoted, named])
+    typed_quoted = search.recipient_page('"dana"@example.com', EVERYTHING)
+    assert ids(typed_quoted.rows) == ids([quoted, named, legacy])
+
+
 def test_date_range_is_a_key_condition(aws, dynamo_calls):
     day = 86400
     rows = [journal_row("dee@example.com", at=BASE_TIME + d * day) for d in range(10)]

@@ -71,3 +71,13 @@ def test_the_suppression_list_search_and_entry_are_audited(aws, client, make_use
     assert [(a.query, a.rows) for a in listed] == [("", 1), ("kept", 1)]
     [entry] = audits("suppression-entry")
     assert (entry.query, entry.rows, entry.actor) == ("kept@example.com", 1, "support")
+
+
+def test_the_held_and_log_only_page_is_audited(aws, client, make_user):
+    row = journal_row("held@example.com", at=BASE_TIME, LoggedOnly=True, LoggedOnlyReason="loop")
+    put_rows(aws.dynamodb, "email-journal", [row])
+    client.force_login(make_user("Support"))
+    page = client.get("/admin/templates_admin/emailjournalpage/held/", {"reason": "loop"})
+    assert "held@example.com" in page.content.decode()
+    [audit] = audits("held")
+    assert (audit.actor, audit.rows, audit.filters) == ("support", 1, {"reason": "loop"})

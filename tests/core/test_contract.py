@@ -607,3 +607,18 @@ def test_address_key_gives_every_spelling_of_a_mailbox_one_key(spelling):
     from emailops.core.contract import address_key
 
     assert address_key(spelling) == "erin@example.com"
+
+
+@pytest.mark.parametrize(
+    "address, spellings",
+    [
+        ("Dana@Example.com", ["dana@example.com", "Dana@Example.com", '"dana"@example.com']),
+        ('"dana"@example.com', ["dana@example.com", '"dana"@example.com']),
+        ('"dana x"@example.com', ['"dana x"@example.com']),  # needs its quotes: nothing to add
+    ],
+)
+def test_address_spellings_are_those_of_one_mailbox_key_first(address, spellings):
+    from emailops.core.contract import address_key, address_spellings
+
+    assert address_spellings(address) == spellings
+    assert {address_key(s) for s in spellings} == {spellings[0]}
