@@ -21,17 +21,9 @@ import uuid
 
 import moto_env  # noqa: F401  (the project on sys.path, moto credentials, never real AWS)
 
+from emailops.redis.client import reachable as redis_reachable
 from tests.support.aws_proxy import AwsProxy, max_in_window
 from tests.support.stack import MotoServer, Stack, consumer_flags, wait_until
-
-
-def redis_reachable(url: str) -> bool:
-    try:
-        import redis
-
-        return bool(redis.Redis.from_url(url, socket_timeout=2).ping())
-    except Exception:  # any failure means "no shared bucket": said in the output
-        return False
 
 
 TARGET_SHARE = 0.95  # of the cap, measured at SES from the first send to the last

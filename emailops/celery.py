@@ -31,9 +31,7 @@ WEBHOOK_SWEEP_SECONDS = 300.0
 
 @app.on_after_configure.connect
 def _beat_schedule(sender: Celery, **kwargs) -> None:
-    from emailops import container
-
-    ops = container.current().config.ops
+    ops = Config.from_settings().ops  # not the container: the app is below it (it sends tasks)
     sender.conf.beat_schedule = {
         "dead-letter-depth": {
             "task": "worker.check_dead_letter_depth",

@@ -358,3 +358,141 @@ def test_the_check_catches_threading_in_core():
         "emailops.core.ratelimit:35 imports threading (core takes its locks injected)",
         "emailops.core.template_cache:16 imports _thread (core takes its locks injected)",
     ]
+
+
+# --- No file-level import circles, anywhere in the product ---------------------------------------
+
+
+def project_modules(root: Path = ROOT) -> set[str]:
+    return {
+        ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(".__init__")
+        for package in PACKAGES
+        if (root / package).is_dir()
+        for path in (root / package).rglob("*.py")
+    }
+
+
+def module_edges(root: Path = ROOT) -> dict[str, set[str]]:
+    """importer → the project modules it imports: deferred and TYPE_CHECKING imports included (a
+    circle through either is still a circle a refactor trips over). ``from a import b`` counts as
+    ``a.b`` when that is a module, else as ``a``."""
+    modules = project_modules(root)
+
+    def owner(name: str) -> str | None:
+        parts = name.split(".")
+        for size in range(len(parts), 0, -1):
+            if (candidate := ".".join(parts[:size])) in modules:
+                return candidate
+        return None
+
+    edges: dict[str, set[str]] = {}
+    for importer, name, _ in absolute_imports(root, PACKAGES, imported_names=True):
+        target = owner(name)
+        if target is not None and target != importer:
+            edges.setdefault(importer, set()).add(target)
+    return edges
+
+
+def import_circles(edges: dict[str, set[str]]) -> list[str]:
+    """Each set of modules that import one another round a circle (a strongly connected
+    component of two or more), as one sorted line."""
+    order: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    circles = []
+    for start in sorted(edges):
+        if start in order:
+            continue
+        # Tarjan's algorithm, iterative: the module graph is deep enough to hit recursion limits.
+        work = [(start, iter(sorted(edges.get(start, ()))))]
+        order[start] = low[start] = len(order)
+        stack.append(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in order:
+                    order[child] = low[child] = len(order)
+                    stack.append(child)
+                    work.append((child, iter(sorted(edges.get(child, ())))))
+                elif child in stack:
+                    low[node] = min(low[node], order[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == order[node]:
+                members = []
+                while True:
+                    member = stack.pop()
+                    members.append(member)
+                    if member == node:
+                        break
+                if len(members) > 1:
+                    circles.append(" ↔ ".join(sorted(members)))
+    return sorted(circles)
+
+
+def test_no_module_imports_round_a_circle():
+    edges = module_edges()
+    assert sum(map(len, edges.values())) > 500  # the walk did find the project's imports
+    assert import_circles(edges) == []
+
+
+def test_the_circle_check_sees_deferred_and_type_checking_imports(tmp_path):
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / "emailops" / "a.py").write_text("from emailops import b\n")
+    (tmp_path / "emailops" / "b.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from emailops.a import X\n"
+    )
+    (tmp_path / "worker" / "c.py").write_text("def later():\n    import worker.d\n")
+    (tmp_path / "worker" / "d.py").write_text("from worker.e import thing\n")
+    (tmp_path / "worker" / "e.py").write_text("from worker.c import later\n")
+    (tmp_path / "api" / "f.py").write_text("from api import g\n")
+    (tmp_path / "api" / "g.py").write_text("import json\n")
+    assert import_circles(module_edges(tmp_path)) == [
+        "emailops.a ↔ emailops.b",
+        "worker.c ↔ worker.d ↔ worker.e",
+    ]
+
+
+# --- Benchmarks drive the product, never its libraries directly ---------------------------------
+
+BENCH_FORBIDDEN = ("boto3", "botocore", "redis")
+
+
+def bench_library_imports(root: Path = ROOT) -> list[str]:
+    """bench/ measures the product through its own adapters: a benchmark that opens its own
+    boto3 or Redis client measures something the product does not do."""
+    bad = []
+    for path in sorted((root / "bench").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names = [node.module]
+            else:
+                continue
+            bad.extend(
+                f"bench/{path.name}:{node.lineno} imports {name}"
+                for name in names
+                if name.split(".")[0] in BENCH_FORBIDDEN
+            )
+    return bad
+
+
+def test_benchmarks_import_neither_boto3_nor_redis():
+    assert len(list((ROOT / "bench").glob("*.py"))) > 5  # the walk did find the benchmarks
+    assert bench_library_imports() == []
+
+
+def test_the_bench_check_catches_a_deferred_redis_import(tmp_path):
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "x.py").write_text(
+        "import moto_env\ndef f():\n    import redis\n    from botocore.config import Config\n"
+    )
+    assert bench_library_imports(tmp_path) == [
+        "bench/x.py:3 imports redis",
+        "bench/x.py:4 imports botocore.config",
+    ]

@@ -11,11 +11,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, NamedTuple
 
-from emailops.core.ports import Status
+__all__ = ["DeliveryState", "ExtraSend", "JournalRow", "Status", "TimelineEntry"]
 
-__all__ = ["DeliveryState", "ExtraSend", "JournalRow", "TimelineEntry"]
+
+class Status(StrEnum):
+    QUEUED = "QUEUED"
+    SENT = "SENT"
+    FAILED = "FAILED"
+    # Never sent: the address is on the suppression list. Not claimable, by us or the Go consumer.
+    SUPPRESSED = "SUPPRESSED"
 
 
 @dataclass(frozen=True)

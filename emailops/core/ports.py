@@ -8,11 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum, StrEnum
+from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
-if TYPE_CHECKING:  # journal_row imports Status from here
-    from emailops.core.journal_row import JournalRow
+from emailops.core.journal_row import JournalRow, Status  # Status: the row's, named here too
+
+if TYPE_CHECKING:
     from emailops.core.log_only import LogOnlyReason
     from emailops.core.send_guard import GuardVerdict
 
@@ -35,14 +36,6 @@ __all__ = [
     "custom_template_key",
     "default_template_key",
 ]
-
-
-class Status(StrEnum):
-    QUEUED = "QUEUED"
-    SENT = "SENT"
-    FAILED = "FAILED"
-    # Never sent: the address is on the suppression list. Not claimable, by us or the Go consumer.
-    SUPPRESSED = "SUPPRESSED"
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from contextlib import AbstractContextManager
 
 from emailops.core.contract import address_key
 from emailops.core.preferences import Preference, PreferenceStore
-from emailops.core.template_cache import ExpiringEntries
+from emailops.core.template_cache import CachedStore
 
 __all__ = ["CachedPreferenceStore", "NullUnsubscribeLinks"]
 
@@ -34,10 +34,9 @@ class NullUnsubscribeLinks:
         return None
 
 
-class CachedPreferenceStore:
-    """``get`` read through an expiring LRU (the template cache's ``ExpiringEntries``); writes go
-    to the store and drop what the cache held for that address (this process sees its own
-    change at once)."""
+class CachedPreferenceStore(CachedStore[PreferenceStore, Preference | None]):
+    """``get`` read through an expiring LRU (the template cache's); writes go to the store and
+    drop what the cache held for that address (this process sees its own change at once)."""
 
     def __init__(
         self,
@@ -48,24 +47,13 @@ class CachedPreferenceStore:
         clock: Callable[[], float] = time.monotonic,
         max_entries: int = DEFAULT_MAX_ENTRIES,
     ) -> None:
-        self.store = store
-        self.seconds = seconds
-        self._entries: ExpiringEntries[Preference | None] = ExpiringEntries(
-            seconds, clock, max_entries, lock
-        )
-
-    def __len__(self) -> int:
-        return len(self._entries)
+        super().__init__(store, seconds=seconds, lock=lock, clock=clock, max_entries=max_entries)
 
     def get(self, address: str, category: str) -> Preference | None:
         if self.seconds <= 0:
             return self.store.get(address, category)
         key = (address_key(address), category)
-        now, held = self._entries.get(key)
-        if held is not None and held.expires > now:
-            return held.value
-        # Outside the lock: one slow read holds none.
-        return self._entries.put(key, now, self.store.get(address, category)).value
+        return self._through(key, lambda: self.store.get(address, category))
 
     def of_address(self, address: str) -> list[Preference]:
         return self.store.of_address(address)

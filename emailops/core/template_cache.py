@@ -24,6 +24,7 @@ from emailops.core.ports import MappingStore, TemplateMapping, TemplateStore
 
 __all__ = [
     "CachedMappingStore",
+    "CachedStore",
     "CachedTemplateStore",
     "ExpiringEntries",
     "RevalidatingTemplateStore",
@@ -106,7 +107,7 @@ class ExpiringEntries(Generic[V]):
                 del self._entries[key]
 
 
-class _CachedStore(Generic[S, V]):
+class CachedStore(Generic[S, V]):
     """A store read through an expiring LRU of its answers (``V``) for ``seconds``."""
 
     def __init__(
@@ -125,8 +126,16 @@ class _CachedStore(Generic[S, V]):
     def __len__(self) -> int:
         return len(self._entries)
 
+    def _through(self, key: Hashable, read: Callable[[], V]) -> V:
+        """The answer held for ``key``, or ``read()``'s, kept. The read runs outside the lock:
+        one slow read holds no other."""
+        now, entry = self._entries.get(key)
+        if entry is not None and entry.expires > now:
+            return entry.value
+        return self._entries.put(key, now, read()).value
 
-class CachedTemplateStore(_CachedStore[TemplateStore, str | None]):
+
+class CachedTemplateStore(CachedStore[TemplateStore, str | None]):
     def read_template(self, key: str) -> str | None:
         return self.fetch_template(key).source
 
@@ -150,9 +159,6 @@ class CachedTemplateStore(_CachedStore[TemplateStore, str | None]):
         return self._entries.put(key, now, result.source, result.etag, result.version)
 
 
-class CachedMappingStore(_CachedStore[MappingStore, TemplateMapping | None]):
+class CachedMappingStore(CachedStore[MappingStore, TemplateMapping | None]):
     def get_mapping(self, message_id: str) -> TemplateMapping | None:
-        now, entry = self._entries.get(message_id)
-        if entry is not None and entry.expires > now:
-            return entry.value
-        return self._entries.put(message_id, now, self.store.get_mapping(message_id)).value
+        return self._through(message_id, lambda: self.store.get_mapping(message_id))

@@ -18,7 +18,7 @@ from redis.retry import Retry
 
 from emailops.core.errors import SharedStateUnavailable
 
-__all__ = ["connect", "location", "translated", "translating"]
+__all__ = ["connect", "location", "reachable", "translated", "translating"]
 
 T = TypeVar("T")
 
@@ -35,6 +35,14 @@ def connect(
         retry=Retry(NoBackoff(), retries),
         decode_responses=decode_responses,
     )
+
+
+def reachable(url: str, *, timeout: float = 2.0) -> bool:
+    """Whether a Redis answers PING at ``url`` (for tools that say what they ran against)."""
+    try:
+        return bool(connect(url, timeout=timeout, retries=0).ping())
+    except redis.RedisError:
+        return False
 
 
 def location(client: redis.Redis) -> str:

@@ -13,7 +13,7 @@ import json
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import redis
 
@@ -23,6 +23,8 @@ from emailops.core.reputation import GateDecision, Priority, parse_priority
 from emailops.redis.client import connect, location, translating
 
 __all__ = ["ReputationGate", "ReputationState", "SendStop"]
+
+V = TypeVar("V")
 
 logger = logging.getLogger("emailops.reputation")
 ANY = "*"
@@ -149,6 +151,39 @@ class ReputationState:
         return True
 
 
+class _Refreshed(Generic[V]):
+    """``read()``'s answer, read again at most every ``refresh`` seconds. Redis unreachable: the
+    last answer stands (``initial`` before there is one), logged as ``event``. The answer is
+    kept as one immutable tuple, so worker threads share it without a lock."""
+
+    def __init__(
+        self,
+        read: Callable[[], V],
+        *,
+        initial: V,
+        event: str,
+        refresh: float,
+        clock: Callable[[], float],
+    ) -> None:
+        self._read, self._initial, self._event = read, initial, event
+        self.refresh, self.clock = refresh, clock
+        self._last: tuple[float, V] | None = None
+        self._log = EventLog(logger)
+
+    def __call__(self) -> V:
+        now = self.clock()
+        last = self._last
+        if last is not None and now - last[0] < self.refresh:
+            return last[1]
+        try:
+            value = self._read()
+        except SharedStateUnavailable as exc:
+            self._log.warning(self._event, error=f"{type(exc).__name__}: {exc}")
+            value = last[1] if last else self._initial
+        self._last = (now, value)
+        return value
+
+
 class ReputationGate:
     """What one send may do now (``emailops.core.ports.ReputationGate``), from the shared state
     re-read at most every ``refresh`` seconds. Redis unreachable: mail flows (logged), because a
@@ -162,23 +197,13 @@ class ReputationGate:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = state
-        self.refresh = refresh
-        self.clock = clock
-        self._entries: tuple[float, list[dict[str, Any]]] | None = None
-        self._log = EventLog(logger)
-
-    def _current(self) -> list[dict[str, Any]]:
-        now = self.clock()
-        cached = self._entries  # one immutable tuple: safe to share between worker threads
-        if cached is not None and now - cached[0] < self.refresh:
-            return cached[1]
-        try:
-            entries = self.state.entries()
-        except SharedStateUnavailable as exc:
-            self._log.warning("reputation.state_unavailable", error=f"{type(exc).__name__}: {exc}")
-            entries = cached[1] if cached else []
-        self._entries = (now, entries)
-        return entries
+        self._current: _Refreshed[list[dict[str, Any]]] = _Refreshed(
+            state.entries,
+            initial=[],
+            event="reputation.state_unavailable",
+            refresh=refresh,
+            clock=clock,
+        )
 
     def decide(self, *, priority: str, organization: str | None) -> tuple[GateDecision, str]:
         level = parse_priority(priority)
@@ -209,21 +234,17 @@ class SendStop:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = state
-        self.refresh = refresh
-        self.clock = clock
-        self._last: tuple[float, str | None] | None = None  # one tuple: safe between threads
-        self._log = EventLog(logger)
+        self._reason = _Refreshed(
+            self._read,
+            initial=None,
+            event="send_stop.state_unavailable",
+            refresh=refresh,
+            clock=clock,
+        )
 
     def stop_reason(self) -> str | None:
-        now = self.clock()
-        last = self._last
-        if last is not None and now - last[0] < self.refresh:
-            return last[1]
-        try:
-            entry = self.state.stop()
-            reason = f"{entry.get('reason', '')} (by {entry.get('by', '?')})" if entry else None
-        except SharedStateUnavailable as exc:
-            self._log.warning("send_stop.state_unavailable", error=f"{type(exc).__name__}: {exc}")
-            reason = last[1] if last else None
-        self._last = (now, reason)
-        return reason
+        return self._reason()
+
+    def _read(self) -> str | None:
+        entry = self.state.stop()
+        return f"{entry.get('reason', '')} (by {entry.get('by', '?')})" if entry else None

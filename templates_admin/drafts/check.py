@@ -27,11 +27,12 @@ from emailops.core.template_check import (
     organization_of_key,
     unsubscribe_findings,
 )
+from templates_admin.drafts.preview import RecentSend, recent_sends
+from templates_admin.drafts.samples import sample_context_for, variables_of
 from templates_admin.mappings import selectors as mapping_selectors
-from templates_admin.mappings.variables import sample_context, template_manifest
+from templates_admin.mappings.variables import template_manifest
 
 if TYPE_CHECKING:
-    from templates_admin.drafts.preview import RecentSend
     from templates_admin.models import TemplateDraft
 
 __all__ = [
@@ -44,7 +45,6 @@ __all__ = [
     "draft_sources",
     "draft_verdict",
     "errors_of",
-    "sample_context_for",
     "warnings_of",
 ]
 
@@ -55,26 +55,6 @@ def errors_of(findings: Sequence[Finding]) -> list[Finding]:
 
 def warnings_of(findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == WARNING]
-
-
-def _variables(source: str, *, name: str) -> set[str]:
-    try:
-        return container.current().renderer.variables(source, name=name)
-    except EmailOpsError:
-        return set()  # a source that does not compile is reported as an error already
-
-
-def sample_context_for(
-    *, message_id: str, sources: Mapping[str, str], subject: str | None
-) -> dict[str, Any]:
-    """The manifest's sample values for ``message_id``; without a manifest entry, a sample for
-    every variable the sources and the subject read."""
-    names = template_manifest().get(message_id) if message_id else None
-    if names is None:
-        names = set().union(*(_variables(s, name=k) for k, s in sources.items()), set())
-        if subject:
-            names |= _variables(subject, name="subject")
-    return sample_context(names, sources=[*sources.values(), subject or ""])
 
 
 def _optional(source: str, *, name: str) -> set[str]:
@@ -94,8 +74,8 @@ def _missing_variable_findings(
 ) -> list[Finding]:
     if not recent:
         return []
-    used = _variables(source, name=key) | (
-        _variables(subject, name="subject") if subject else set()
+    used = variables_of(source, name=key) | (
+        variables_of(subject, name="subject") if subject else set()
     )
     # Read only under a test of itself ({{if .x}}): a send without it renders as meant.
     used -= _optional(source, name=key) | (_optional(subject, name="subject") if subject else set())
@@ -168,7 +148,7 @@ def _unsubscribe_findings(
         found += unsubscribe_findings(
             key=key,
             organization=organization_of_key(key),
-            variables=_variables(source, name=key),
+            variables=variables_of(source, name=key),
             base_url_set=base_url_set,
         )
     return found
@@ -260,7 +240,6 @@ def draft_verdict(
     compared with the recent sends (``sends`` when the caller has read them already, as the
     preview page has; else read here), and the same check of the published version, so that a
     warning already there is not the draft's to confirm."""
-    from templates_admin.drafts.preview import recent_sends
 
     try:
         mapping = _mapping_of(draft)  # one read for both checks

@@ -154,15 +154,10 @@ def resend_dedupe_id(job: Job, key: str) -> str:
 def bulk_resend_run(job: Job, progress) -> dict[str, Any]:
     if job.created_by is None:
         raise PermissionDenied("a bulk resend is made in someone's name: start it as a user")
-    if job.total is None:
-        selection = _select(job, progress)
-    else:
-        selection = (job.result or {}).get("selection", {})
-    steps = JobStep.objects.filter(job=job)
-    progress.set_done(steps.exclude(outcome=JobStep.Outcome.PENDING).count())
+    selection, pending = progress.resume(_select)
     pacer = Pacer(float(job.inputs.get("rate") or default_rate()))
     reason = f"bulk resend (job #{job.pk}): {job.inputs['reason']}"
-    for step in steps.filter(outcome=JobStep.Outcome.PENDING).iterator():
+    for step in pending:
         dedupe_id = resend_dedupe_id(job, step.key)
         earlier = (
             EmailAction.objects.filter(kind=EmailAction.Kind.RESEND, original_key=step.key)
@@ -201,8 +196,5 @@ def bulk_resend_run(job: Job, progress) -> dict[str, Any]:
                 sqs_message_id=action.sqs_message_id,
             )
         progress.advance()
-    counts = {
-        outcome.value: steps.filter(outcome=outcome).count()
-        for outcome in (JobStep.Outcome.DONE, JobStep.Outcome.SKIPPED, JobStep.Outcome.FAILED)
-    }
+    counts = progress.counts()
     return {"selection": selection, "resent": counts["done"], **counts}

@@ -9,7 +9,7 @@ while the first still runs does nothing), a finished job is left alone, and each
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import timedelta
 from typing import Any
 
@@ -73,6 +73,26 @@ class Progress:
 
     def beat(self) -> None:
         self._update()
+
+    def resume(
+        self, select: Callable[[Job, Progress], dict[str, Any]]
+    ) -> tuple[dict[str, Any], Iterator[JobStep]]:
+        """The job's selection, frozen by ``select`` on its first run (it writes the steps and
+        ``result["selection"]``), and the steps still pending; the others count as done, so a
+        resumed job skips what it did."""
+        if self.job.total is None:
+            selection = select(self.job, self)
+        else:
+            selection = (self.job.result or {}).get("selection", {})
+        steps = JobStep.objects.filter(job=self.job)
+        self.set_done(steps.exclude(outcome=JobStep.Outcome.PENDING).count())
+        return selection, steps.filter(outcome=JobStep.Outcome.PENDING).iterator()
+
+    def counts(self) -> dict[str, int]:
+        """How many of the job's steps ended done, skipped and failed (the runners' result)."""
+        steps = JobStep.objects.filter(job=self.job)
+        ended = (JobStep.Outcome.DONE, JobStep.Outcome.SKIPPED, JobStep.Outcome.FAILED)
+        return {outcome.value: steps.filter(outcome=outcome).count() for outcome in ended}
 
     def step(self, key: str, outcome: str, **detail: Any) -> JobStep:
         """Record one item's outcome (idempotent: the item's row is updated, never duplicated)."""

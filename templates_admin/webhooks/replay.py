@@ -165,13 +165,8 @@ def webhook_replay_run(job: Job, progress) -> dict[str, Any]:
     """Replay each chosen delivery once (a step per delivery, so a resumed job skips the ones
     already replayed). The selection is frozen on the first run: a delivery that fails again
     during the job is not picked up twice."""
-    if job.total is None:
-        selection = _select(job, progress)
-    else:
-        selection = (job.result or {}).get("selection", {})
-    steps = JobStep.objects.filter(job=job)
-    progress.set_done(steps.exclude(outcome=JobStep.Outcome.PENDING).count())
-    for step in steps.filter(outcome=JobStep.Outcome.PENDING).iterator():
+    selection, pending = progress.resume(_select)
+    for step in pending:
         detail = dict(step.detail)
         delivery = (
             WebhookDelivery.objects.select_related("endpoint").filter(pk=int(step.key)).first()
@@ -202,10 +197,7 @@ def webhook_replay_run(job: Job, progress) -> dict[str, Any]:
         user=_actor(job.created_by),
         endpoint=job.inputs["endpoint"],
     )
-    counts = {
-        outcome.value: steps.filter(outcome=outcome).count()
-        for outcome in (JobStep.Outcome.DONE, JobStep.Outcome.SKIPPED, JobStep.Outcome.FAILED)
-    }
+    counts = progress.counts()
     return {"selection": selection, "delivered": counts["done"], **counts}
 
 
