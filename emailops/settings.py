@@ -328,8 +328,8 @@ UNSUBSCRIBE_RATE_PER_CLIENT = env.int("UNSUBSCRIBE_RATE_PER_CLIENT", default=300
 
 # --- Delivery webhooks (docs/webhooks.md) ------------------------------------------------------
 # Where the pipeline and the events consumer hand webhook events: "celery" (a task on the Celery
-# broker, Redis) or "" (none emitted).
-WEBHOOK_OUTBOX = env.str("WEBHOOK_OUTBOX", default="")
+# broker, Redis; empty means this default too) or "off" (none emitted).
+WEBHOOK_OUTBOX = env.str("WEBHOOK_OUTBOX", default="celery")
 # The Celery queue the webhook tasks go to (a worker of its own: slow receivers wait there).
 WEBHOOK_QUEUE = env.str("WEBHOOK_QUEUE", default="emailops-webhooks")
 # One POST's whole budget (connect + response), seconds; no redirects are followed.
