@@ -27,6 +27,10 @@ for _cap in (
     "LOOP_LIMIT_PER_HOUR",
 ):
     os.environ.setdefault(_cap, "0")
+# Webhook events off (on by default): each would leave a task in a Redis queue no benchmark worker
+# reads, and the figures stay comparable with runs from before the default changed.
+# bench/webhook_outage.py measures the outbox itself.
+os.environ.setdefault("WEBHOOK_OUTBOX", "off")
 
 import django  # noqa: E402
 

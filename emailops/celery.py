@@ -27,12 +27,15 @@ Config.from_settings()
 # The guard judges the rates this often (was REPUTATION_CHECK_SECONDS).
 REPUTATION_CHECK_SECONDS = 300.0
 WEBHOOK_SWEEP_SECONDS = 300.0
+# A webhook worker's proof of life (templates_admin.webhooks.liveness).
+WEBHOOK_HEARTBEAT_SECONDS = 60.0
 
 
 @app.on_after_configure.connect
 def _beat_schedule(sender: Celery, **kwargs) -> None:
-    ops = Config.from_settings().ops  # not the container: the app is below it (it sends tasks)
-    sender.conf.beat_schedule = {
+    config = Config.from_settings()  # not the container: the app is below it (it sends tasks)
+    ops = config.ops
+    schedule = {
         "dead-letter-depth": {
             "task": "worker.check_dead_letter_depth",
             "schedule": float(ops.dlq_check_seconds),
@@ -49,7 +52,7 @@ def _beat_schedule(sender: Celery, **kwargs) -> None:
             "task": "worker.evaluate_reputation",
             "schedule": REPUTATION_CHECK_SECONDS,
         },
-        # Webhook deliveries whose scheduled task was lost (WEBHOOK_OUTBOX=celery).
+        # Webhook deliveries whose scheduled task was lost.
         "webhook-sweep": {"task": "worker.webhook_sweep", "schedule": WEBHOOK_SWEEP_SECONDS},
         # AUDIT_RETENTION_DAYS: the audit trails keep this long, no longer.
         "audit-retention": {
@@ -57,3 +60,12 @@ def _beat_schedule(sender: Celery, **kwargs) -> None:
             "schedule": crontab(hour=3, minute=30),
         },
     }
+    if config.webhooks.outbox != "off":
+        # Only a worker reading the webhook queue runs it: `webhooks add` knows one is there.
+        schedule["webhook-heartbeat"] = {
+            "task": "worker.webhook_heartbeat",
+            "schedule": WEBHOOK_HEARTBEAT_SECONDS,
+            # With no worker there, a stale heartbeat is dropped when one comes, not run.
+            "options": {"queue": config.webhooks.queue, "expires": WEBHOOK_HEARTBEAT_SECONDS},
+        }
+    sender.conf.beat_schedule = schedule

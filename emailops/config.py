@@ -229,7 +229,10 @@ class WebhooksConfig:
     """Delivery webhooks (docs/webhooks.md)."""
 
     PREFIX: ClassVar[str] = "WEBHOOK_"
-    outbox: str = setting(parse=lambda v: _choice("WEBHOOK_OUTBOX", v, ("", "celery")))
+    # "celery" or "off"; empty is the default ("" meant off until webhooks were on by default)
+    outbox: str = setting(
+        parse=lambda v: _choice("WEBHOOK_OUTBOX", v or "celery", ("celery", "off"))
+    )
     queue: str
     timeout_seconds: float
     failing_after: int

@@ -11,6 +11,10 @@ import tempfile
 import uuid
 
 os.environ["DJANGO_DEBUG"] = "true"
+# Webhook events are on by default; the suite's processes (and the e2e children, who inherit this)
+# emit none unless a test asks, or every send would leave a task in a shared Redis queue that no
+# worker reads. The default itself is tested in a fresh process (tests/test_capabilities.py).
+os.environ.setdefault("WEBHOOK_OUTBOX", "off")
 
 from emailops.settings import *  # noqa: F403
 

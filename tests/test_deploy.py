@@ -32,6 +32,7 @@ def test_compose_runs_every_process_with_a_healthcheck(compose):
         "consumer",
         "events-consumer",
         "celery-worker",
+        "webhook-worker",
         "celery-beat",
     } <= set(services)
     assert services["consumer"]["deploy"]["replicas"] == 2
@@ -40,6 +41,29 @@ def test_compose_runs_every_process_with_a_healthcheck(compose):
             continue
         assert service["healthcheck"]["test"], name
     assert "runserver" not in str(services["console"].get("command", ""))
+
+
+def queues_read(service: dict) -> list[str]:
+    """The Celery queues a service's worker reads ([] for a service that is no worker)."""
+    words = str(service.get("command", "")).split()
+    if words[:4] != ["celery", "-A", "emailops", "worker"]:
+        return []
+    return words[words.index("-Q") + 1].split(",") if "-Q" in words else ["emailops"]
+
+
+def test_compose_is_whole_with_no_extra_setting(compose):
+    """Webhook events are emitted by default, so a worker must read their queue; and the
+    unsubscribe links need the console's public address (a host Django accepts)."""
+    environment = compose["x-env"]
+    assert environment.get("WEBHOOK_OUTBOX", "celery") == "celery"
+    queue = environment.get("WEBHOOK_QUEUE", "emailops-webhooks")  # WEBHOOK_QUEUE's default
+    readers = [
+        name for name, service in compose["services"].items() if queue in queues_read(service)
+    ]
+    assert readers == ["webhook-worker"], readers
+    assert environment["PUBLIC_BASE_URL"] == "http://localhost:8000"
+    assert "localhost" in environment["DJANGO_ALLOWED_HOSTS"].split(",")
+    assert "8000:8000" in compose["services"]["console"]["ports"]
 
 
 def test_consumer_healthcheck_probes_the_metrics_port_it_serves(compose):

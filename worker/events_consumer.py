@@ -22,6 +22,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from emailops import container
 from emailops.aws.sqs import QueueMessage, SqsQueue
+from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
 from emailops.core.events import EventLog, logfmt
 from emailops.core.retry import RetryPolicy
@@ -201,6 +202,7 @@ def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
         allowedTopics=",".join(sorted(verifier.allowed_topics)) or "any",
         concurrency=concurrency,
     )
+    report_off(config, WEBHOOKS, process="events_consumer")
     return EventsConsumer(
         queue=queue,
         handler=built.delivery_event_handler,

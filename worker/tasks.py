@@ -4,7 +4,8 @@
 consumer process); ``enqueue_email_request`` lets web requests hand queueing off to a worker;
 ``run_job`` runs a console job (redrive, bulk resend, template check) by its id; the
 ``check_*``/``find_*`` tasks are Celery beat's periodic checks, and ``prune_audit_trails`` its daily
-retention of the audit trails (schedule in emailops/celery.py).
+retention of the audit trails (schedule in emailops/celery.py). A worker on the webhook queue
+records that it is there (``webhook_heartbeat``, and at its start) for ``webhooks add``.
 """
 
 from __future__ import annotations
@@ -13,15 +14,18 @@ import threading
 from dataclasses import asdict
 
 from celery import shared_task
+from celery.signals import worker_ready
 from django.db import OperationalError
 from django.utils import timezone
 
 from emailops import container
+from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.contract import parse_request
 from templates_admin import retention
 from templates_admin.jobs import monitoring, services
 from templates_admin.reputation import guard
 from templates_admin.webhooks import delivery as webhook_delivery
+from templates_admin.webhooks import liveness as webhook_liveness
 from worker.wiring import build_consumer
 
 
@@ -87,6 +91,8 @@ def webhook_fan_out(event: dict) -> list[int]:
     """One emitted webhook event: a delivery per matching endpoint, each attempted by its task."""
     ids = webhook_delivery.fan_out(event)
     queue = container.current().config.webhooks.queue
+    # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile.
+    webhook_liveness.worker_seen(queue=queue, now=timezone.now(), throttle=True)
     for delivery_id in ids:
         webhook_deliver.apply_async(args=[delivery_id], queue=queue)
     return ids
@@ -110,3 +116,22 @@ def webhook_deliver(delivery_id: int, force: bool = False) -> str:
         queue = container.current().config.webhooks.queue
         webhook_deliver.apply_async(args=[delivery_id], countdown=outcome.retry_in, queue=queue)
     return outcome.state
+
+
+@shared_task(name="worker.webhook_heartbeat")
+def webhook_heartbeat() -> None:
+    """Beat sends it to the webhook queue: running it proves a worker reads that queue."""
+    webhook_liveness.worker_seen(
+        queue=container.current().config.webhooks.queue, now=timezone.now()
+    )
+
+
+@worker_ready.connect
+def _webhook_worker_ready(sender, **kwargs) -> None:
+    """A worker that starts on the webhook queue is seen at once (beat's heartbeat comes a
+    minute later), and says so when the outbox is off (nothing will reach it)."""
+    config = container.current().config
+    if config.webhooks.queue not in sender.app.amqp.queues.consume_from:
+        return
+    report_off(config, WEBHOOKS, process="webhook_worker")
+    webhook_liveness.worker_seen(queue=config.webhooks.queue, now=timezone.now())

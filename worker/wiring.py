@@ -10,6 +10,7 @@ import logging
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops import container
+from emailops.capabilities import UNSUBSCRIBE_LINKS, WEBHOOKS, report_off
 from emailops.core.events import EventLog
 from emailops.core.retry import RetryPolicy
 from worker.consumer import Consumer, ConsumerSettings
@@ -58,6 +59,7 @@ def build_consumer(
         maxReceiveCount=info.max_receive_count,
         retryMaxSeconds=sending.retry_max_seconds,
     )
+    report_off(built.config, WEBHOOKS, UNSUBSCRIBE_LINKS, process="consumer")
     built.send_rate_limiter.max_rate()  # logs the rate in force (GetSendQuota unless set)
     return Consumer(
         queue=queue,

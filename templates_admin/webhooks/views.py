@@ -25,7 +25,7 @@ from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.models import WebhookDelivery, WebhookEndpoint, WebhooksPage
 from templates_admin.read_audit import read_by_console
-from templates_admin.webhooks import replay, selectors, services
+from templates_admin.webhooks import liveness, replay, selectors, services
 from templates_admin.webhooks.forms import EndpointForm, ReasonForm
 
 AREA = Area("templates_admin/webhooks/", WebhooksPage, "templates_admin/ops.css")
@@ -102,7 +102,12 @@ def add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
         request,
         admin_site,
         "add.html",
-        {"title": "Add a webhook endpoint", "form": form, "error": error},
+        {
+            "title": "Add a webhook endpoint",
+            "form": form,
+            "error": error,
+            "delivery_gap": liveness.delivery_gap(now=timezone.now()),
+        },
         status=400 if error or form.errors else 200,
     )
 

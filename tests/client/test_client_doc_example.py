@@ -33,7 +33,7 @@ def test_client_doc_example_queues_valid_requests(tmp_path, moto_queue):
     from worker.management.commands.devstack import write_env_file
 
     endpoint, sqs = moto_queue
-    write_env_file(tmp_path / ".devstack.env", endpoint)
+    write_env_file(tmp_path / ".devstack.env", endpoint, 8000)
     script = client_doc_example()
     assert script.startswith("source .devstack.env\n.venv/bin/python - <<'EOF'")
     # This checkout's interpreter stands in for the project's .venv.

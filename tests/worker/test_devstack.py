@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.support.devstack import running_devstack
 from worker.management.commands.devstack import (
     create_admin_args,
     shell_path,
+    stack_environment,
+    stack_processes,
     try_it,
     write_env_file,
 )
@@ -25,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def test_the_printed_lines_run_in_a_bare_shell(tmp_path):
     env_file = tmp_path / ".devstack.env"
-    write_env_file(env_file, "http://127.0.0.1:1")
+    write_env_file(env_file, "http://127.0.0.1:1", 8000)
     lines = try_it(env_file, ROOT).strip().splitlines()
     assert "enqueue_email --message-id added-to-team" in lines[-1]
     # --help: loads settings and the command (as the real line would) without needing moto up.
@@ -50,13 +51,72 @@ def test_shell_paths():
     assert shell_path(Path("/srv/my project/x"), Path("/srv")) == "'my project/x'"
 
 
+# --- whole by default: every capability on, with no setting ---------------------------------------
+
+
+def test_the_stack_links_unsubscribes_to_its_own_console(monkeypatch):
+    monkeypatch.delenv("PUBLIC_BASE_URL", raising=False)
+    assert stack_environment("http://127.0.0.1:1", 8123)["PUBLIC_BASE_URL"] == (
+        "http://127.0.0.1:8123"
+    )
+    # .env copied from .env.example says PUBLIC_BASE_URL= (production's "none"): still linked
+    monkeypatch.setenv("PUBLIC_BASE_URL", "")
+    assert stack_environment("http://127.0.0.1:1", 8123)["PUBLIC_BASE_URL"] == (
+        "http://127.0.0.1:8123"
+    )
+    monkeypatch.setenv("PUBLIC_BASE_URL", "https://emails.example.org")  # one of the developer's
+    assert stack_environment("http://127.0.0.1:1", 8123)["PUBLIC_BASE_URL"] == (
+        "https://emails.example.org"
+    )
+
+
+def test_the_stacks_settings_leave_every_capability_on(monkeypatch):
+    """The stack's environment, read by a fresh process as its children read it: the outbox on
+    (the default: the stack sets nothing for it) and unsubscribe links to the console."""
+    for name in ("WEBHOOK_OUTBOX", "PUBLIC_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+    env = stack_environment("http://127.0.0.1:1", 8123)
+    script = (
+        "from emailops.config import Config; c = Config.from_settings(); "
+        "print(c.webhooks.outbox, c.preferences.public_base_url)"
+    )
+    shown = subprocess.run(
+        [sys.executable, "-c", script],
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "DJANGO_SETTINGS_MODULE": "emailops.settings", **env},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout.split()
+    assert shown == ["celery", "http://127.0.0.1:8123"]
+
+
+def test_the_stack_runs_a_worker_on_its_webhook_queue_and_beat(tmp_path, monkeypatch):
+    monkeypatch.delenv("WEBHOOK_QUEUE", raising=False)
+    env = stack_environment("http://127.0.0.1:1", 8123)
+    assert env["WEBHOOK_QUEUE"] == "emailops-devstack-8123-webhooks"  # two stacks: two queues
+    processes = {
+        name: command for name, command, _ in stack_processes(["manage.py"], 8123, env, tmp_path)
+    }
+    consuming = {
+        name: command[command.index("-Q") + 1]
+        for name, command in processes.items()
+        if "worker" in command and "-Q" in command
+    }
+    assert consuming == {"webhook worker": "emailops-devstack-8123-webhooks"}
+    assert "-Q" not in processes["celery worker"]  # the jobs' queue, CELERY_TASK_DEFAULT_QUEUE
+    assert "beat" in processes["celery beat"]
+    assert "consume_ses_events" in processes["events consumer"]
+    # the env file other shells source names the same queues: `webhooks add` looks at this one
+    write_env_file(tmp_path / ".devstack.env", "http://127.0.0.1:1", 8123)
+    assert (
+        "export WEBHOOK_QUEUE=emailops-devstack-8123-webhooks\n"
+        in (tmp_path / ".devstack.env").read_text()
+    )
+
+
 # --- stopping: Ctrl-C ------------------------------------------------------------------------------
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _descendants(pid: int) -> set[int]:
@@ -86,50 +146,15 @@ def _alive(pid: int) -> bool:
 
 @pytest.mark.e2e
 def test_ctrl_c_stops_every_child_quietly_and_exits_0(tmp_path):
-    port, moto_port = _free_port(), _free_port()
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "HOME": str(tmp_path),
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}",
-        **{k: os.environ[k] for k in ("REDIS_URL", "CELERY_BROKER_URL") if k in os.environ},
-    }
-    stack = subprocess.Popen(
-        [
-            *(sys.executable, str(ROOT / "manage.py"), "devstack", "--port", str(port)),
-            *("--moto-port", str(moto_port), "--env-file", str(tmp_path / ".devstack.env")),
-        ],
-        cwd=tmp_path,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,  # a process group of its own, as a terminal's foreground job
-    )
-    lines: list[str] = []
-    ready = threading.Event()
-
-    def read() -> None:
-        for line in stack.stdout:  # ends once every writer (the stack and its children) is gone
-            lines.append(line)
-            if "emailops is running" in line:
-                ready.set()
-        ready.set()
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        assert ready.wait(timeout=180), "".join(lines)
-        assert stack.poll() is None, "".join(lines)
-        children = _descendants(stack.pid)
-        assert len(children) >= 5, children  # console, two consumers, celery worker and beat
+    with running_devstack(tmp_path) as stack:
+        children = _descendants(stack.process.pid)
+        # console, two consumers, the celery worker, the webhook worker and beat
+        assert len(children) >= 6, children
         time.sleep(3)  # let the children finish starting: Ctrl-C comes at any time, usually later
-        os.killpg(stack.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
-        code = stack.wait(timeout=90)
-        reader.join(timeout=30)
-    finally:
-        if stack.poll() is None:
-            os.killpg(stack.pid, signal.SIGKILL)
-            stack.wait()
+        os.killpg(stack.process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
+        code = stack.process.wait(timeout=90)
+        stack.reader.join(timeout=30)
+    lines = stack.lines
     output = "".join(lines)
     assert code == 0, output
     assert "Traceback" not in output, output
@@ -139,7 +164,8 @@ def test_ctrl_c_stops_every_child_quietly_and_exits_0(tmp_path):
     assert "celery@" in celery_log and "beat: Starting" in celery_log
     assert "exited" not in output, output
     assert output.rstrip().splitlines()[-1] == (
-        "stopped: console, consumer, events consumer, celery worker, celery beat, moto"
+        "stopped: console, consumer, events consumer, celery worker, webhook worker, celery beat, "
+        "moto"
     ), output
     assert not [pid for pid in children if _alive(pid)], output
 

@@ -23,7 +23,7 @@ from emailops.core.dedupe import API_NAMESPACE_PREFIX
 from emailops.core.errors import EmailOpsError
 from emailops.core.webhooks import EVENT_TYPES
 from templates_admin.models import WebhookEndpoint
-from templates_admin.webhooks import services
+from templates_admin.webhooks import liveness, services
 
 
 def endpoint_json(endpoint: WebhookEndpoint) -> dict[str, Any]:
@@ -159,6 +159,8 @@ class Command(BaseCommand):
             f"webhook endpoint #{endpoint.pk} → {endpoint.url}\n"
             f"secret (shown once; keep it to verify signatures): {secret}",
         )
+        if gap := liveness.delivery_gap(now=timezone.now()):
+            self.stderr.write(f"warning: {gap}", style_func=self.style.WARNING)
 
     def _list(self, options) -> None:
         endpoints = list(WebhookEndpoint.objects.all())

@@ -2,10 +2,13 @@
 
 Starts moto's server on loopback (AWS for everything: DynamoDB, S3, SQS, SES), bootstraps it, loads
 the sample templates and mappings, migrates the console's database, creates a dev admin, then runs
-the console, the consumer, the SES events consumer, a Celery worker (the console's jobs) and Celery
-beat (the periodic checks) until Ctrl-C, which stops them all. The worker reads a Redis queue named
-after the console port, so two stacks on one machine do not take each other's jobs. Sends to SES's
-simulator addresses (bounce@simulator.amazonses.com...) yield the events SES would.
+the console, the consumer, the SES events consumer, a Celery worker (the console's jobs), a webhook
+worker (the webhook queue's deliveries) and Celery beat (the periodic checks) until Ctrl-C, which
+stops them all. The workers read Redis queues named after the console port, so two stacks on one
+machine do not take each other's jobs. Sends to SES's simulator addresses
+(bounce@simulator.amazonses.com...) yield the events SES would, and every capability is on: webhook
+events are emitted (WEBHOOK_OUTBOX's default) and categorised mail carries unsubscribe links to
+this console (PUBLIC_BASE_URL).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from pathlib import Path
 
 from django.conf import settings
@@ -63,6 +67,45 @@ def local_aws_environment(endpoint: str) -> dict[str, str]:
     return env
 
 
+def stack_environment(endpoint: str, port: int) -> dict[str, str]:
+    """Every variable the stack's processes get: local_aws_environment's, and this stack's own
+    Celery queues and unsubscribe links. A non-empty one in the shell wins (a .env copied from
+    .env.example sets PUBLIC_BASE_URL to empty: that is production's "none", not the stack's)."""
+    own = {
+        "CELERY_TASK_DEFAULT_QUEUE": f"emailops-devstack-{port}",
+        "WEBHOOK_QUEUE": f"emailops-devstack-{port}-webhooks",
+        "PUBLIC_BASE_URL": f"http://127.0.0.1:{port}",  # the console serves /u/<token>
+    }
+    return {
+        **local_aws_environment(endpoint),
+        **{name: os.environ.get(name) or value for name, value in own.items()},
+    }
+
+
+def stack_processes(
+    manage: list[str], port: int, env: Mapping[str, str], schedule: Path
+) -> list[tuple[str, list[str], bool]]:
+    """(name, command, whether its output goes to the Celery log) of each long-running process,
+    in start order. ``env`` is the stack's environment (its queues); ``schedule`` beat's state."""
+    celery = [sys.executable, "-m", "celery", "-A", "emailops"]
+    return [
+        ("console", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], False),
+        ("consumer", [*manage, "consume_emails", "--wait-time", "5"], False),
+        ("events consumer", [*manage, "consume_ses_events", "--wait-time", "5"], False),
+        ("celery worker", [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"], True),
+        # Its own worker, as in production: a slow receiver never holds the console's jobs.
+        (
+            "webhook worker",
+            [
+                *(*celery, "worker", "-Q", env["WEBHOOK_QUEUE"]),
+                *("--hostname", f"webhooks-{port}@%h", "--loglevel", "INFO", "--concurrency", "2"),
+            ],
+            True,
+        ),
+        ("celery beat", [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)], True),
+    ]
+
+
 def shell_path(path: Path, cwd: Path) -> str:
     """A path as short as it can be and still work when pasted in a shell opened in ``cwd``."""
     try:
@@ -73,11 +116,11 @@ def shell_path(path: Path, cwd: Path) -> str:
     return shlex.quote(f"./{relative}" if len(relative.parts) == 1 else str(relative))
 
 
-def write_env_file(path: Path, endpoint: str) -> None:
+def write_env_file(path: Path, endpoint: str, port: int) -> None:
     """The stack's variables as a file to `source` (DJANGO_DEBUG included: the dev key works)."""
     path.write_text(
         "".join(
-            f"export {k}={shlex.quote(v)}\n" for k, v in local_aws_environment(endpoint).items()
+            f"export {k}={shlex.quote(v)}\n" for k, v in stack_environment(endpoint, port).items()
         )
     )
 
@@ -179,8 +222,7 @@ class Command(BaseCommand):
         endpoint = f"http://127.0.0.1:{moto_port}"
         moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
         moto.start()
-        env = {**os.environ, **local_aws_environment(endpoint)}
-        env.setdefault("CELERY_TASK_DEFAULT_QUEUE", f"emailops-devstack-{port}")
+        env = {**os.environ, **stack_environment(endpoint, port)}
         manage = [sys.executable, str(Path(settings.BASE_DIR) / "manage.py")]
         password = admin_password or secrets.token_urlsafe(9)
 
@@ -215,23 +257,11 @@ class Command(BaseCommand):
             step("load_templates", str(SAMPLES / "templates"))
             step("load_template_mappings", str(SAMPLES / "mappings.json"))
             step(*create_admin_args(password))
-            start("console", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"])
-            start("consumer", [*manage, "consume_emails", "--wait-time", "5"])
-            start("events consumer", [*manage, "consume_ses_events", "--wait-time", "5"])
-            celery = [sys.executable, "-m", "celery", "-A", "emailops"]
-            start(
-                "celery worker",
-                [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"],
-                log=celery_log_file,
-            )
             # beat's schedule state in a temporary directory: nothing to clean up in the checkout
             schedule = Path(tempfile.mkdtemp(prefix="emailops-beat-")) / "schedule"
-            start(
-                "celery beat",
-                [*celery, "beat", "--loglevel", "INFO", "--schedule", str(schedule)],
-                log=celery_log_file,
-            )
-            write_env_file(env_file, endpoint)
+            for name, command, to_celery_log in stack_processes(manage, port, env, schedule):
+                start(name, command, log=celery_log_file if to_celery_log else None)
+            write_env_file(env_file, endpoint, port)
             # The block below is the last thing on the screen: printed once the console answers.
             wait_until_serving(f"http://127.0.0.1:{port}/admin/login/", processes)
             self.stdout.write(
@@ -240,8 +270,8 @@ class Command(BaseCommand):
                     f"  console:  http://127.0.0.1:{port}/admin/  (user admin, password {password})\n"
                     f"  AWS:      moto at {endpoint}\n"
                     f"  Celery:   worker and beat on {settings.CELERY_BROKER_URL}, queue "
-                    f"{env['CELERY_TASK_DEFAULT_QUEUE']} (log: "
-                    f"{shell_path(celery_log_path, Path.cwd())})\n"
+                    f"{env['CELERY_TASK_DEFAULT_QUEUE']}; webhook worker on "
+                    f"{env['WEBHOOK_QUEUE']} (log: {shell_path(celery_log_path, Path.cwd())})\n"
                     "  other roles: manage.py create_console_user NAME --group Support (or "
                     '"Support leads", "Template owners"), after the source line below; see README\n'
                     f"  try, in another shell:\n{try_it(env_file, Path.cwd())}"
