@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from enum import Enum, StrEnum
 from typing import TYPE_CHECKING, Any, Protocol
 
+from emailops.core.lease import LeasePolicy
+
 if TYPE_CHECKING:  # journal_row imports Status from here
     from emailops.core.journal_row import JournalRow
     from emailops.core.log_only import LogOnlyReason
@@ -84,7 +86,7 @@ class Claim:
     recipient: str
     context: dict[str, Any]
     now: int  # epoch seconds
-    lease_seconds: int
+    lease_seconds: int  # the process's LeasePolicy's (Container.lease_policy)
     ttl_seconds: int
     subject: str = ""
     template_key: str = ""
@@ -95,8 +97,13 @@ class Claim:
     dedupe_id: str = ""  # the request's, when it gave one (the webhooks report it)
 
     @property
+    def lease(self) -> LeasePolicy:
+        """The lease rule this claim is taken under: its own end, and when another's ended."""
+        return LeasePolicy(self.lease_seconds)
+
+    @property
     def lease_ends_at(self) -> int:
-        return self.now + self.lease_seconds
+        return self.lease.claim_ends_at(self.now)
 
 
 class ClaimState(Enum):
