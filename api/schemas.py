@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from emailops.aws.journal_codec import ordered_attributes
 from emailops.core.journal_row import JournalRow
 from emailops.core.journal_words import claim_words, delivery_words, failure_words, row_state
+from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
 
 
@@ -171,23 +172,24 @@ def _failure_out(row: JournalRow) -> FailureOut | None:
 
 
 def journal_row_out(
-    row: JournalRow, *, context: Any, now: int, go_lease_seconds: int
+    row: JournalRow, *, context: Any, now: int, lease: LeasePolicy
 ) -> JournalRowOut:
     """The API's view of ``row``: the declared fields mapped from JournalRow's, then every other
     attribute as stored (the schema allows extras); ``context``: what the producer may see. The
-    row is read by JournalRow's lease rule and worded by ``journal_words``, as on the console."""
+    row is read by the one lease rule (``lease``, the container's) and worded by
+    ``journal_words``, as on the console."""
     declared = set(JournalRowOut.model_fields)
     extras = {
         name: value
         for name, value in ordered_attributes(dict(row.attributes)).items()
         if name not in declared
     }
-    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds)
+    claim = claim_words(row, now=now, lease=lease)
     stuck = claim is not None and claim.state == "stuck"
     lease_ends_at = claim.lease_ends_at if claim else None
     return JournalRowOut(
         **extras,
-        state=row_state(row, now=now, go_lease_seconds=go_lease_seconds),
+        state=row_state(row, now=now, lease=lease),
         stuck=stuck,
         leaseEndsAt=lease_ends_at,
         stuckSince=_utc(lease_ends_at) if stuck and lease_ends_at is not None else None,

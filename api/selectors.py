@@ -25,7 +25,7 @@ def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRow
         mask_row(row),  # a sensitive value masked wherever the row carries it (the subject...)
         context=mask_context(allowed),
         now=int(time.time()),
-        go_lease_seconds=container.current().config.sending.go_lease_seconds,
+        lease=container.current().lease_policy,
     )
 
 

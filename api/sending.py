@@ -32,10 +32,6 @@ __all__ = [
     "send_request_parse",
 ]
 
-# The claim's lease when CLAIM_LEASE_SECONDS is unset: the API does not read the queue's visibility
-# timeout. An inline send takes seconds; the lease only matters if this process dies mid-send.
-DEFAULT_LEASE_SECONDS = 60
-
 
 def invalid_field(exc: InvalidRequest) -> str | None:
     """The wire field an InvalidRequest is about (as the parser named it), or None when it is
@@ -93,11 +89,11 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
     """Process a parsed request, then read its rows back (only rows of its own producer).
 
     Raises EmailOpsError when the journal cannot be read afterwards (the caller should retry: the
-    rows' dedupe keys make a retry safe).
+    rows' dedupe keys make a retry safe), or, before anything is sent, LeaseUnknown.
     """
     request = parsed.request
-    lease = container.current().config.sending.claim_lease_seconds or DEFAULT_LEASE_SECONDS
-    pipeline = container.current().build_pipeline(lease_seconds=lease)
+    lease = container.current().lease_policy  # the consumer's: one lease length for every claim
+    pipeline = container.current().build_pipeline(lease_seconds=lease.seconds)
     outcome = pipeline.process(
         parsed.body, record_id=f"api:{uuid.uuid4()}", namespace=request.namespace
     )

@@ -25,7 +25,6 @@ from emailops.redis.client import reachable as redis_reachable
 from tests.support.aws_proxy import AwsProxy, max_in_window
 from tests.support.stack import MotoServer, Stack, consumer_flags, wait_until
 
-
 TARGET_SHARE = 0.95  # of the cap, measured at SES from the first send to the last
 
 

@@ -24,7 +24,6 @@ if TYPE_CHECKING:
     from django.core.checks import CheckMessage
 
 __all__ = [
-    "GO_LEASE_SECONDS_DEFAULT",
     "ApiConfig",
     "AwsConfig",
     "Config",
@@ -45,10 +44,6 @@ __all__ = [
 
 S = TypeVar("S")
 _COMPUTED = ("from_address", "reply_to")  # SendingConfig's, from EMAIL_SENDER and its fallbacks
-
-# A Go row's claim (it has no ClaimExpiresAt) when CLAIM_LEASE_SECONDS is unset: the visibility
-# timeout bootstrap_aws gives the queue (``emailops.aws.provision.ensure_queue``).
-GO_LEASE_SECONDS_DEFAULT = 60
 
 
 def require(name: str, value: str) -> str:
@@ -111,7 +106,7 @@ class SendingConfig:
     retry_max_seconds: int
     retry_backoff_base_seconds: int
     retry_backoff_cap_seconds: int
-    claim_lease_seconds: int  # 0: the queue's visibility timeout
+    claim_lease_seconds: int  # 0: the queue's visibility timeout (Container.lease_policy)
     claim_send_margin_seconds: int
     template_cache_seconds: int
     consumer_concurrency: int
@@ -141,12 +136,6 @@ class SendingConfig:
     # Recipient preferences (emailops.core.preferences): how long the consumer caches them (the
     # links' public address is PreferencesConfig's).
     preferences_cache_seconds: int = setting(parse=lambda v: _cap("PREFERENCES_CACHE_SECONDS", v))
-
-    @property
-    def go_lease_seconds(self) -> int:
-        """How long a claim lasted on a row without ClaimExpiresAt (the Go consumer's): the one
-        value every page, ``email_log``, the API and the stuck-claims check apply (none asks SQS)."""
-        return self.claim_lease_seconds or GO_LEASE_SECONDS_DEFAULT
 
     def addresses(self) -> tuple[str, tuple[str, ...]]:
         """(From, Reply-To); refused when there is no sender at all."""

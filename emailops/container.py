@@ -27,10 +27,13 @@ from emailops.aws.rate_counter import DynamoRateCounters
 from emailops.aws.s3 import S3TemplateStore
 from emailops.aws.ses import SesSender
 from emailops.aws.sqs import SqsQueue
+from emailops.aws.sqs_messages import QueueInfo
 from emailops.aws.stats import BufferedStats, DynamoStats
 from emailops.aws.suppression import DynamoSuppressionList, SesAccountSuppression
 from emailops.config import Config, require
+from emailops.core.errors import ConfigurationFault
 from emailops.core.events import EventLog
+from emailops.core.lease import LeasePolicy
 from emailops.core.local_bucket import LocalBucketStore
 from emailops.core.ports import JournalReader
 from emailops.core.preference_cache import CachedPreferenceStore
@@ -71,6 +74,7 @@ class Container:
 
     def __init__(self, config: Config) -> None:
         self.config = config
+        self._queue_info: QueueInfo | None = None
 
     @property
     def sender_addresses(self) -> tuple[str, tuple[str, ...]]:
@@ -170,6 +174,28 @@ class Container:
         url = require("EMAIL_SERVICE_QUEUE_URL", self.config.aws.queue_url)
         return SqsQueue(self.client("sqs"), url)
 
+    def queue_info(self) -> QueueInfo:
+        """The request queue's visibility timeout and dead-letter queue, read once per container
+        (on first use): the consumer's start-up and the claim lease both read these."""
+        if self._queue_info is None:
+            if not self.config.aws.queue_url:
+                raise ConfigurationFault(
+                    "read the request queue", reason="EMAIL_SERVICE_QUEUE_URL is not set"
+                )
+            self._queue_info = self.queue.describe()
+        return self._queue_info
+
+    @cached_property
+    def lease_policy(self) -> LeasePolicy:
+        """When a claim ends (``emailops.core.lease``), the one policy of this process: the
+        consumer claims with it, and the pages, ``email_log``, the API, the events path and the
+        stuck-claims check read rows with it. CLAIM_LEASE_SECONDS, else the queue's visibility
+        timeout, read when a length is first needed (LeaseUnknown when it cannot be)."""
+        return LeasePolicy(
+            self.config.sending.claim_lease_seconds,
+            visibility_timeout=lambda: self.queue_info().visibility_timeout,
+        )
+
     @cached_property
     def sender(self) -> SesSender | SimulatingSender:
         sending = self.config.sending
@@ -192,7 +218,9 @@ class Container:
     def event_journal(self) -> DynamoEventJournal:
         from emailops.aws.journal_events import DynamoEventJournal
 
-        return DynamoEventJournal(self.client("dynamodb"), self._journal_table)
+        return DynamoEventJournal(
+            self.client("dynamodb"), self._journal_table, lease=self.lease_policy
+        )
 
     @cached_property
     def unmatched_events(self) -> DynamoUnmatchedEvents:

@@ -61,7 +61,7 @@ S = Setting
 # fmt: off
 GROUPS: tuple[Group, ...] = (
     Group("The email service", (
-        S("EMAIL_SERVICE_QUEUE_URL", "str", "", "the queue to consume (and to enqueue test sends and resends on); required for `consume_emails`, `enqueue_email`, send-test, resend", "required"),
+        S("EMAIL_SERVICE_QUEUE_URL", "str", "", "the queue to consume (and to enqueue test sends and resends on); required for `consume_emails`, `enqueue_email`, send-test, resend, and, while `CLAIM_LEASE_SECONDS` is `0`, wherever a claim's length is needed (below)", "required"),
         S("TEMPLATES_TABLE", "str", "email-message-templates", "messageId → `TemplateFile`, `Subject`"),
         S("JOURNAL_TABLE", "str", "", "one row per (message, recipient)", "required"),
         S("S3_BUCKET", "str", "", "`default/{file}`, `custom/O{orgId}/{file}`", "required"),
@@ -99,7 +99,7 @@ GROUPS: tuple[Group, ...] = (
     Group("The email consumer", (
         S("CONSUMER_CONCURRENCY", "int", "16", "records (and recipients) one consumer process works on at once; `--concurrency` overrides it"),
         S("CONSUMER_METRICS_PORT", "int", "0", "Prometheus metrics of the consumer on this port, `0` = off; `--metrics-port` overrides it"),
-        S("CLAIM_LEASE_SECONDS", "int", "0", "how long a claim blocks other consumers; `0` = the queue's visibility timeout (read at start-up)"),
+        S("CLAIM_LEASE_SECONDS", "int", "0", "how long a claim lasts, ours and a Go-era row's (`Timestamp` + this): the one lease the consumer claims with and the console, `email_log`, the API, the events consumer and the stuck-claims check read rows by; `0` = the request queue's visibility timeout, read once per process when first needed (so those processes then need `EMAIL_SERVICE_QUEUE_URL` and `sqs:GetQueueAttributes`; without them they fail with `LeaseUnknown` rather than guess)"),
         S("RETRY_BACKOFF_BASE_SECONDS", "int", "30", "back-off after a transient failure: between half and all of min(cap, base * 2^(receives-1)), the re-enqueued copy's delay"),
         S("RETRY_BACKOFF_CAP_SECONDS", "int", "900", "the back-off's cap (SQS allows at most 900)"),
         S("RETRY_MAX_SECONDS", "int", "86400", "transient trouble dead-letters a record only after this long since its first attempt (retries are fresh copies, so the queue's `maxReceiveCount` does not decide)"),

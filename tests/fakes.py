@@ -92,7 +92,7 @@ class InMemoryJournal:
             return True
         if row["Status"] != Status.QUEUED:
             return False
-        return row_from_item(row).stuck(now=claim.now, go_lease_seconds=claim.lease_seconds)
+        return claim.lease.stuck(row_from_item(row), now=claim.now)
 
     def _values(self, claim: Claim, status: Status) -> dict[str, Any]:
         return {
@@ -128,7 +128,9 @@ class InMemoryJournal:
             if not self._claimable(row, claim):
                 if row["Status"] in (Status.SENT, Status.SUPPRESSED):
                     return ClaimResult(ClaimState.ALREADY_SENT)
-                lease = row_from_item(row).lease_ends_at(claim.lease_seconds)
+                lease = claim.lease.ends_at(row_from_item(row))
+                if lease is None:  # the row does not say when it was claimed: as if just now
+                    lease = claim.lease_ends_at
                 return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease)
             attempts = (row or {}).get("Attempts", 0) + 1
             self.rows[claim.key] = (

@@ -53,6 +53,19 @@ def journal_row(
     return row | extra
 
 
+def queue_visibility(aws: Any, seconds: int | None = None) -> int:
+    """The request queue's visibility timeout, as SQS holds it (set to ``seconds`` first when
+    given): the claim lease while CLAIM_LEASE_SECONDS is 0."""
+    if seconds is not None:
+        aws.sqs.set_queue_attributes(
+            QueueUrl=aws.queue_url, Attributes={"VisibilityTimeout": str(seconds)}
+        )
+    attributes = aws.sqs.get_queue_attributes(
+        QueueUrl=aws.queue_url, AttributeNames=["VisibilityTimeout"]
+    )["Attributes"]
+    return int(attributes["VisibilityTimeout"])
+
+
 def put_rows(client: Any, table: str, rows: list[dict[str, Any]]) -> None:
     """BatchWriteItem in chunks of 25, retrying what DynamoDB leaves unprocessed."""
     for start in range(0, len(rows), 25):

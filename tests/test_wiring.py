@@ -170,6 +170,41 @@ def test_the_consumer_reads_the_send_quota_at_start_up(aws, settings, monkeypatc
     assert consumer.pipeline.rate_limiter.max_rate() == 1.0 and reads == [1.0]
 
 
+def test_the_lease_is_the_queues_visibility_timeout_read_once_for_the_consumer_and_readers(
+    aws, settings, monkeypatch
+):
+    """CLAIM_LEASE_SECONDS=0: the container's LeasePolicy asks SQS when a length is first needed,
+    once; the consumer's start-up (dead-letter queue, lease) shares that one read."""
+    from emailops.aws.sqs import SqsQueue
+    from worker.wiring import build_consumer
+
+    settings.CLAIM_LEASE_SECONDS = 0
+    describe, asked = SqsQueue.describe, []
+    monkeypatch.setattr(SqsQueue, "describe", lambda self: asked.append(1) or describe(self))
+    built = container.current()
+    policy = built.lease_policy
+    assert asked == []  # built, not read
+    assert (policy.seconds, built.lease_policy.seconds) == (30, 30) and asked == [1]
+
+    consumer = build_consumer(concurrency=1)
+    assert consumer.settings.lease_seconds == consumer.pipeline.settings.lease_seconds == 30
+    assert container.current().lease_policy.seconds == 30
+    assert asked == [1, 1]  # the consumer's new container: one read for the DLQ and the lease
+
+
+def test_a_lease_no_queue_can_tell_is_a_clear_error(aws, settings):
+    from emailops.core.errors import LeaseUnknown
+
+    settings.CLAIM_LEASE_SECONDS, settings.EMAIL_SERVICE_QUEUE_URL = 0, ""
+    with pytest.raises(LeaseUnknown, match="EMAIL_SERVICE_QUEUE_URL is not set"):
+        container.current().lease_policy.stale_before(0)
+    settings.EMAIL_SERVICE_QUEUE_URL = aws.queue_url + "-missing"
+    with pytest.raises(LeaseUnknown, match="set CLAIM_LEASE_SECONDS"):
+        container.current().lease_policy.stale_before(0)
+    settings.CLAIM_LEASE_SECONDS = 45
+    assert container.current().lease_policy.stale_before(100) == 55  # no queue needed
+
+
 def test_a_consumers_container_pools_a_connection_per_thread(aws):
     """with_connections: a new container, whose clients pool that many connections each."""
     from emailops.aws import clients

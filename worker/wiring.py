@@ -1,6 +1,7 @@
 """Build the consumer from the container (emailops.container): the pipeline, the queue's facts read
-once at start-up, and the consumer's own settings. Here, not in the container, because the
-container sits below the worker and may not import ``Consumer`` (tests/test_architecture.py).
+once at start-up, the claim lease (the container's LeasePolicy, every reader's) and the consumer's
+own settings. Here, not in the container, because the container sits below the worker and may not
+import ``Consumer`` (tests/test_architecture.py).
 Every adapter is the container's; this module adds only what the consumer reads at start-up."""
 
 from __future__ import annotations
@@ -40,8 +41,8 @@ def build_consumer(
     built = container.with_connections(2 * concurrency + 8)
     sending = built.config.sending
     queue = built.queue
-    info = queue.describe()
-    lease = sending.claim_lease_seconds or info.visibility_timeout
+    info = built.queue_info()
+    lease = built.lease_policy.seconds  # the one every reader judges our claims and Go's by
     log = EventLog(logger)
     if info.dead_letter_url is None and not allow_no_dead_letter_queue:
         raise ImproperlyConfigured(

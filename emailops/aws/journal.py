@@ -35,6 +35,7 @@ from emailops.aws.journal_codec import (
     failure_attributes,
     from_dynamo,
     item_from_dynamo,
+    lease_values,
     logged_only_attributes,
     rfc3339,
     row_from_item,
@@ -63,8 +64,8 @@ MAX_CONTEXT_BYTES = 150_000
 _MAX_ERROR = 4000  # characters of an Error attribute
 _MAX_NAME = 200  # characters of a trimmed value's key
 
-# A row is ours to take when nobody has it, its last attempt failed, or its claim's lease ended. A
-# row the Go consumer wrote has no ClaimExpiresAt: its lease ends `lease` seconds after Timestamp.
+# A row is ours to take when nobody has it, its last attempt failed, or its claim's lease ended
+# (LeasePolicy.stuck, as LEASE_ENDED with the claim's lease_values).
 _CLAIMABLE = (
     f"attribute_not_exists(#id) OR #status = :failed OR (#status = :queued AND {LEASE_ENDED})"
 )
@@ -202,12 +203,11 @@ class DynamoJournal:
         )
 
     def _claim_values(self, claim: Claim) -> dict[str, Any]:
-        return {
-            "failed": Status.FAILED.value,
-            "queued": Status.QUEUED.value,
-            "now": claim.now,
-            "stale": claim.now - claim.lease_seconds,
-        } | ({"producer": claim.producer} if claim.producer else {})
+        return (
+            {"failed": Status.FAILED.value, "queued": Status.QUEUED.value}
+            | lease_values(claim.lease, now=claim.now)
+            | ({"producer": claim.producer} if claim.producer else {})
+        )
 
     @staticmethod
     def _claimable(claim: Claim) -> str:
@@ -239,10 +239,10 @@ class DynamoJournal:
         # A SUPPRESSED row is as final as a SENT one: that request is never sent to that address.
         if current.get("Status") in (Status.SENT.value, Status.SUPPRESSED.value):
             return ClaimResult(ClaimState.ALREADY_SENT)
-        lease_end = current.get("ClaimExpiresAt") or (
-            int(current.get("Timestamp", claim.now)) + claim.lease_seconds
-        )
-        return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=int(lease_end))
+        lease_end = claim.lease.ends_at(row_from_item(current))
+        if lease_end is None:  # the row does not say when it was claimed: as if just now
+            lease_end = claim.lease_ends_at
+        return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease_end)
 
     def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
         result = self._conditional_update(

@@ -21,6 +21,7 @@ from typing import Any
 from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
 from emailops.core.journal_row import DeliveryState, ExtraSend, JournalRow, TimelineEntry
+from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
 
 __all__ = [
@@ -29,11 +30,13 @@ __all__ = [
     "EPOCH_ATTRIBUTES",
     "LEASE_ENDED",
     "LEASE_NAMES",
+    "LEASE_NOT_HELD",
     "TIMELINE_ATTRIBUTE",
     "attribute_value",
     "failure_attributes",
     "from_dynamo",
     "item_from_dynamo",
+    "lease_values",
     "ordered_attributes",
     "rfc3339",
     "row_from_dynamo",
@@ -45,11 +48,18 @@ __all__ = [
 _serializer = TypeSerializer()
 _deserializer = TypeDeserializer()
 
-# JournalRow.lease_ends_at as a DynamoDB condition (the claim's and the stuck-claims Scan's):
-# the lease ended when ClaimExpiresAt < :now, or, on a Go row (no ClaimExpiresAt), when
-# Timestamp < :stale (= now - the Go rows' lease).
+# LeasePolicy (emailops.core.lease) as DynamoDB conditions, its numbers from ``lease_values``. The
+# lease ended (``stuck``: the claim's and the stuck-claims Scan's) when ClaimExpiresAt < :now, or,
+# on a Go row (no ClaimExpiresAt), when Timestamp < :stale; no claim is live (``not held``: the
+# events path's) also on a row that says neither.
 LEASE_ENDED = "(#lease < :now OR (attribute_not_exists(#lease) AND #ts < :stale))"
+LEASE_NOT_HELD = "(#lease < :now OR (attribute_not_exists(#lease) AND (attribute_not_exists(#ts) OR #ts < :stale)))"
 LEASE_NAMES = {"#lease": "ClaimExpiresAt", "#ts": "Timestamp"}
+
+
+def lease_values(lease: LeasePolicy, *, now: int) -> dict[str, int]:
+    """``:now`` and ``:stale`` of LEASE_ENDED and LEASE_NOT_HELD under ``lease`` (without the colon)."""
+    return {"now": now, "stale": lease.stale_before(now)}
 
 
 def _number(value: int | float) -> Decimal | str:

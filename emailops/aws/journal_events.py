@@ -13,9 +13,10 @@ An event adds these attributes to its journal row (see ``emailops.aws.journal`` 
   ``DeliveryEventCount`` (events applied; the optimistic-concurrency guard).
 
 An event that would reconcile a row (below) while a consumer still holds a live claim on it waits
-(the message is retried) rather than race that consumer's own SENT mark. The live-claim check is
-in the write's condition too: a claim taken between the read and the write fails the write, and
-the event is decided again on the fresh row.
+(the message is retried) rather than race that consumer's own SENT mark; "live" is the one lease
+rule (``LeasePolicy.held``: a Go-era row's claim lasts the lease from its ``Timestamp``). The
+live-claim check is in the write's condition too: a claim taken between the read and the write
+fails the write, and the event is decided again on the fresh row.
 
 The events of one email that the consumer holds at once are one conditional write
 (``apply_events``), their rows read beforehand for the whole batch in one BatchGetItem
@@ -34,8 +35,15 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
+from emailops.aws.journal_codec import (
+    LEASE_NAMES,
+    LEASE_NOT_HELD,
+    item_from_dynamo,
+    lease_values,
+    row_from_dynamo,
+    sent_attributes,
+)
 from emailops.aws.journal_codec import attribute_value as _av
-from emailops.aws.journal_codec import item_from_dynamo, row_from_dynamo, sent_attributes
 from emailops.aws.journal_search import SES_ID_INDEX
 from emailops.core.contract import organization_id_of
 from emailops.core.delivery_events import RANK, DeliveryEvent, timestamp_ms
@@ -43,6 +51,7 @@ from emailops.core.delivery_handler import ApplyResult
 from emailops.core.errors import TransientError
 from emailops.core.journal_row import JournalRow
 from emailops.core.journal_words import bounce_status_code
+from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
 
 __all__ = [
@@ -61,9 +70,10 @@ _MAX_FIELD = 200  # SES's own short fields (type, timestamp, bounce type)
 _ORDER_SCALE = 10**14  # above any epoch-milliseconds value for millennia
 _RECONCILABLE = (Status.QUEUED.value, Status.FAILED.value)
 _READ = (
-    "Id, #status, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount, DeliveryOrder,"
-    " MessageId, Recipient, Context.organizationId"
+    "Id, #status, #ts, SesMessageId, ClaimExpiresAt, DeliveryEvents, DeliveryEventCount,"
+    " DeliveryOrder, MessageId, Recipient, Context.organizationId"
 )
+_READ_NAMES = {"#status": "Status", "#ts": "Timestamp"}  # both reserved words
 
 
 def _capped(text: str, limit: int) -> str:
@@ -76,9 +86,13 @@ def delivery_order(event: DeliveryEvent) -> int:
 
 
 class DynamoEventJournal:
-    def __init__(self, client: Any, table: str, *, attempts: int = 8) -> None:
+    """``lease``: the process's LeasePolicy, read when an event would reconcile a QUEUED row
+    (is a consumer's claim on it live?)."""
+
+    def __init__(self, client: Any, table: str, *, lease: LeasePolicy, attempts: int = 8) -> None:
         self.client = client
         self.table = table
+        self.lease = lease
         self.attempts = attempts
 
     def _call(self, operation: str, what: str, key: str, **kwargs: Any) -> Any:
@@ -124,7 +138,7 @@ class DynamoEventJournal:
                 self.table: {
                     "Keys": [{"Id": {"S": key}} for key in wanted[start : start + 100]],
                     "ProjectionExpression": _READ,
-                    "ExpressionAttributeNames": {"#status": "Status"},
+                    "ExpressionAttributeNames": _READ_NAMES,
                     "ConsistentRead": True,
                 }
             }
@@ -179,13 +193,13 @@ class DynamoEventJournal:
                     key,
                     Key={"Id": {"S": key}},
                     ProjectionExpression=_READ,
-                    ExpressionAttributeNames={"#status": "Status"},
+                    ExpressionAttributeNames=_READ_NAMES,
                     ConsistentRead=True,
                 ).get("Item")
                 if not item:
                     return [ApplyResult.GONE] * len(events)
                 row = row_from_dynamo(item)
-            results = decide(row, events, now=now)
+            results = decide(row, events, now=now, lease=self.lease)
             fresh = [e for e, r in zip(events, results, strict=True) if r is ApplyResult.APPLIED]
             if not fresh or self._write(key, row, fresh, now=now):
                 if on_applied is not None:
@@ -206,7 +220,7 @@ class DynamoEventJournal:
         *,
         now: int,
     ) -> bool:
-        update = merged_update(row, events, now=now)
+        update = merged_update(row, events, now=now, lease=self.lease)
         try:
             self.client.update_item(TableName=self.table, Key={"Id": {"S": key}}, **update)
         except ClientError as exc:
@@ -222,17 +236,18 @@ def _reconcilable(row: JournalRow, event: DeliveryEvent) -> bool:
     return event.proves_sent and row.status in _RECONCILABLE and not row.ses_message_id
 
 
-def decide(row: JournalRow, events: Sequence[DeliveryEvent], *, now: int) -> list[ApplyResult]:
+def decide(
+    row: JournalRow, events: Sequence[DeliveryEvent], *, now: int, lease: LeasePolicy
+) -> list[ApplyResult]:
     """What each event does to ``row``: APPLIED (to be written), DUPLICATE (on the timeline
     already, or earlier in ``events``), or CLAIMED (it would reconcile the row while a consumer's
-    claim on it is live: it waits for that consumer's own mark)."""
+    claim on it is live, ``LeasePolicy.held``: it waits for that consumer's own mark)."""
     seen = {entry.id for entry in row.timeline}
-    live_claim = row.queued and (row.claim_expires_at or 0) > now
     results = []
     for event in events:
         if event.event_id in seen:
             results.append(ApplyResult.DUPLICATE)
-        elif live_claim and _reconcilable(row, event):
+        elif _reconcilable(row, event) and lease.held(row, now=now):
             results.append(ApplyResult.CLAIMED)
         else:
             seen.add(event.event_id)
@@ -240,7 +255,9 @@ def decide(row: JournalRow, events: Sequence[DeliveryEvent], *, now: int) -> lis
     return results
 
 
-def merged_update(row: JournalRow, events: Sequence[DeliveryEvent], *, now: int) -> dict[str, Any]:
+def merged_update(
+    row: JournalRow, events: Sequence[DeliveryEvent], *, now: int, lease: LeasePolicy
+) -> dict[str, Any]:
     """The UpdateItem arguments (expression, condition, names, values) that apply ``events``
     (distinct, none on the row yet) to ``row`` as read: the same end state as applying them one
     by one in any order. The timeline gains every event (SES time order, the latest 50 kept);
@@ -319,10 +336,10 @@ def merged_update(row: JournalRow, events: Sequence[DeliveryEvent], *, now: int)
         names["#status"] = "Status"
         conditions += ["#status = :was", "attribute_not_exists(SesMessageId)"]
         values[":was"] = row.status
-        if row.queued:  # nobody's claim may be live at the write
-            names["#lease"] = "ClaimExpiresAt"
-            conditions.append("(attribute_not_exists(#lease) OR #lease <= :now)")
-            values[":now"] = now
+        if row.queued:  # nobody's claim may be live at the write (one taken since the read)
+            names |= LEASE_NAMES
+            conditions.append(LEASE_NOT_HELD)
+            values |= {f":{k}": v for k, v in lease_values(lease, now=now).items()}
 
     update_names = {f"#s{i}": attr for i, attr in enumerate(sets)}
     update = "SET " + ", ".join(f"#s{i} = :s{i}" for i in range(len(sets)))

@@ -15,8 +15,9 @@ from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import translate_error
 from emailops.aws.journal import sent_at_key
-from emailops.aws.journal_codec import LEASE_ENDED, LEASE_NAMES, row_from_dynamo
+from emailops.aws.journal_codec import LEASE_ENDED, LEASE_NAMES, lease_values, row_from_dynamo
 from emailops.core.journal_row import JournalRow
+from emailops.core.lease import LeasePolicy
 
 __all__ = ["JournalScan", "ScanPage"]
 
@@ -74,20 +75,19 @@ class JournalScan:
         self,
         *,
         now: int,
-        go_lease_seconds: int,
+        lease: LeasePolicy,
         start_key: dict[str, Any] | None = None,
         max_read: int = 20_000,
     ) -> ScanPage:
-        """QUEUED rows whose claim lease has ended (``JournalRow.stuck``, as a filter): its
-        ClaimExpiresAt has passed, or, on a Go row, ``Timestamp + go_lease_seconds < now``."""
+        """QUEUED rows whose claim lease has ended (``lease.stuck``, as a filter): its
+        ClaimExpiresAt has passed, or, on a Go row, its Timestamp is before ``lease.stale_before``."""
+        numbers = {
+            f":{name}": {"N": str(value)} for name, value in lease_values(lease, now=now).items()
+        }
         return self._scan(
             filter_expression=f"#status = :queued AND {LEASE_ENDED}",
             names={"#status": "Status", **LEASE_NAMES},
-            values={
-                ":queued": {"S": "QUEUED"},
-                ":now": {"N": str(now)},
-                ":stale": {"N": str(now - go_lease_seconds)},
-            },
+            values={":queued": {"S": "QUEUED"}, **numbers},
             start_key=start_key,
             max_read=max_read,
         )

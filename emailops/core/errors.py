@@ -119,3 +119,17 @@ class SharedStateUnavailable(TransientError):
     """A shared store (Redis: the send-rate bucket, the suppression index, the guard's pauses, the
     API's counters) cannot be reached or answered with an error. Raised by ``emailops.redis``, the
     one package that talks to Redis, so no caller above it needs to know Redis's exceptions."""
+
+
+class LeaseUnknown(ConfigurationFault):
+    """``CLAIM_LEASE_SECONDS`` is 0 and the request queue's visibility timeout, the claim lease's
+    length then, cannot be read: no process can tell when a Go-era row's claim ends."""
+
+    def __init__(self, *, reason: str) -> None:
+        fix = "set CLAIM_LEASE_SECONDS, or EMAIL_SERVICE_QUEUE_URL to a queue this process may read"
+        super().__init__(
+            "read the claim lease",
+            reason=f"CLAIM_LEASE_SECONDS is 0, so the lease is the request queue's visibility "
+            f"timeout, which could not be read ({reason}): {fix}",
+            fix=fix,
+        )

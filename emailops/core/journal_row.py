@@ -2,9 +2,9 @@
 email to one recipient. The DynamoDB layout (attribute names) is the adapter's business
 (``emailops.aws.journal_codec``); above it, code reads these fields.
 
-The lease rule lives here and only here: a QUEUED row's claim ends at ``ClaimExpiresAt``; a row the
-Go consumer wrote has none, and its claim ended ``go_lease_seconds`` after its ``Timestamp`` (the
-queue's visibility timeout, which the caller knows from its configuration).
+When a QUEUED row's claim ends is not the row's to say alone: ``emailops.core.lease.LeasePolicy``
+reads ``claim_expires_at`` and ``timestamp`` (a Go-era row has no ``ClaimExpiresAt``) with the one
+lease length.
 """
 
 from __future__ import annotations
@@ -99,19 +99,3 @@ class JournalRow:
     @property
     def queued(self) -> bool:
         return self.status == Status.QUEUED.value
-
-    def lease_ends_at(self, go_lease_seconds: int) -> int | None:
-        """When a QUEUED row's claim ends (or ended); None for other rows, or when the row does
-        not say when it was claimed."""
-        if not self.queued:
-            return None
-        if self.claim_expires_at is not None:
-            return self.claim_expires_at
-        if self.timestamp is None:
-            return None
-        return self.timestamp + go_lease_seconds
-
-    def stuck(self, *, now: int, go_lease_seconds: int) -> bool:
-        """QUEUED and its claim's lease has ended: nobody is sending it."""
-        lease = self.lease_ends_at(go_lease_seconds)
-        return lease is not None and lease < now

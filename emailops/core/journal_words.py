@@ -11,6 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from emailops.core.journal_row import DeliveryState, JournalRow
+from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
 
 __all__ = [
@@ -265,21 +266,20 @@ def failure_words(row: JournalRow) -> FailureWords:
 
 @dataclass(frozen=True)
 class ClaimWords:
-    """A QUEUED row's claim: is a consumer still sending it? (JournalRow's one lease rule.)"""
+    """A QUEUED row's claim: is a consumer still sending it? (The one lease rule, LeasePolicy.)"""
 
     state: str  # in-progress, stuck, or claimed (the row does not say when its claim ends)
     lease_ends_at: int | None  # when the claim ends, or ended (epoch seconds)
 
 
-def claim_words(row: JournalRow, *, now: int, go_lease_seconds: int) -> ClaimWords | None:
+def claim_words(row: JournalRow, *, now: int, lease: LeasePolicy) -> ClaimWords | None:
     """The claim of a QUEUED row; None for any other row."""
     if not row.queued:
         return None
-    lease_ends_at = row.lease_ends_at(go_lease_seconds)
+    lease_ends_at = lease.ends_at(row)
     if lease_ends_at is None:
         return ClaimWords("claimed", None)
-    stuck = row.stuck(now=now, go_lease_seconds=go_lease_seconds)
-    return ClaimWords("stuck" if stuck else "in-progress", lease_ends_at)
+    return ClaimWords("stuck" if lease.stuck(row, now=now) else "in-progress", lease_ends_at)
 
 
 _LOGGED_ONLY_REASONS = {
@@ -300,7 +300,7 @@ def logged_only_words(row: JournalRow) -> str:
     return f"not delivered: {words}" + (f" ({detail})" if detail and detail != words else "")
 
 
-def row_state(row: JournalRow, *, now: int, go_lease_seconds: int) -> str:
+def row_state(row: JournalRow, *, now: int, lease: LeasePolicy) -> str:
     """The row in one word, in the order the detail page explains it: what SES reported once it
     accepted the email (delivered, bounced, ..., no-report), suppressed, the claim's state
     (in-progress, stuck, claimed), failed; a foreign status as written, in lower case."""
@@ -311,7 +311,7 @@ def row_state(row: JournalRow, *, now: int, go_lease_seconds: int) -> str:
         return delivery.state
     if row.status == Status.SUPPRESSED:
         return "suppressed"
-    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds)
+    claim = claim_words(row, now=now, lease=lease)
     if claim is not None:
         return claim.state
     if row.status == Status.FAILED:

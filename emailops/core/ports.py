@@ -12,6 +12,7 @@ from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
 
 from emailops.core.journal_row import JournalRow, Status  # Status: the row's, named here too
+from emailops.core.lease import LeasePolicy
 
 if TYPE_CHECKING:
     from emailops.core.log_only import LogOnlyReason
@@ -77,7 +78,7 @@ class Claim:
     recipient: str
     context: dict[str, Any]
     now: int  # epoch seconds
-    lease_seconds: int
+    lease_seconds: int  # the process's LeasePolicy's (Container.lease_policy)
     ttl_seconds: int
     subject: str = ""
     template_key: str = ""
@@ -88,8 +89,13 @@ class Claim:
     dedupe_id: str = ""  # the request's, when it gave one (the webhooks report it)
 
     @property
+    def lease(self) -> LeasePolicy:
+        """The lease rule this claim is taken under: its own end, and when another's ended."""
+        return LeasePolicy(self.lease_seconds)
+
+    @property
     def lease_ends_at(self) -> int:
-        return self.now + self.lease_seconds
+        return self.lease.claim_ends_at(self.now)
 
 
 class ClaimState(Enum):

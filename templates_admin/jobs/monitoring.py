@@ -102,11 +102,12 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
     previous = reading(STUCK_CLAIMS)
     start_key = (previous.value or {}).get("next_key") if previous else None
     built = container.current()
-    # The pages' and the API's value: a row the check reports stuck reads stuck there too.
-    go_lease_seconds = built.config.sending.go_lease_seconds
+    # The pages', the API's and the consumer's policy: a row the check reports stuck reads stuck
+    # there too, and the consumer takes it over now.
+    lease = built.lease_policy
     page = built.journal_scan.stuck_claims(
         now=now,
-        go_lease_seconds=go_lease_seconds,
+        lease=lease,
         start_key=start_key,
         max_read=container.current().config.ops.scan_max_items,
     )
@@ -116,7 +117,7 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
             "messageId": row.message_id,
             "recipient": row.recipient,
             "timestamp": row.timestamp,
-            "leaseEndedAt": row.lease_ends_at(go_lease_seconds),
+            "leaseEndedAt": lease.ends_at(row),
         }
         for row in page.rows
     ]

@@ -22,6 +22,7 @@ from emailops.core.journal_words import (
     logged_only_words,
     row_state,
 )
+from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
 
 # Shared with the other areas (display); re-exported here for the journal's own callers.
@@ -52,10 +53,10 @@ def masked_row(row: JournalRow) -> dict[str, Any]:
     return ordered(attributes | {CONTEXT_ATTRIBUTE: mask_context(row.context)})
 
 
-def go_lease_seconds() -> int:
-    """How long a claim lasted on a row without ClaimExpiresAt: the one configured value
-    (``SendingConfig.go_lease_seconds``), the API's and the stuck-claims check's too."""
-    return container.current().config.sending.go_lease_seconds
+def lease_policy() -> LeasePolicy:
+    """When a claim ends: the container's one policy, the consumer's, the API's and the
+    stuck-claims check's too."""
+    return container.current().lease_policy
 
 
 def branding(template_key: str | None) -> str:
@@ -126,7 +127,7 @@ class StatusPill:
 def status_pill(row: JournalRow, *, now: int) -> StatusPill:
     """The pill from the one state function (``journal_words.row_state``): a delivery outcome when
     there is one (DELIVERED, BOUNCED, COMPLAINED, DELAYED...), else the row's status."""
-    state = row_state(row, now=now, go_lease_seconds=go_lease_seconds())
+    state = row_state(row, now=now, lease=lease_policy())
     words = delivery_words(row)
     if state in _STATUS_STATES or not state:
         label = row.status or state.upper() or "?"
@@ -156,7 +157,7 @@ def summarize(row: JournalRow, *, now: int) -> RowSummary:
         error=excerpt(row.error),
         local_time=local_text(row.timestamp),
         utc_time=utc_text(row.timestamp),
-        stuck=row.stuck(now=now, go_lease_seconds=go_lease_seconds()),
+        stuck=lease_policy().stuck(row, now=now),
         delivery=delivery_outcome(row),
         pill=status_pill(row, now=now),
     )
@@ -199,7 +200,7 @@ def explain_status(row: JournalRow, *, now: int) -> StatusExplanation:
                 "then resend.",
             ],
         )
-    claim = claim_words(row, now=now, go_lease_seconds=go_lease_seconds())
+    claim = claim_words(row, now=now, lease=lease_policy())
     if claim is not None:
         return _explain_queued(claimed, claim)
     if status == Status.FAILED:

@@ -36,7 +36,7 @@ from emailops.core.ports import Status
 from templates_admin.display import mask_row
 from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
-from templates_admin.journal.presentation import branding, go_lease_seconds, mask_context
+from templates_admin.journal.presentation import branding, lease_policy, mask_context
 from templates_admin.models import EmailAction
 
 __all__ = [
@@ -294,7 +294,7 @@ def journal_entry(*, key: str) -> JournalEntry:
         row=row,
         resends=list(actions.filter(original_key=key)),
         resent_from=actions.filter(journal_key=key).first(),
-        lease_ends_at=row.lease_ends_at(go_lease_seconds()) if row else None,
+        lease_ends_at=lease_policy().ends_at(row) if row else None,
     )
 
 

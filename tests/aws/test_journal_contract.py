@@ -360,6 +360,7 @@ def test_a_suppressed_row_is_final(journal):
 
 def test_a_log_only_row_is_written_as_the_go_service_writes_it_and_says_why(journal):
     from emailops.core.journal_words import logged_only_words, row_state
+    from emailops.core.lease import LeasePolicy
     from emailops.core.log_only import LogOnlyReason
 
     assert journal.record_logged_only(claim_at(), reason=LogOnlyReason.LOOP, detail="6th copy")
@@ -369,7 +370,7 @@ def test_a_log_only_row_is_written_as_the_go_service_writes_it_and_says_why(jour
     assert item["MessageSent"] and "SesMessageId" not in item
     assert (item["LoggedOnlyReason"], item["LoggedOnlyDetail"]) == ("loop", "6th copy")
     row = journal.read(KEY)
-    assert row_state(row, now=NOW, go_lease_seconds=LEASE) == "not-delivered"
+    assert row_state(row, now=NOW, lease=LeasePolicy(LEASE)) == "not-delivered"
     assert logged_only_words(row).startswith("not delivered: a loop")
     assert journal.claim(claim_at(NOW + 10 * LEASE)).state is ClaimState.ALREADY_SENT
     assert not journal.record_logged_only(

@@ -15,8 +15,12 @@ from emailops.aws.journal_events import MAX_SUMMARY, MAX_TIMELINE, DynamoEventJo
 from emailops.core.delivery_events import encode_journal_key, parse_envelope, parse_event
 from emailops.core.delivery_handler import ApplyResult, EventAction
 from emailops.core.errors import PermanentError
+from emailops.core.lease import LeasePolicy
 from tests.aws.test_journal import LEASE, NOW, claim, raw
 from tests.core.test_delivery_events import SES_ID, envelope, ses_event
+
+LEASE_POLICY = LeasePolicy(LEASE)  # the one the rows below are claimed with
+
 
 KEY = "journal-key-1"  # what the fixtures' tag carries
 
@@ -230,6 +234,27 @@ def test_an_event_waits_while_the_sending_consumer_still_holds_its_claim(aws_eve
     assert (current["SesMessageId"], current["DeliveryStatus"]) == ("ses-own", "DELIVERED")
 
 
+@pytest.mark.parametrize(("age", "waits"), [(LEASE // 2, True), (10 * LEASE, False)])
+def test_a_go_rows_lost_reply_waits_while_its_claim_lasts_by_the_one_lease(
+    aws_events, handler, age, waits
+):
+    """A Go-era QUEUED row has no ClaimExpiresAt: its claim lasts the lease (the queue's
+    visibility timeout here) from its Timestamp, for the events path as for the consumer."""
+    from tests.journal_factory import journal_row, put_rows
+
+    at = int(time.time()) - age
+    go_row = journal_row("recipient@example.com", at=at, status="QUEUED", go_row=True, key=KEY)
+    put_rows(aws_events.dynamodb, "email-journal", [go_row])
+
+    outcome = handler.handle(envelope(ses_event("send.json")))
+
+    if waits:
+        assert outcome.action is EventAction.RETRY and "live claim" in outcome.reason
+        assert row(aws_events)["Status"] == "QUEUED"
+    else:
+        assert outcome.result == "applied" and row(aws_events)["SesMessageId"] == SES_ID
+
+
 def test_reconciliation_never_touches_a_sent_row(aws_events, handler):
     sent_row(ses_id="the-real-one")
     handler.handle(envelope(ses_event("delivery.json")))
@@ -260,14 +285,14 @@ class RacingJournal(DynamoEventJournal):
     """Lets another consumer apply ``rival`` between our read and our write, once."""
 
     def __init__(self, client, table, rival):
-        super().__init__(client, table)
+        super().__init__(client, table, lease=LEASE_POLICY)
         self.rival = rival
         self.races = 0
 
     def _write(self, key, row, events, **kwargs):
         if self.rival is not None:
             rival, self.rival = self.rival, None
-            rival_journal = DynamoEventJournal(self.client, self.table)
+            rival_journal = DynamoEventJournal(self.client, self.table, lease=LEASE_POLICY)
             assert rival_journal.apply_event(key, rival, now=NOW) is ApplyResult.APPLIED
             self.races += 1
         return super()._write(key, row, events, **kwargs)
@@ -301,7 +326,7 @@ class ClaimingJournal(DynamoEventJournal):
     """Lets a consumer claim the row (its lease had ended) between our read and our write."""
 
     def __init__(self, client, table, *, now):
-        super().__init__(client, table)
+        super().__init__(client, table, lease=LEASE_POLICY)
         self.now = now
         self.claims = 0
 
@@ -393,7 +418,7 @@ def batch_handler(client):
     from emailops.core.delivery_handler import DeliveryEventHandler
 
     return DeliveryEventHandler(
-        journal=DynamoEventJournal(client, "email-journal"),
+        journal=DynamoEventJournal(client, "email-journal", lease=LEASE_POLICY),
         suppressions=container.current().suppression_list,
         unmatched=container.current().unmatched_events,
         verify=lambda envelope: None,
@@ -514,7 +539,7 @@ def test_a_permanent_error_in_a_merged_write_dead_letters_only_the_event_that_ca
             return super()._write(key, row, events, **kwargs)
 
     handler = batch_handler(aws_events.dynamodb)
-    handler.journal = RefusingJournal(aws_events.dynamodb, "email-journal")
+    handler.journal = RefusingJournal(aws_events.dynamodb, "email-journal", lease=LEASE_POLICY)
     names = ("delivery.json", "open.json", "send.json")
     outcomes = handler.handle_batch([(json.dumps(ses_event(n)), 1) for n in names])
     assert [o.action for o in outcomes] == [

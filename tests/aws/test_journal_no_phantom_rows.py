@@ -16,6 +16,7 @@ import pytest
 from emailops import container
 from emailops.aws.journal_codec import row_from_item
 from emailops.aws.journal_events import merged_update
+from emailops.core.lease import LeasePolicy
 
 TABLE = "email-journal"
 NOW = 1_750_000_000
@@ -99,7 +100,7 @@ def test_an_event_update_says_attribute_exists_even_on_a_row_with_events():
     row = row_from_item(
         {"Id": "k", "Status": "SENT", "SesMessageId": "ses-1", "DeliveryEventCount": 3}
     )
-    update = merged_update(row, [event], now=NOW)
+    update = merged_update(row, [event], now=NOW, lease=LeasePolicy(60))
     assert "attribute_exists(Id)" in update["ConditionExpression"]
 
 

@@ -1,7 +1,7 @@
 """A Go-era QUEUED row (no ClaimExpiresAt, an old Timestamp) reads the same everywhere: the journal
-list, the detail page, ``email_log`` and the API all apply JournalRow's one lease rule with the one
-configured Go lease (they disagreed: the list said not stuck while the detail page said "Stuck
-since…", and the API said nothing)."""
+list, the detail page, ``email_log`` and the API all apply the one lease rule (LeasePolicy) with the
+one lease, the consumer's (they disagreed: the list said not stuck while the detail page said
+"Stuck since…", and the API said nothing). tests/test_lease_contract.py pins the moment itself."""
 
 from __future__ import annotations
 
@@ -15,8 +15,7 @@ from django.core.management import call_command
 from django.urls import reverse
 
 from api.services import api_token_create
-from emailops.config import GO_LEASE_SECONDS_DEFAULT
-from tests.journal_factory import BASE_TIME, journal_row, put_rows
+from tests.journal_factory import BASE_TIME, journal_row, put_rows, queue_visibility
 
 pytestmark = pytest.mark.django_db
 
@@ -64,7 +63,7 @@ def test_an_old_go_queued_row_is_stuck_on_every_page_and_in_the_api(aws, support
     listing, detail, log = _pages(support, row["Id"])
     api = _api(support, token, row["Id"])
 
-    lease_end = BASE_TIME + GO_LEASE_SECONDS_DEFAULT
+    lease_end = BASE_TIME + queue_visibility(aws)  # CLAIM_LEASE_SECONDS=0: the consumer's lease
     assert "QUEUED · stuck" in listing
     assert "Stuck since" in detail
     assert "Stuck since" in log
@@ -79,10 +78,8 @@ def test_a_go_queued_row_within_its_lease_is_in_progress_on_every_page_and_in_th
     aws, support, settings, token
 ):
     settings.CLAIM_LEASE_SECONDS = 0
-    now = int(time.time())
-    row = _go_row(
-        aws.dynamodb, at=now - GO_LEASE_SECONDS_DEFAULT // 2, producer=token.token.namespace
-    )
+    now, lease = int(time.time()), queue_visibility(aws)
+    row = _go_row(aws.dynamodb, at=now - lease // 2, producer=token.token.namespace)
 
     listing, detail, log = _pages(support, row["Id"])
     api = _api(support, token, row["Id"])
@@ -95,4 +92,4 @@ def test_a_go_queued_row_within_its_lease_is_in_progress_on_every_page_and_in_th
     )
     assert "In progress" in detail and "In progress" in log
     assert (api["state"], api["stuck"], api["stuckSince"]) == ("in-progress", False, None)
-    assert api["leaseEndsAt"] == row["Timestamp"] + GO_LEASE_SECONDS_DEFAULT
+    assert api["leaseEndsAt"] == row["Timestamp"] + lease

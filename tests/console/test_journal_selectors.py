@@ -10,7 +10,6 @@ from django.core import signing
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from emailops import container
-from emailops.config import GO_LEASE_SECONDS_DEFAULT
 from emailops.core.errors import EmailOpsError
 from templates_admin.journal import selectors
 from templates_admin.journal.selectors import (
@@ -22,7 +21,7 @@ from templates_admin.journal.selectors import (
 )
 from templates_admin.journal.services import email_resend
 from templates_admin.models import EmailAction
-from tests.journal_factory import BASE_TIME, journal_row, put_rows
+from tests.journal_factory import BASE_TIME, journal_row, put_rows, queue_visibility
 
 pytestmark = pytest.mark.django_db
 
@@ -89,19 +88,25 @@ def test_cursors_are_signed_and_tied_to_their_search(rows):
         journal_search(query="gil@example.com", cursor=forged)
 
 
-def test_a_go_rows_claim_lasts_the_configured_lease_and_the_page_asks_no_queue(
+def test_a_go_rows_claim_lasts_the_consumers_lease_read_once_from_the_queue(
     aws, settings, monkeypatch
 ):
+    """CLAIM_LEASE_SECONDS when set (no SQS call), else the queue's visibility timeout, as the
+    consumer claims: read once per container, not on every page."""
+    from emailops.aws.sqs import SqsQueue
+
     row = journal_row("hal@example.com", at=BASE_TIME, status="QUEUED", go_row=True)
     put_rows(aws.dynamodb, "email-journal", [row])
-    monkeypatch.setattr(
-        "emailops.aws.sqs.SqsQueue.describe", lambda self: pytest.fail("a page read asked SQS")
-    )
+    describe, asked = SqsQueue.describe, []
+    monkeypatch.setattr(SqsQueue, "describe", lambda self: asked.append(1) or describe(self))
 
     settings.CLAIM_LEASE_SECONDS = 45
     assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + 45
-    settings.CLAIM_LEASE_SECONDS = 0  # the visibility timeout bootstrap_aws gives the queue
-    assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + GO_LEASE_SECONDS_DEFAULT
+    assert asked == []
+    settings.CLAIM_LEASE_SECONDS = 0
+    for _ in range(2):
+        assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + queue_visibility(aws)
+    assert asked == [1]
 
 
 def test_resend_requires_permission_reason_and_a_row(rows, make_user):

@@ -1,36 +1,39 @@
-"""JournalRow: the one lease rule (Go-era rows included), and the codec that reads rows."""
+"""JournalRow read by the one lease rule (LeasePolicy, Go-era rows included), and the codec that
+reads rows."""
 
 from __future__ import annotations
 
 from emailops.aws.journal_codec import row_from_item
+from emailops.core.lease import LeasePolicy
 
 NOW = 1_750_000_000
 LEASE = 60
+POLICY = LeasePolicy(LEASE)
 
 
 def test_a_go_queued_row_without_claim_expires_at_is_stuck_lease_seconds_after_its_timestamp():
     row = row_from_item({"Id": "k", "Status": "QUEUED", "Timestamp": NOW - 3600})
     assert row.claim_expires_at is None
-    assert row.lease_ends_at(LEASE) == NOW - 3600 + LEASE
-    assert row.stuck(now=NOW, go_lease_seconds=LEASE)
+    assert POLICY.ends_at(row) == NOW - 3600 + LEASE
+    assert POLICY.stuck(row, now=NOW)
 
 
 def test_a_go_queued_row_within_its_lease_is_not_stuck():
     row = row_from_item({"Id": "k", "Status": "QUEUED", "Timestamp": NOW - 10})
-    assert not row.stuck(now=NOW, go_lease_seconds=LEASE)
+    assert not POLICY.stuck(row, now=NOW)
 
 
 def test_our_row_reads_claim_expires_at_and_a_released_claim_is_stuck():
     live = row_from_item({"Id": "k", "Status": "QUEUED", "Timestamp": 1, "ClaimExpiresAt": NOW})
-    assert live.lease_ends_at(LEASE) == NOW and not live.stuck(now=NOW, go_lease_seconds=LEASE)
+    assert POLICY.ends_at(live) == NOW and not POLICY.stuck(live, now=NOW)
     released = row_from_item({"Id": "k", "Status": "QUEUED", "ClaimExpiresAt": 0})
-    assert released.stuck(now=NOW, go_lease_seconds=LEASE)
+    assert POLICY.stuck(released, now=NOW)
 
 
 def test_only_queued_rows_have_a_lease():
     for status in ("SENT", "FAILED", "SUPPRESSED"):
         row = row_from_item({"Id": "k", "Status": status, "Timestamp": 1})
-        assert row.lease_ends_at(LEASE) is None and not row.stuck(now=NOW, go_lease_seconds=LEASE)
+        assert POLICY.ends_at(row) is None and not POLICY.stuck(row, now=NOW)
 
 
 def test_failure_facts_read_from_the_row_and_go_rows_do_not_say():
@@ -62,9 +65,9 @@ def test_claim_words_and_the_rows_one_word_state_follow_the_lease_rule():
 
     def read(item):
         row = row_from_item({"Id": "k", **item})
-        claim = claim_words(row, now=NOW, go_lease_seconds=LEASE)
+        claim = claim_words(row, now=NOW, lease=POLICY)
         return (claim.state, claim.lease_ends_at) if claim else None, row_state(
-            row, now=NOW, go_lease_seconds=LEASE
+            row, now=NOW, lease=POLICY
         )
 
     assert read({"Status": "QUEUED", "Timestamp": NOW - 3600}) == (

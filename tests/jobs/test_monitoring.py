@@ -8,7 +8,7 @@ import pytest
 
 from templates_admin.jobs import monitoring
 from templates_admin.models import Job
-from tests.journal_factory import BASE_TIME, journal_row, put_rows
+from tests.journal_factory import BASE_TIME, journal_row, put_rows, queue_visibility
 
 pytestmark = pytest.mark.django_db
 
@@ -90,13 +90,12 @@ def test_daily_template_check_records_a_system_job(aws, caplog):
     assert any("event=templates.check_failed" in r.getMessage() for r in caplog.records)
 
 
-def test_the_check_applies_the_pages_go_lease_and_asks_no_queue(aws, settings, monkeypatch):
-    """A Go row (no ClaimExpiresAt) is stuck here exactly when the journal pages and the API say
-    so: the one configured lease, not the queue's visibility timeout read from SQS."""
-    from emailops.config import GO_LEASE_SECONDS_DEFAULT
-
+def test_the_check_applies_the_consumers_lease_the_queues_visibility_timeout(aws, settings):
+    """A Go row (no ClaimExpiresAt) is stuck here exactly when the consumer would take it over:
+    its Timestamp plus the queue's visibility timeout, while CLAIM_LEASE_SECONDS is 0."""
+    settings.CLAIM_LEASE_SECONDS = 0
+    lease = queue_visibility(aws)
     now = BASE_TIME + 1000
-    within = now - GO_LEASE_SECONDS_DEFAULT // 2  # past the test queue's 30 s visibility timeout
     put_rows(
         aws.dynamodb,
         "email-journal",
@@ -104,15 +103,13 @@ def test_the_check_applies_the_pages_go_lease_and_asks_no_queue(aws, settings, m
             journal_row(
                 "c@example.com", at=BASE_TIME, key="go-stuck", status="QUEUED", go_row=True
             ),
-            journal_row("d@example.com", at=within, key="go-live", status="QUEUED", go_row=True),
+            journal_row(
+                "d@example.com", at=now - lease, key="go-live", status="QUEUED", go_row=True
+            ),
         ],
     )
-    monkeypatch.setattr(
-        "emailops.aws.sqs.SqsQueue.describe", lambda self: pytest.fail("the check asked SQS")
-    )
-    settings.CLAIM_LEASE_SECONDS = 0
 
     value = monitoring.stuck_claims_check(now=now)
 
-    assert [r["key"] for r in value["rows"]] == ["go-stuck"]
-    assert value["rows"][0]["leaseEndedAt"] == BASE_TIME + GO_LEASE_SECONDS_DEFAULT
+    assert [r["key"] for r in value["rows"]] == ["go-stuck"]  # go-live's lease ends right now
+    assert value["rows"][0]["leaseEndedAt"] == BASE_TIME + lease
