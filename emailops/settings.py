@@ -22,7 +22,8 @@ DEBUG = env.bool("DJANGO_DEBUG", default=False)
 # Refused at once when weak with DEBUG off (the checks are emailops.config's, like every other).
 SECRET_KEY = strong_secret_key(env.str("DJANGO_SECRET_KEY", default=""), debug=DEBUG)
 # Keys retired from DJANGO_SECRET_KEY that still verify what they signed (the unsubscribe links of
-# emails already sent among it): rotate by moving the old key here, drop it once nothing needs it.
+# emails already sent, the consumer's sealed queue state: emailops.queue_state): rotate by moving
+# the old key here, drop it once nothing needs it.
 SECRET_KEY_FALLBACKS = env.list("DJANGO_SECRET_KEY_FALLBACKS", default=[])
 ALLOWED_HOSTS = env.list("DJANGO_ALLOWED_HOSTS", default=["localhost", "127.0.0.1", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env.list("DJANGO_CSRF_TRUSTED_ORIGINS", default=[])

@@ -130,6 +130,8 @@ DJANGOS_OWN = {
     "BASE_DIR",
     "CELERY_BROKER_URL",
     "DEBUG",
+    "SECRET_KEY",  # and its fallbacks: the queue state's seal (emailops.queue_state)
+    "SECRET_KEY_FALLBACKS",
     "TRUSTED_PROXY_COUNT",  # the DJANGO_ security settings, read by the middleware
     # django-axes' own settings: the login throttle reads them as axes itself does.
     "AXES_COOLOFF_TIME",

@@ -12,6 +12,7 @@ from django.core.exceptions import ImproperlyConfigured
 from emailops import container
 from emailops.core.events import EventLog
 from emailops.core.retry import RetryPolicy
+from emailops.queue_state import state_seal
 from worker.consumer import Consumer, ConsumerSettings
 
 __all__ = ["build_consumer", "retry_policy"]
@@ -63,6 +64,7 @@ def build_consumer(
         queue=queue,
         lease_queue=built.lease_queue,
         lease_journal=built.lease_journal,
+        seal=state_seal(),
         pipeline=built.build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
         settings=ConsumerSettings(
             concurrency=concurrency,
