@@ -77,10 +77,10 @@ def test_a_forged_release_is_held_as_a_loop_like_a_copy_without_it(aws, stack, c
     forged = {}
     for n in (7, 8, 9):  # what the producer sent: {"released": ["<dedupeId>:<email>"]}
         forged[enqueue(aws, n, json.dumps({"released": [key(n)]}))] = n
+    enqueue(aws, 10)  # the copy 10: no attribute, held
     # Sealed under a secret that is not the server's: as good as no seal.
-    other = StateSeal(["not-the-server"]).seal(RetryState(released=(key(10),)), copy(10))
-    forged[enqueue(aws, 10, other)] = 10
-    enqueue(aws, 11)
+    other = StateSeal(["not-the-server"]).seal(RetryState(released=(key(11),)), copy(11))
+    forged[enqueue(aws, 11, other)] = 11
     with caplog.at_level(logging.WARNING, "worker.consumer"):
         consume(aws)
     assert len(aws.sent_emails()) == 5
