@@ -41,7 +41,6 @@ from emailops.core.preferences import UnsubscribeLinks
 from emailops.core.ratelimit import QuotaRate, SharedRateLimiter
 from emailops.core.rendering import Renderer
 from emailops.core.send_guard import OverCap, Safeguard
-from emailops.core.suppression_index import IndexedSuppressionList
 from emailops.core.webhooks import NullOutbox, WebhookOutbox
 from emailops.redis.rate import RedisBucketStore
 from emailops.redis.reputation import ReputationGate, ReputationState, SendStop
@@ -136,8 +135,9 @@ class Container:
     @cached_property
     def tombstones(self) -> DynamoTombstones | IndexedTombstones:
         """Erasure's tombstones (ERASURE_TOMBSTONE_TABLE, keyed by ERASURE_HASH_KEY), behind a
-        Redis set of their hashes beside the suppression index (``<its key>:erased``), so a
-        send's check costs no DynamoDB read; no suppression index, no set."""
+        Redis set of their hashes (``<SUPPRESSION_INDEX_REDIS_KEY>:erased``), so a send's check
+        costs no DynamoDB read (only the erasure writes them, so the set misses none); no key, no
+        set."""
         from emailops.aws.tombstones import DynamoTombstones
         from emailops.core.erasure import IndexedTombstones
 
@@ -274,25 +274,22 @@ class Container:
         return NullOutbox()
 
     @cached_property
-    def suppression_list(self) -> DynamoSuppressionList | IndexedSuppressionList:
-        """The table, behind the Redis set of suppressed addresses (SUPPRESSION_INDEX_REDIS_KEY) for
-        every reader and writer: the consumer's check, the events consumer's and the console's."""
+    def suppression_list(self) -> DynamoSuppressionList:
+        """The table itself, for every reader and writer: the consumer's check (one GetItem, two
+        for a spelling other than the normalised one), the events consumer's and the console's.
+        No index in front: the Go service writes the table too, and a suppression it writes must
+        stop the very next send (docs/pipeline.md, "The suppression check")."""
         sending = self.config.sending
         sync = (
             SesAccountSuppression(self.client("sesv2"))
             if sending.account_suppression_sync
             else None
         )
-        table = DynamoSuppressionList(
+        return DynamoSuppressionList(
             self.client("dynamodb"),
             require("SUPPRESSION_TABLE", self.config.aws.suppression_table),
             account_sync=sync,
         )
-        if not sending.suppression_index_key:
-            return table
-        # Rebuilt from the table an hour after its build (was SUPPRESSION_INDEX_MAX_AGE_SECONDS).
-        index = RedisSuppressionIndex.from_url(sending.redis_url, key=sending.suppression_index_key)
-        return IndexedSuppressionList(table, index, clock=time.monotonic)
 
     @cached_property
     def preference_store(self) -> DynamoPreferenceStore:

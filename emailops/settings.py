@@ -29,8 +29,8 @@ globals().update(_values)
 catalog.report_retired(os.environ)  # one line per variable no longer read (.env's included)
 
 # Refused at once when weak with DEBUG off (the checks are emailops.config's, like every other).
-# DJANGO_SECRET_KEY_FALLBACKS: keys retired from it that still verify what they signed (the
-# unsubscribe links of emails already sent among it).
+# DJANGO_SECRET_KEY_FALLBACKS: keys retired from it that still verify what they signed and open what
+# they sealed (unsubscribe links of emails already sent, the consumer's state on queued copies).
 SECRET_KEY = strong_secret_key(_values["SECRET_KEY"], debug=DEBUG)
 
 # --- HTTPS (DJANGO_HTTPS): proxy by default in production; DEBUG runs over plain http -----------

@@ -76,7 +76,7 @@ GROUPS: tuple[Group, ...] = (
         S("ERASURE_HASH_KEY", "str", "", "the tombstones' HMAC key. Set it on its own in production: a new `DJANGO_SECRET_KEY` without it makes earlier tombstones unrecognised", "derived from `DJANGO_SECRET_KEY`"),
         S("PREFERENCES_TABLE", "str", "email-preferences", "recipient preferences: one item per (`address_key`, category) a recipient unsubscribed from or re-subscribed to, with its last 20 changes; written and read by emailops only (the Go service never reads it); created by `bootstrap_aws`"),
         S("SES_ACCOUNT_SUPPRESSION_SYNC", "bool", "false", "mirror suppression additions/removals to SES's account-level list (sesv2; needs its permissions)"),
-        S("SUPPRESSION_INDEX_REDIS_KEY", "str", "emailops:suppressed", "the suppressed addresses as a Redis set (at `REDIS_URL`), kept in step by every writer, so a send's suppression check costs no DynamoDB read; Redis unreachable = the table answers; empty = always the table ([pipeline.md](pipeline.md)). Only our writers update it: beside a Go service that writes the suppression table, set it empty ([deploy.md](deploy.md#running-beside-the-go-service))"),
+        S("SUPPRESSION_INDEX_REDIS_KEY", "str", "emailops:suppressed", "the prefix of the Redis set of erasure tombstones (`<key>:erased`, at `REDIS_URL`), so a send's tombstone check costs no DynamoDB read; empty = always the table ([journal.md](journal.md#erasure)). The suppression check itself always reads the table, so rows the Go service writes count at once ([pipeline.md](pipeline.md), \"The suppression check\")"),
     )),
     Group("SES delivery events ([delivery-events.md](delivery-events.md))", (
         S("SES_CONFIGURATION_SET", "str", "emailops", "every email is sent with it (its event destination feeds delivery events; `bootstrap_aws` creates both); empty = none, and no delivery events"),
@@ -132,7 +132,7 @@ GROUPS: tuple[Group, ...] = (
     Group("Django", (
         S("DJANGO_DEBUG", "bool", "false", "`false` is production: a strong secret key is required and HTTPS is on. `true` (devstack and the tests set it) allows the development key and plain http", attr="DEBUG"),
         S("DJANGO_SECRET_KEY", "str", "", "50+ characters, 5+ distinct (`python -c 'import secrets; print(secrets.token_urlsafe(64))'`); start-up fails with a message otherwise; with `DJANGO_DEBUG=true` empty means the development key", "required unless `DJANGO_DEBUG`", attr="SECRET_KEY"),
-        S("DJANGO_SECRET_KEY_FALLBACKS", "list", "", "retired secret keys (comma list) whose signatures still verify and whose unsubscribe tokens still open. Rotating `DJANGO_SECRET_KEY`: move the old key here, so the unsubscribe links of emails already sent keep working; sessions signed by it stay valid too ([unsubscribe.md](unsubscribe.md#key-rotation))", attr="SECRET_KEY_FALLBACKS"),
+        S("DJANGO_SECRET_KEY_FALLBACKS", "list", "", "retired secret keys (comma list) whose signatures still verify and whose unsubscribe tokens still open. Rotating `DJANGO_SECRET_KEY`: move the old key here, so the unsubscribe links of emails already sent keep working, and the retry state sealed on queued copies and dead letters still counts ([send-guard.md](send-guard.md#in-the-console)); sessions signed by it stay valid too ([unsubscribe.md](unsubscribe.md#key-rotation))", attr="SECRET_KEY_FALLBACKS"),
         S("DJANGO_ALLOWED_HOSTS", "list", "localhost,127.0.0.1,[::1]", "the console's host name(s)", attr="ALLOWED_HOSTS"),
         S("DJANGO_CSRF_TRUSTED_ORIGINS", "list", "", "`https://` + that host", attr="CSRF_TRUSTED_ORIGINS"),
         S("DJANGO_HTTPS", "str", "proxy", "`proxy`: TLS ends at a load balancer that sets (and strips) `X-Forwarded-Proto`, as the ALB does; http redirects to https, cookies are https-only, HSTS for a year with subdomains and preload. `on`: the same, trusting no forwarded header (nothing in front sets and strips it). `off`: plain http (the local stack, `docker/compose.yml`)", debug_default="off", attr="HTTPS"),
@@ -213,7 +213,7 @@ RETIRED: dict[str, str] = {
     # Issue 22's
     "TEMPLATE_CACHE_MAX_ENTRIES": "fixed at 1000 mappings and 1000 templates",
     "REPUTATION_REFRESH_SECONDS": "fixed: a consumer re-reads the shared pauses every 5 s",
-    "SUPPRESSION_INDEX_MAX_AGE_SECONDS": "fixed: the Redis set is rebuilt an hour after its build",
+    "SUPPRESSION_INDEX_MAX_AGE_SECONDS": "gone: the suppression check reads the table on every send (no index to rebuild)",
     "STATS_TTL_DAYS": "fixed: hourly counters are kept 400 days",
     "REPUTATION_CHECK_SECONDS": "fixed: beat judges the rates every 5 minutes",
     "REPUTATION_RESUME_HOLD_MINUTES": "fixed: a pause lifted by hand is not set again for an hour",

@@ -129,7 +129,7 @@ DJANGOS_OWN = {
     "BASE_DIR",
     "CELERY_BROKER_URL",
     "DEBUG",
-    "SECRET_KEY",  # and its fallbacks: the unsubscribe tokens' keys (emailops.unsubscribe)
+    "SECRET_KEY",  # and its fallbacks: the unsubscribe tokens' and the queue state seal's keys
     "SECRET_KEY_FALLBACKS",
     "TRUSTED_PROXY_COUNT",  # the DJANGO_ security settings, read by the middleware
     # django-axes' own settings: the login throttle reads them as axes itself does.

@@ -30,6 +30,7 @@ from emailops.core.events import EventLog, logfmt
 from emailops.core.pipeline import Action, EmailPipeline, RecordOutcome
 from emailops.core.ports import Journal
 from emailops.core.retry import RetryPolicy, RetryState
+from emailops.core.state_seal import StateSeal
 from worker.email_disposition import EmailDisposition, carried_state
 from worker.inflight import DeleteBatcher, Held, InFlight, LeaseKeeper
 from worker.queue_loop import Companion, QueueWorker, WorkerSettings
@@ -65,8 +66,10 @@ class Consumer(Supervised):
         settings: ConsumerSettings,
         lease_journal: Journal,
         clock: Callable[[], float] = time.time,
+        seal: StateSeal,
         lease_queue: SqsQueue | None = None,
     ) -> None:
+        """``seal``: what proves the state on a message is ours (emailops.queue_state)."""
         super().__init__()
         self.queue = queue
         # Visibility changes and lease extensions go through clients with short timeouts: a hung
@@ -89,6 +92,7 @@ class Consumer(Supervised):
             stats=self.stats,
             health=self.health,
             clock=clock,
+            seal=seal,
             max_receive_count=settings.max_receive_count,
         )
         inflight = InFlight()
@@ -183,7 +187,7 @@ class Consumer(Supervised):
         """The queue worker's handler: each record's outcome (units are of one record)."""
         outcomes = []
         for held in unit:
-            state = carried_state(held.message)
+            state = carried_state(held.message, self.disposition.seal)
             if state.dead_letter:  # decided before; only the move to the DLQ failed
                 outcome = RecordOutcome(Action.DEAD_LETTER, reason=state.dead_letter, state=state)
             else:

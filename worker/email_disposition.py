@@ -18,6 +18,7 @@ from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.pipeline import Action, RecordOutcome
 from emailops.core.retry import STATE_ATTRIBUTE, RetryPolicy, RetryState
+from emailops.core.state_seal import StateSeal
 from worker.inflight import DeleteBatcher
 from worker.stats import ConsumerStats, Health
 
@@ -29,15 +30,18 @@ logger = logging.getLogger("worker.consumer")
 SettleAccepted = Callable[..., RetryState]
 
 
-def carried_state(message: QueueMessage, *, quiet: bool = False) -> RetryState:
-    """The carried RetryState; an unreadable one is a fresh state (the journal still guards
-    every recipient), never a reason to stall."""
-    state, problem = RetryState.parse(message.string_attribute(STATE_ATTRIBUTE))
-    if problem and not quiet:
+def carried_state(message: QueueMessage, seal: StateSeal, *, quiet: bool = False) -> RetryState:
+    """The carried RetryState; an unreadable one, or one we did not seal for this message (a
+    producer's forgery: see core.state_seal), is a fresh state (the journal still guards every
+    recipient), never a reason to stall. Logged by the one caller per delivery not ``quiet``."""
+    opened = seal.open(message.string_attribute(STATE_ATTRIBUTE), message.body)
+    if opened.problem and not quiet:
         EventLog(logger, sqsMessageId=message.message_id).warning(
-            "record.state_unreadable", reason=problem, consequence="processed as a fresh record"
+            "record.state_refused" if opened.refused else "record.state_unreadable",
+            reason=opened.problem,
+            consequence="processed as a fresh record",
         )
-    return state
+    return opened.state
 
 
 @dataclass(eq=False, kw_only=True)
@@ -51,6 +55,7 @@ class EmailDisposition:
     stats: ConsumerStats
     health: Health
     clock: Callable[[], float]
+    seal: StateSeal  # what this consumer's copies carry is sealed, and opened, with it
     max_receive_count: int | None = None
 
     def on_received(self, messages: Sequence[QueueMessage]) -> list[QueueMessage]:
@@ -70,7 +75,7 @@ class EmailDisposition:
             bool(most)
             and message.receive_count > 1
             and message.receive_count >= most - 1
-            and not carried_state(message, quiet=True).dead_letter
+            and not carried_state(message, self.seal, quiet=True).dead_letter
         )
 
     def settle(self, messages: Sequence[QueueMessage], outcomes: Sequence[RecordOutcome]) -> None:
@@ -98,7 +103,7 @@ class EmailDisposition:
                     message,
                     self.dead_letter_url,
                     outcome.reason,
-                    carried={STATE_ATTRIBUTE: outcome.state.to_json()},
+                    carried=self.carried(message, outcome.state),
                 )
             except EmailOpsError as exc:
                 log.warning("dead_letter.failed", error=exc.describe())
@@ -116,7 +121,9 @@ class EmailDisposition:
 
     def refresh(self, messages: list[QueueMessage]) -> None:
         """Fresh copies, in one call (a per-record fallback if the batch call fails)."""
-        carried = [(m, {STATE_ATTRIBUTE: carried_state(m).to_json()}) for m in messages]
+        # Opened once a message: a refused state is logged once, not again by the fallback.
+        states = {m.message_id: carried_state(m, self.seal) for m in messages}
+        carried = [(m, self.carried(m, states[m.message_id])) for m in messages]
         try:
             left = set(self.queue.requeue_now(carried))
         except EmailOpsError as exc:
@@ -126,7 +133,7 @@ class EmailDisposition:
             left = {m.message_id for m in messages}
         for message, _ in carried:
             if message.message_id in left:
-                state = carried_state(message)
+                state = states[message.message_id]
                 self.requeue(message, 0, state, reason="receive count near maxReceiveCount")
             else:
                 EventLog(logger, sqsMessageId=message.message_id).info(
@@ -153,9 +160,7 @@ class EmailDisposition:
         budget could never advance."""
         log = EventLog(logger, sqsMessageId=message.message_id)
         try:
-            self.queue.requeue(
-                message, delay_seconds=delay, carried={STATE_ATTRIBUTE: state.to_json()}
-            )
+            self.queue.requeue(message, delay_seconds=delay, carried=self.carried(message, state))
             log.info("record.requeued", seconds=delay, attempts=state.attempts, reason=reason)
             return
         except OriginalKept as exc:  # the copy carries the state; the original waits 12 h
@@ -180,6 +185,10 @@ class EmailDisposition:
         log.warning("requeue.failed", error=error.describe(), accepted=len(state.accepted))
         if delay:
             self.set_visibility(message, delay, log)
+
+    def carried(self, message: QueueMessage, state: RetryState) -> dict[str, str]:
+        """The attribute a copy of ``message`` carries ``state`` in, sealed for its body."""
+        return {STATE_ATTRIBUTE: self.seal.seal(state, message.body)}
 
     def set_visibility(self, message: QueueMessage, seconds: int, log: EventLog) -> None:
         try:

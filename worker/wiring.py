@@ -14,6 +14,7 @@ from emailops import container
 from emailops.capabilities import UNSUBSCRIBE_LINKS, WEBHOOKS, report_off
 from emailops.core.events import EventLog
 from emailops.core.retry import RetryPolicy
+from emailops.queue_state import state_seal
 from worker.consumer import Consumer, ConsumerSettings
 
 __all__ = ["build_consumer", "retry_policy"]
@@ -66,6 +67,7 @@ def build_consumer(
         queue=queue,
         lease_queue=built.lease_queue,
         lease_journal=built.lease_journal,
+        seal=state_seal(),
         pipeline=built.build_pipeline(lease_seconds=lease, recipient_threads=concurrency),
         settings=ConsumerSettings(
             concurrency=concurrency,

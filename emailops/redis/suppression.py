@@ -1,8 +1,9 @@
-"""The suppression index in Redis (``SUPPRESSION_INDEX_REDIS_KEY``): one set of suppressed addresses.
+"""An index in Redis: one set of a table's keys (``<SUPPRESSION_INDEX_REDIS_KEY>:erased``, the
+erasure tombstones' hashes; the suppression check no longer uses one, see core.suppression_index).
 
-The set also holds a marker member (``_COMPLETE``, never an address: addresses are stripped) that
-only a full rebuild from the table adds, so an evicted, expired or half-written set is seen as
-incomplete and never answers "not suppressed". Writers bump ``<key>:epoch`` with every change; a
+The set also holds a marker member (``_COMPLETE``, never a key: keys are stripped) that only a full
+rebuild from the table adds, so an evicted, expired or half-written set is seen as incomplete and
+never answers "not there". Writers bump ``<key>:epoch`` with every change; a
 rebuild commits (one Lua script) only if no write happened while it read the table, so a removal or
 addition racing the rebuild is never lost. The set expires ``max_age`` seconds after its build,
 which bounds how long a change whose writer could not reach Redis goes unseen.

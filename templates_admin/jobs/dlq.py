@@ -34,7 +34,8 @@ from emailops.aws.sqs import (
 from emailops.core.contract import parse_request
 from emailops.core.errors import ConfigurationError, EmailOpsError
 from emailops.core.pacing import Pacer
-from emailops.core.retry import STATE_ATTRIBUTE, RetryState
+from emailops.core.retry import STATE_ATTRIBUTE
+from emailops.queue_state import state_seal
 from templates_admin.display import MASK, mask_context
 from templates_admin.models import Job, JobStep
 
@@ -294,7 +295,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                     continue
                 erased_removed += body != message.body
                 pacer.wait()
-                new_id = source.send_with_attributes(body, redrive_attributes(message))
+                new_id = source.send_with_attributes(body, redrive_attributes(message, body))
                 letter = dead_letter_of(message)
                 progress.step(
                     message.message_id,
@@ -354,11 +355,15 @@ def without_erased(body: str) -> str | None:
     return json.dumps(data | {"recipients": kept}, ensure_ascii=False) if kept else None
 
 
-def redrive_attributes(message: QueueMessage) -> dict[str, Any]:
+def redrive_attributes(message: QueueMessage, body: str) -> dict[str, Any]:
     """What a redriven copy carries: not the reason it failed, and a fresh retry budget (someone
-    fixed the cause), but still the sends SES already accepted, so none goes out twice."""
+    fixed the cause), but still the sends SES already accepted, so none goes out twice. Only a
+    state we sealed counts (a producer's is dropped), and the copy's is sealed again, for ``body``
+    (the copy's: erased recipients removed)."""
     attributes = forwardable_attributes(message.attributes)
     if STATE_ATTRIBUTE in attributes:
-        state = RetryState.from_json(message.string_attribute(STATE_ATTRIBUTE)).redriven()
-        attributes[STATE_ATTRIBUTE] = {"DataType": "String", "StringValue": state.to_json()}
+        seal = state_seal()
+        state = seal.open(message.string_attribute(STATE_ATTRIBUTE), message.body).state
+        sealed = seal.seal(state.redriven(), body)
+        attributes[STATE_ATTRIBUTE] = {"DataType": "String", "StringValue": sealed}
     return attributes

@@ -5,7 +5,8 @@ A release is audited (an ``EmailAction`` of kind RELEASE: who, when, why), makes
 again by a conditional update (only a log-only row of those reasons: a second release, or a row
 sent meanwhile, is refused), and puts the original request back on the queue **with the same
 dedupe key**, through the normal pipeline. Its ``EmailOpsState`` names the key as released, so the
-send guard lets that one send through; the suppression list and the service stop still apply.
+send guard lets that one send through; the suppression list and the service stop still apply. The
+state is sealed under the server's secret (emailops.queue_state): a producer cannot write one.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.events import EventLog
 from emailops.core.log_only import LogOnlyReason
 from emailops.core.retry import STATE_ATTRIBUTE, RetryState
+from emailops.queue_state import state_seal
 from templates_admin import roles
 from templates_admin.models import EmailAction
 
@@ -86,10 +88,9 @@ def logged_only_release(*, key: str, reason: str, user: AbstractBaseUser) -> Ema
         )
         if not adapters.journal.release_logged_only(key, reasons=RELEASABLE, by=who, why=reason):
             raise ValidationError("this row was released or changed meanwhile: look again")
-        state = RetryState(released=(key,))
-        action.sqs_message_id = adapters.queue.send(
-            request_to_json(request), attributes={STATE_ATTRIBUTE: state.to_json()}
-        )
+        body = request_to_json(request)
+        state = state_seal().seal(RetryState(released=(key,)), body)
+        action.sqs_message_id = adapters.queue.send(body, attributes={STATE_ATTRIBUTE: state})
         action.save(update_fields=["sqs_message_id"])
     EventLog(logger).info(
         "email.released",

@@ -193,3 +193,21 @@ def test_a_suppressed_address_is_suppressed_however_the_api_spells_it(stack, api
     (result,) = response.json()["results"]
     assert result["status"] == "SUPPRESSED", response.content
     assert stack.sent_emails() == []
+
+
+def test_a_row_the_go_service_put_in_the_table_stops_the_next_send(
+    stack, api_client, settings, redis_key
+):
+    """Issue 35, finding 2, with the default settings (the Redis index on): an item put straight
+    into ``email-suppression`` (the Go bounce handler's PutItem), then a send to that address."""
+    from tests.worker.test_go_suppressions import go_suppresses
+
+    settings.SUPPRESSION_INDEX_REDIS_KEY = f"{redis_key}:suppressed"
+    container.reset()
+    body = json.loads(fixture_body("minimal.json"))
+    assert api_client.send(body).json()["results"][0]["status"] == "SENT"  # every check warm
+    body["recipients"] = [{"email": "Bounced@example.com"}]
+    go_suppresses(settings, "Bounced@example.com", reason="bounce")
+    (result,) = api_client.send(body).json()["results"]
+    assert result["status"] == "SUPPRESSED"
+    assert len(stack.sent_emails()) == 1

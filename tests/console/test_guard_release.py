@@ -14,7 +14,8 @@ from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.pipeline import Action
 from emailops.core.ports import Status, TemplateMapping
-from emailops.core.retry import STATE_ATTRIBUTE, RetryState
+from emailops.core.retry import STATE_ATTRIBUTE
+from emailops.queue_state import state_seal
 from templates_admin.journal.release import logged_only_release
 from templates_admin.models import EmailAction
 
@@ -70,7 +71,8 @@ def test_log_only_rows_are_listed_by_reason_and_released_by_a_support_lead(
     assert row.status == Status.FAILED and not row.logged_only  # claimable again
 
     [message] = aws.queue_messages(aws.queue_url)
-    state = RetryState.from_json(message["MessageAttributes"][STATE_ATTRIBUTE]["StringValue"])
+    text = message["MessageAttributes"][STATE_ATTRIBUTE]["StringValue"]
+    state = state_seal().open(text, message["Body"]).state  # sealed: the consumer honours it
     assert state.released == (key_of(2),)
     assert dedupe_key(parse_request(message["Body"]), "p2@example.com") == key_of(2)
     # Through the normal pipeline: the cap is still spent this minute, the release goes past it.

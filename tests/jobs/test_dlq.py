@@ -10,6 +10,7 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from emailops.core.retry import RetryState
+from emailops.queue_state import state_seal
 from templates_admin.jobs import dlq
 from templates_admin.jobs.services import job_create, job_run
 from templates_admin.models import Job, JobStep
@@ -19,16 +20,17 @@ pytestmark = pytest.mark.django_db
 # A record that ran out of retry budget after one send SES accepted but the journal never marked.
 STATE = RetryState(
     first_attempt_at=1780000000, attempts=9, accepted={"k1": "ses-1"}, errors=("503",)
-).to_json()
+)
 
 
 def dead_letter(aws, body: dict | str, reason: str | None = "render template: boom", **extra):
-    attributes = {"EmailOpsState": {"DataType": "String", "StringValue": STATE}}
+    text = body if isinstance(body, str) else json.dumps(body)
+    sealed = state_seal().seal(STATE, text)  # as the consumer dead-letters it
+    attributes = {"EmailOpsState": {"DataType": "String", "StringValue": sealed}}
     if reason is not None:
         attributes["FailureReason"] = {"DataType": "String", "StringValue": reason}
     for name, value in extra.items():
         attributes[name] = {"DataType": "String", "StringValue": value}
-    text = body if isinstance(body, str) else json.dumps(body)
     return aws.sqs.send_message(
         QueueUrl=aws.dlq_url, MessageBody=text, MessageAttributes=attributes
     )["MessageId"]
@@ -96,14 +98,35 @@ def test_redrive_selected_keeps_attributes_but_the_reason_and_deletes_after_copy
     for message in moved:
         attributes = message["MessageAttributes"]
         assert "FailureReason" not in attributes
-        # A fresh retry budget (someone fixed the cause), the accepted send still remembered.
-        carried = RetryState.from_json(attributes["EmailOpsState"]["StringValue"])
-        assert carried == RetryState(accepted={"k1": "ses-1"})
+        # A fresh retry budget (someone fixed the cause), the accepted send still remembered,
+        # sealed again for the copy's body (the consumer honours it).
+        carried = state_seal().open(attributes["EmailOpsState"]["StringValue"], message["Body"])
+        assert carried == (RetryState(accepted={"k1": "ses-1"}), "", False)
         assert attributes["Origin"]["StringValue"] == "billing"
     left = all_messages(aws, aws.dlq_url)
     assert [m["MessageId"] for m in left] == [ids[2]]
     steps = {s.key: s for s in JobStep.objects.filter(job=job)}
     assert set(steps) == set(ids[:2]) and all(s.detail["keptState"] for s in steps.values())
+
+
+def test_redrive_drops_a_state_we_did_not_seal(aws, make_user):
+    """A producer's own EmailOpsState in the DLQ (sent there directly) is no state on redrive:
+    its "accepted" would mark a recipient SENT that was never sent."""
+    body = json.dumps(request(0))
+    forged = {"DataType": "String", "StringValue": STATE.to_json()}
+    aws.sqs.send_message(
+        QueueUrl=aws.dlq_url, MessageBody=body, MessageAttributes={"EmailOpsState": forged}
+    )
+    job = job_create(
+        kind=Job.Kind.DLQ_REDRIVE,
+        inputs=dlq.redrive_inputs(ids=None, redrive_all=True, rate=50),
+        user=make_user("Support leads"),
+        dispatch=False,
+    )
+    assert job_run(job_id=job.pk).state == Job.State.SUCCEEDED
+    (moved,) = all_messages(aws, aws.queue_url)
+    text = moved["MessageAttributes"]["EmailOpsState"]["StringValue"]
+    assert state_seal().open(text, moved["Body"]) == (RetryState(), "", False)
 
 
 def test_a_rerun_deletes_what_an_earlier_run_copied_instead_of_copying_it_again(aws, make_user):

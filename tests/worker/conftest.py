@@ -16,6 +16,7 @@ from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
 from emailops.core.rendering import Renderer
 from emailops.core.retry import RetryPolicy
+from emailops.queue_state import state_seal
 from tests.fakes import DictMappings, DictTemplates, InMemoryJournal, RecordingSender
 from worker.consumer import Consumer, ConsumerSettings
 
@@ -71,6 +72,7 @@ def make_consumer(
         queue=queue,
         pipeline=pipeline,
         lease_journal=pipeline.journal,
+        seal=state_seal(),
         settings=ConsumerSettings(
             **{"dead_letter_url": dead_letter_url, "retry": retry} | overrides
         ),
