@@ -48,7 +48,7 @@ from emailops.core.pipeline_settle import PipelineSettlement
 from emailops.core.ports import ClaimState, Journal, OutgoingEmail, Sender, SendRateLimiter, Stats
 from emailops.core.preferences import UnsubscribeLinks
 from emailops.core.retry import RetryState, backoff_seconds
-from emailops.core.send_policy import Ask, Kind, SendPolicy, Stage, Verdict, ask_each
+from emailops.core.send_policy import Ask, Kind, SendPolicy, Staged, Verdict, ask_each
 from emailops.core.webhooks import NullOutbox, WebhookOutbox
 
 __all__ = [
@@ -83,6 +83,7 @@ class EmailPipeline(PipelineSettlement):
     sleep: Callable[[float], None] = time.sleep
     # Delivery webhooks: told of each fact once its journal write succeeded (see _emit).
     outbox: WebhookOutbox = field(default_factory=NullOutbox)
+    _staged: Staged = field(init=False, repr=False, default=Staged())  # policies by stage
 
     def process(
         self,
@@ -166,9 +167,11 @@ class EmailPipeline(PipelineSettlement):
                 template=composed.template_key,
                 missing=",".join(missing),
             )
-        staged = {s: [p for p in self.policies if p.stage is s] for s in Stage}
+        if self._staged.policies is not self.policies:  # split once, again if replaced
+            self._staged = Staged.of(self.policies)
+        staged = self._staged
         # The record stage's answer holds for each recipient (a pause: all wait, unclaimed).
-        record = ask_each(staged[Stage.RECORD], Ask(request, composed, log, self.clock))
+        record = ask_each(staged.record, Ask(request, composed, log, self.clock))
 
         def deliver(recipient: Recipient) -> _Result:
             try:
@@ -190,13 +193,7 @@ class EmailPipeline(PipelineSettlement):
 
         return refused + self.fan_out(deliver, request.recipients)
 
-    def _deliver(
-        self,
-        ask: Ask,
-        held: HeldClaims,
-        record: Verdict,
-        staged: dict[Stage, list[SendPolicy]],
-    ) -> _Result:
+    def _deliver(self, ask: Ask, held: HeldClaims, record: Verdict, staged: Staged) -> _Result:
         """``ask.name``: how the journal names the recipient (``_journalled``); ``record``: the
         record stage's answer."""
         request, recipient, key, log = ask.request, ask.recipient, ask.key, ask.log
@@ -206,13 +203,13 @@ class EmailPipeline(PipelineSettlement):
             return _Result(_Kind.STOPPED, key, "consumer stopping")
         claim = self._claim(request, ask.name, key, ask.composed)
         try:
-            verdict = ask_each(staged[Stage.RECIPIENT], ask, record)
+            verdict = ask_each(staged.recipient, ask, record)
             if verdict.kind is Kind.SEND:
                 personal, headers = personalised(
                     self.composer, self.unsubscribe_links, request, recipient, ask.composed, log
                 )
                 # Last, before the claim as in Go: an admission counts the send it allows.
-                verdict = ask_each(staged[Stage.ADMISSION], ask, verdict)
+                verdict = ask_each(staged.admission, ask, verdict)
             if verdict.kind is not Kind.SEND:
                 return self._not_sent(verdict, claim, request, log)
             claimed = self.journal.claim(claim)

@@ -9,7 +9,7 @@ list and its order are composed once (``emailops.pipeline_build.send_policies``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
@@ -21,7 +21,7 @@ from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import SendRateLimiter
 from emailops.core.retry import RetryState
 
-__all__ = ["SEND", "Ask", "Kind", "SendPolicy", "Stage", "Verdict", "ask_each"]
+__all__ = ["SEND", "Ask", "Kind", "SendPolicy", "Stage", "Staged", "Verdict", "ask_each"]
 
 
 class Stage(Enum):
@@ -98,6 +98,23 @@ class SendPolicy(Protocol):
         recipient is tried again later, never sent unchecked. A record-stage policy never
         raises (it cannot stop mail by failing)."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class Staged:
+    """A chain split by stage, each part in the chain's order."""
+
+    policies: Sequence[SendPolicy] = ()
+    record: tuple[SendPolicy, ...] = ()
+    recipient: tuple[SendPolicy, ...] = ()
+    admission: tuple[SendPolicy, ...] = ()
+
+    @classmethod
+    def of(cls, policies: Sequence[SendPolicy]) -> Staged:
+        def at(stage: Stage) -> tuple[SendPolicy, ...]:
+            return tuple(p for p in policies if p.stage is stage)
+
+        return cls(policies, at(Stage.RECORD), at(Stage.RECIPIENT), at(Stage.ADMISSION))
 
 
 def ask_each(policies: Iterable[SendPolicy], ask: Ask, allowed: Verdict = SEND) -> Verdict:
