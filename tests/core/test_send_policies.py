@@ -15,7 +15,7 @@ from emailops.core.contract import Recipient, parse_request
 from emailops.core.errors import TransientError
 from emailops.core.events import EventLog
 from emailops.core.log_only import LogOnlyReason
-from emailops.core.pipeline import EmailPipeline
+from emailops.core.pipeline import Action, EmailPipeline
 from emailops.core.policies.emergency_stop import EmergencyStop
 from emailops.core.policies.reputation_pause import ReputationPause
 from emailops.core.policies.send_guard import SendGuardCheck
@@ -257,3 +257,44 @@ def test_the_check_catches_an_optional_field():
         gate: typing.Optional[int] = 0  # noqa: UP045 (the old spelling is caught too)
 
     assert optional_fields(Bag) == ["suppressions", "gate"]
+
+
+# --- the chain in the pipeline -----------------------------------------------------------------
+
+
+def test_the_pipeline_asks_the_send_controls_before_the_suppression_list():
+    from tests.core.test_pipeline import Stack, request_body
+
+    class Everyone:
+        def suppression_reason(self, address):
+            return "hard bounce"
+
+    stack = Stack()
+    stack.use(send_enabled=False, suppressions=Everyone())
+    body = request_body(datasetName="D")
+    stack.process(body)
+    row = stack.row(body, "alice@example.com")
+    assert (row["Status"], row["LoggedOnlyReason"]) == ("SENT", "service-stop")
+    stack.use(send_enabled=True)
+    other = request_body(datasetName="E")
+    stack.process(other)
+    assert stack.row(other, "alice@example.com")["Status"] == "SUPPRESSED"
+    assert stack.sender.sent == []
+
+
+def test_a_pause_does_not_hold_back_the_mark_of_a_send_ses_already_accepted():
+    from tests.core.test_pipeline import Stack, request_body
+
+    stack, gate = Stack(), FixedGate()
+    stack.use(gate=gate)
+    body = request_body(datasetName="D")
+    stack.journal.fail_next["mark_sent"] = [TransientError("mark", reason="down")] * 5
+    first = stack.process(body)  # SES accepted; the SENT mark could not be stored
+    assert first.state.accepted
+    gate.decisions["normal"] = (GateDecision.PAUSE, "bounce 6 %")
+    stack.clock.now += 10_000
+    again = stack.process(body, state=first.state)
+    assert (again.action, again.sent) == (Action.DELETE, 1)  # marked, not paused
+    assert len(stack.sender.sent) == 1
+    paused = stack.process(request_body(datasetName="E"))
+    assert paused.action is Action.WAIT and "paused: bounce 6 %" in paused.reason
