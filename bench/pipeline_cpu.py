@@ -30,6 +30,7 @@ from emailops.core.compose import Composer
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
 from emailops.core.rendering import Renderer
+from emailops.pipeline_build import send_policies
 from tests.fakes import DictMappings, DictTemplates, InMemoryJournal, RecordingSender
 from tests.support.stack import SAMPLES, MotoServer, ProxyProcess, Stack
 
@@ -106,6 +107,7 @@ def fake_pipeline() -> EmailPipeline:
         journal=InMemoryJournal(),
         sender=RecordingSender(),
         settings=PipelineSettings(from_address=FROM, lease_seconds=30),
+        policies=send_policies(),
     )
 
 

@@ -222,16 +222,19 @@ def test_a_consumers_container_pools_a_connection_per_thread(aws):
 def test_the_pipeline_reads_preferences_through_the_containers_cache_and_encrypted_links(
     aws, settings
 ):
+    from emailops.core.policies.unsubscribed import Unsubscribed
     from emailops.core.preference_cache import CachedPreferenceStore
     from emailops.unsubscribe import EncryptedUnsubscribeLinks, read_token
 
     built = container.current()
     pipeline = built.build_pipeline(lease_seconds=30)
-    assert pipeline.preferences is built.cached_preference_store
-    assert isinstance(pipeline.preferences, CachedPreferenceStore)
-    assert pipeline.preferences.store is built.preference_store
-    assert pipeline.preferences.seconds == 5  # PREFERENCES_CACHE_SECONDS's default
-    assert built.build_pipeline(lease_seconds=30).preferences is pipeline.preferences  # shared
+    [policy] = [p for p in pipeline.policies if isinstance(p, Unsubscribed)]
+    assert policy.preferences is built.cached_preference_store
+    assert isinstance(policy.preferences, CachedPreferenceStore)
+    assert policy.preferences.store is built.preference_store
+    assert policy.preferences.seconds == 5  # PREFERENCES_CACHE_SECONDS's default
+    again = built.build_pipeline(lease_seconds=30).policies
+    assert [p.preferences for p in again if isinstance(p, Unsubscribed)] == [policy.preferences]
     assert isinstance(pipeline.unsubscribe_links, EncryptedUnsubscribeLinks)
     assert pipeline.unsubscribe_links is built.unsubscribe_links
     assert (

@@ -1,5 +1,6 @@
 """The pipeline's vocabulary: what a record's outcome is (``Action``, ``RecordOutcome``), its
-settings, the claims a record holds, and one recipient's result."""
+settings, the claims a record holds, one recipient's result, and the no-op collaborators of a
+pipeline built without them (no tombstones, no send rate, no counters)."""
 
 from __future__ import annotations
 
@@ -11,7 +12,16 @@ from typing import TypeVar
 from emailops.core.errors import ConfigurationFault, DailyQuotaExceeded, EmailOpsError
 from emailops.core.retry import RetryState
 
-__all__ = ["Action", "HeldClaim", "HeldClaims", "PipelineSettings", "RecordOutcome"]
+__all__ = [
+    "Action",
+    "HeldClaim",
+    "HeldClaims",
+    "NoStats",
+    "NoTombstones",
+    "PipelineSettings",
+    "RecordOutcome",
+    "Unpaced",
+]
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -50,8 +60,6 @@ class PipelineSettings:
     throttle_retries: int = 3  # sends retried in place after SES throttling
     # A send starts only on a claim with at least this long left (else it is extended first).
     claim_send_margin_seconds: int = 5
-    pause_wait_seconds: int = 60  # how soon a record paused by the reputation guard looks again
-    send_enabled: bool = True  # SEND_ENABLED, as in Go: False journals every request log-only
 
 
 @dataclass(frozen=True)
@@ -134,13 +142,42 @@ class _NotNow(Exception):
         self.result = result
 
 
-class _HeldBack(Exception):
-    """What ``before_send`` raised (a pause, _NotNow): carried out through the sender so it is
-    never taken for the send's own failure, then raised again as it was."""
+class NoTombstones:
+    """No address was ever erased: each is journaled by its own name (``Tombstones``)."""
 
-    def __init__(self, cause: BaseException) -> None:
-        super().__init__(str(cause))
-        self.cause = cause
+    def erased_at(self, address: str) -> int | None:
+        return None
+
+    def name(self, address: str) -> str:
+        return address
+
+    def add(self, address: str, *, now: int) -> None:
+        raise TypeError("no tombstone store: nothing can be erased through this pipeline")
+
+
+class Unpaced:
+    """No send rate to keep (``SendRateLimiter``): every slot at once."""
+
+    def acquire(self) -> float:
+        return 0.0
+
+    def on_throttled(self) -> None:
+        return None
+
+    def on_daily_quota_exceeded(self) -> None:
+        return None
+
+
+class NoStats:
+    """No reputation counters (``Stats``; STATS_TABLE empty): nothing is counted."""
+
+    def add(
+        self, *, message_id: str, organization: str | None, hour: str, counts: dict[str, int]
+    ) -> None:
+        return None
+
+    def flush(self) -> None:
+        return None
 
 
 def sequential(fn: Callable[[T], R], items: Sequence[T]) -> list[R]:

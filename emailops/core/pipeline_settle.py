@@ -3,7 +3,8 @@ FAILED rows for what can never be sent, the reputation counters, and the one dec
 a record's recipient results into a ``RecordOutcome``.
 
 A mixin of ``EmailPipeline`` (see emailops/core/pipeline.py), which holds the collaborators
-(``journal``, ``stats``, ``settings``, ``clock``, ``sleep``) these steps use.
+(``journal``, ``stats``, ``tombstones``, ``outbox``, ``settings``, ``clock``, ``sleep``) these
+steps use. A policy's refusal is journaled here too (``_not_sent``).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.erasure import ERASED_PREFIX
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.events import EventLog
+from emailops.core.log_only import LogOnlyReason
 from emailops.core.pipeline_model import Action, RecordOutcome, _Kind, _Result
 from emailops.core.ports import Claim
 from emailops.core.reputation import hour_of
 from emailops.core.retry import RetryPolicy, RetryState
-from emailops.core.webhooks import WebhookEvent, failed_event, sent_event
+from emailops.core.send_policy import Kind, Verdict
+from emailops.core.webhooks import WebhookEvent, failed_event, not_delivered_event, sent_event
 
 __all__ = ["PipelineSettlement"]
 
@@ -104,8 +107,7 @@ class PipelineSettlement:
 
     def flush_counters(self) -> None:
         """Write the reputation counts still buffered (a consumer calls this every second)."""
-        if self.stats is not None:
-            self.stats.flush()
+        self.stats.flush()
 
     def _mark_accepted(
         self, key: str, provider_id: str, log: EventLog, *, request: EmailRequest | None = None
@@ -206,10 +208,9 @@ class PipelineSettlement:
         """How the journal names ``address``: as it is, or, once it was erased (a tombstone),
         by its keyed hash (``erased:…``), so the row records the send and nothing personal.
         Raises EmailOpsError when the tombstone cannot be read."""
-        tombstones = getattr(self, "tombstones", None)
-        if tombstones is None or tombstones.erased_at(address) is None:
+        if self.tombstones.erased_at(address) is None:
             return address
-        return tombstones.name(address)
+        return self.tombstones.name(address)
 
     def _claim(
         self, request: EmailRequest, email: str, key: str, composed: Composed | None
@@ -231,6 +232,30 @@ class PipelineSettlement:
             producer=request.namespace,
             dedupe_id="" if erased else request.dedupe_id,
         )
+
+    def _not_sent(
+        self, verdict: Verdict, claim: Claim, request: EmailRequest, log: EventLog
+    ) -> _Result:
+        """A policy's answer other than SEND: a hold waits unclaimed and writes nothing; a
+        log-only or suppressed one is journaled (conditionally: never over a SENT row), and
+        email.not_delivered goes out once, only when this write recorded it."""
+        key = claim.key
+        if verdict.kind is Kind.HOLD:
+            return _Result(_Kind.WAIT, key, verdict.detail, wait_until=verdict.until)
+        if verdict.kind is Kind.SUPPRESSED:
+            written = self.journal.record_suppressed(claim, reason=verdict.detail)
+            log.info("recipient.suppressed", reason=verdict.detail, written=written)
+            if written:
+                self._count(request, log, suppressed=1)
+            reason = LogOnlyReason.SUPPRESSED
+        else:
+            reason = verdict.reason
+            written = self.journal.record_logged_only(claim, reason=reason, detail=verdict.detail)
+            level = logging.WARNING if verdict.loud else logging.INFO
+            log.log(level, "recipient.logged_only", reason=reason.value, written=written)
+        if written:
+            self._emit(not_delivered_event(key, reason=reason.value, at=self.clock()), log)
+        return _Result(_Kind.SUPPRESSED, key, verdict.detail)
 
     def _release(self, key: str, attempt: int, log: EventLog) -> None:
         try:
@@ -272,8 +297,6 @@ class PipelineSettlement:
 
     def _count(self, request: EmailRequest, log: EventLog, **counts: int) -> None:
         """Add to the reputation counters; a failure costs a count, never a send or a retry."""
-        if self.stats is None:
-            return
         try:
             self.stats.add(
                 message_id=request.message_id,

@@ -14,6 +14,7 @@ The guard (``decide``) turns a scope's state and the mapping's priority into wha
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -63,7 +64,12 @@ def org_scope(organization: str) -> str:
 
 def hour_of(epoch: float) -> str:
     """The UTC hour an instant falls in, as the counters' sort key."""
-    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H")
+    return _hour_text(int(epoch // 3600))
+
+
+@functools.lru_cache(maxsize=16)  # asked for each count: the same hour, over and over
+def _hour_text(hour: int) -> str:
+    return datetime.fromtimestamp(hour * 3600, UTC).strftime("%Y-%m-%dT%H")
 
 
 def hour_range(now: float, hours: int) -> tuple[str, str]:

@@ -16,6 +16,7 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.header_text import control_character
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
+from emailops.pipeline_build import send_policies
 from tests.conftest import fixture_body
 
 NOW = 1_750_000_000
@@ -48,6 +49,7 @@ def pipeline(aws) -> EmailPipeline:
             reply_to=("support@pennsieve.test",),
             lease_seconds=30,
         ),
+        policies=send_policies(),
         clock=lambda: NOW,
     )
 

@@ -16,6 +16,7 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
 from emailops.core.preferences import HowChanged, Preference
+from emailops.pipeline_build import send_policies
 from tests.core.test_pipeline import request_body
 from tests.fakes import RecordingOutbox
 
@@ -60,7 +61,7 @@ def pipeline(aws) -> EmailPipeline:
         composer=built.composer(),
         journal=built.journal,
         sender=built.sender,
-        preferences=built.cached_preference_store,
+        policies=send_policies(preferences=built.cached_preference_store),
         unsubscribe_links=FakeLinks(),
         settings=PipelineSettings(
             from_address="Pennsieve <support@pennsieve.test>",

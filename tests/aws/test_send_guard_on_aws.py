@@ -16,6 +16,7 @@ from emailops.core.log_only import LogOnlyReason
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
 from emailops.core.send_guard import OverCap, Safeguard, global_bucket
+from emailops.pipeline_build import send_policies
 
 START = 1_750_000_020  # 20 s into a one-minute window
 WINDOW = START - START % 60
@@ -52,7 +53,7 @@ def consumers(stack, clock, alerts=None, *, table=TABLE, **caps) -> list[EmailPi
             journal=stack.journal,
             sender=stack.sender,
             settings=PipelineSettings(from_address="Pennsieve <support@pennsieve.test>"),
-            send_guard=guard,
+            policies=send_policies(send_guard=guard),
             clock=clock,
         )
 

@@ -42,7 +42,7 @@ def test_a_support_lead_stops_all_sending_audited_and_every_page_says_so(lead):
 def test_a_consumer_under_the_stop_journals_log_only_and_sends_nothing(lead):
     lead.post(STOP, {"action": "set", "reason": "incident 42"})
     stack = Stack()
-    stack.pipeline.send_switch = container.current().send_stop
+    stack.use(send_switch=container.current().send_stop)
     body = request_body(datasetName="D")
 
     stack.process(body)

@@ -28,6 +28,7 @@ from emailops.core.pipeline import (
 )
 from emailops.core.ports import Status, TemplateMapping
 from emailops.core.rendering import Renderer
+from emailops.pipeline_build import send_policies
 from tests.conftest import fixture_body
 from tests.fakes import DictMappings, DictTemplates, InMemoryJournal, RecordingSender
 
@@ -86,9 +87,17 @@ class Stack:
             journal=self.journal,
             sender=self.sender,
             settings=PipelineSettings(from_address=FROM, reply_to=REPLY_TO, lease_seconds=LEASE),
+            policies=send_policies(),
             clock=self.clock,
             sleep=self.sleeps.append,
         )
+        self.controls: dict = {}
+
+    def use(self, **controls) -> None:
+        """Turn send controls on (``send_policies``' collaborators: ``suppressions=``,
+        ``gate=``, ...), in the chain the container composes."""
+        self.controls |= controls
+        self.pipeline.policies = send_policies(**self.controls)
 
     def process(self, body: str, state=None):
         return self.pipeline.process(body, record_id="sqs-1", state=state)

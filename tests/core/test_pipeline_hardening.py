@@ -212,7 +212,7 @@ def test_a_pause_met_while_taking_the_slot_sends_nothing_and_is_not_extended(sta
 
 
 def test_a_suppressed_address_gets_a_suppressed_row_and_no_email(stack):
-    stack.pipeline.suppressions = Suppressed(rev1_at_example_com="hard bounce")
+    stack.use(suppressions=Suppressed(rev1_at_example_com="hard bounce"))
     outcome = stack.process(MULTI)
     assert (outcome.action, outcome.sent) == (Action.DELETE, 1)
     row = stack.row(MULTI, "rev1@example.com")
@@ -221,9 +221,9 @@ def test_a_suppressed_address_gets_a_suppressed_row_and_no_email(stack):
 
 
 def test_a_suppressed_row_is_final_even_once_the_address_is_no_longer_suppressed(stack):
-    stack.pipeline.suppressions = Suppressed(alice_at_example_com="complaint")
+    stack.use(suppressions=Suppressed(alice_at_example_com="complaint"))
     stack.process(MINIMAL)
-    stack.pipeline.suppressions = Suppressed()
+    stack.use(suppressions=Suppressed())
     outcome = stack.process(MINIMAL)  # a redelivery of the same request
     assert (outcome.action, outcome.skipped) == (Action.DELETE, 1)
     assert stack.sender.sent == [] and alice_row(stack)["Status"] == Status.SUPPRESSED

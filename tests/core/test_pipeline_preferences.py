@@ -79,7 +79,8 @@ def stack() -> Stack:
 
 
 def test_an_unsubscribed_recipient_is_journaled_log_only_and_never_sent(stack):
-    stack.pipeline.preferences = preferences = DictPreferences(a_unsubscribed())
+    preferences = DictPreferences(a_unsubscribed())
+    stack.use(preferences=preferences)
 
     outcome = stack.process(TWO)
 
@@ -98,7 +99,7 @@ def test_an_unsubscribed_recipient_is_journaled_log_only_and_never_sent(stack):
 
 
 def test_a_redelivery_journals_nothing_again_and_emits_nothing_again(stack):
-    stack.pipeline.preferences = DictPreferences(a_unsubscribed())
+    stack.use(preferences=DictPreferences(a_unsubscribed()))
     one = request_body(recipients=[{"name": "", "email": "a@example.com"}], datasetName="D")
     stack.process(one)
     stack.process(one)
@@ -118,7 +119,8 @@ def test_a_redelivery_journals_nothing_again_and_emits_nothing_again(stack):
 )
 def test_mail_the_preference_does_not_cover_is_sent(stack, category, priority, preference):
     categorised(stack, category=category, priority=priority)
-    stack.pipeline.preferences = preferences = DictPreferences(preference)
+    preferences = DictPreferences(preference)
+    stack.use(preferences=preferences)
 
     stack.process(TWO)
 
@@ -128,7 +130,8 @@ def test_mail_the_preference_does_not_cover_is_sent(stack, category, priority, p
 
 
 def test_a_store_that_cannot_answer_holds_the_recipient_back_to_be_tried_again(stack):
-    stack.pipeline.preferences = preferences = DictPreferences(a_unsubscribed())
+    preferences = DictPreferences(a_unsubscribed())
+    stack.use(preferences=preferences)
     preferences.error = TransientError("read preference", key="a@example.com", reason="timeout")
 
     outcome = stack.process(TWO)
@@ -188,7 +191,7 @@ def test_refusable_mail_carries_the_one_click_headers_and_the_template_its_url(s
         '<p>Branded {{.datasetName}}</p><a href="{{ unsubscribeUrl }}">Unsubscribe</a>'
     )
     stack.pipeline.unsubscribe_links = links = FixedLinks()
-    stack.pipeline.preferences = DictPreferences()
+    stack.use(preferences=DictPreferences())
     body = request_body(
         recipients=[{"name": "", "email": "a@example.com"}], datasetName="D", organizationId=367
     )
@@ -246,7 +249,8 @@ def test_an_erased_recipients_kept_preference_is_read_under_its_tombstone_name(s
     journals an erased recipient by that name, reads the preference there too."""
     stack.pipeline.tombstones = OneErased()
     kept = replace(a_unsubscribed(), address="erased:0123abcd")
-    stack.pipeline.preferences = preferences = DictPreferences(kept)
+    preferences = DictPreferences(kept)
+    stack.use(preferences=preferences)
 
     stack.process(TWO)
 

@@ -30,8 +30,8 @@ def counted(gate: FixedGate | None = None) -> tuple[Stack, InMemoryStats, Limite
     stack = Stack()
     stats, slow = InMemoryStats(), Limiter()
     stack.pipeline.stats = stats
-    stack.pipeline.gate = gate
-    stack.pipeline.slow_limiter = slow
+    if gate is not None:
+        stack.use(gate=gate, slow_limiter=slow)
     return stack, stats, slow
 
 
@@ -74,7 +74,7 @@ def test_failed_and_suppressed_count_when_their_rows_are_written():
         def suppression_reason(self, address):
             return "hard bounce"
 
-    stack.pipeline.suppressions = Suppressed()
+    stack.use(suppressions=Suppressed())
     other = request_body(recipients=[{"name": "B", "email": "b@example.com"}], datasetName="D")
     stack.process(other)
     stack.process(other)  # the SUPPRESSED row is there already: not written, not counted
@@ -105,7 +105,7 @@ def test_paused_bulk_waits_unclaimed_without_using_the_retry_budget():
     _with_priority(stack, "bulk")
     outcome = stack.process(BODY)
     assert outcome.action is Action.WAIT
-    assert outcome.wait_until == NOW + stack.pipeline.settings.pause_wait_seconds
+    assert outcome.wait_until == NOW + 60  # REPUTATION_PAUSE_WAIT_SECONDS's default
     assert "bounce rate 6 %" in outcome.reason
     assert outcome.state.attempts == 0  # no retry budget used
     assert stack.sender.sent == [] and stack.journal.rows == {}  # not claimed, not FAILED

@@ -25,7 +25,7 @@ def assert_logged_only(stack: Stack, reason: str) -> None:
 
 def test_send_enabled_false_journals_every_recipient_log_only_and_sends_nothing():
     stack = Stack()
-    stack.pipeline.settings = replace(stack.pipeline.settings, send_enabled=False)
+    stack.use(send_enabled=False)
 
     outcome = stack.process(TWO)
 
@@ -49,7 +49,7 @@ def test_one_suppressed_address_holds_back_only_its_own_recipient():
         def suppression_reason(self, address):
             return "hard bounce" if address == "a@example.com" else None
 
-    stack.pipeline.suppressions = Suppressed()
+    stack.use(suppressions=Suppressed())
     outcome = stack.process(TWO)
 
     assert outcome.sent == 1 and len(stack.sender.sent) == 1

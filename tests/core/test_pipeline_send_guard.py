@@ -20,7 +20,7 @@ TWO = request_body(
 
 def guarded(**caps) -> tuple[Stack, InMemoryRateCounters]:
     stack, counters = Stack(), InMemoryRateCounters()
-    stack.pipeline.send_guard = Safeguard(counters=counters, loop_limit=0, **caps)
+    stack.use(send_guard=Safeguard(counters=counters, loop_limit=0, **caps))
     return stack, counters
 
 
@@ -51,7 +51,7 @@ def test_a_suppressed_recipient_is_not_counted():
         def suppression_reason(self, address):
             return "hard bounce" if address == "a@example.com" else None
 
-    stack.pipeline.suppressions = Suppressed()
+    stack.use(suppressions=Suppressed())
     stack.process(TWO)
     assert sum(counters.counts.values()) == 2  # b only: global and messageId
 

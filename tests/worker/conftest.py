@@ -16,6 +16,7 @@ from emailops.core.pipeline import EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
 from emailops.core.rendering import Renderer
 from emailops.core.retry import RetryPolicy
+from emailops.pipeline_build import send_policies
 from emailops.queue_state import state_seal
 from tests.fakes import DictMappings, DictTemplates, InMemoryJournal, RecordingSender
 from worker.consumer import Consumer, ConsumerSettings
@@ -59,6 +60,7 @@ def parts(aws):
         journal=InMemoryJournal(),
         sender=sender,
         settings=PipelineSettings(from_address="A <a@example.com>", lease_seconds=30),
+        policies=send_policies(),
     )
     queue = RecordingQueue(aws.sqs, aws.queue_url)
     return pipeline, sender, queue
