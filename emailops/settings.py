@@ -11,7 +11,7 @@ from pathlib import Path
 import environ
 
 from emailops import settings_catalog as catalog
-from emailops.config import https_mode, strong_secret_key
+from emailops.config_values import https_mode, strong_secret_key
 from emailops.logging import go_log_level, report_log_level
 
 BASE_DIR = Path(__file__).resolve().parent.parent

@@ -192,7 +192,7 @@ def _provision(*, events: bool):
     from django.test import override_settings
 
     from emailops import container
-    from emailops.aws import provision
+    from emailops.aws import provision, provision_events
     from emailops.aws.clients import aws_client
     from tests.support.moto_snapshot import MotoSnapshot
 
@@ -231,7 +231,7 @@ def _provision(*, events: bool):
             provision.ensure_unmatched_events_table(
                 dynamodb, settings.SES_EVENTS_UNMATCHED_TABLE, quiet
             )
-            facts["topic_arn"] = provision.ensure_events_topic(
+            facts["topic_arn"] = provision_events.ensure_events_topic(
                 aws_client("sns", region="us-east-1"),
                 sqs,
                 "email-ses-events",

@@ -10,7 +10,8 @@ import pytest
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops import container
-from emailops.config import Config, check_settings, https_mode, strong_secret_key
+from emailops.config import Config, check_settings
+from emailops.config_values import https_mode, strong_secret_key
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,7 +25,7 @@ from emailops.core.erasure import Tombstones, erased_of, scrubbed_event
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.journal_row import JournalRow
-from emailops.core.ports import Stats
+from emailops.core.ports import Stats, SuppressionWriter
 from emailops.core.reputation import event_counter, hour_of
 from emailops.core.webhooks import NullOutbox, WebhookOutbox, event_from_delivery
 
@@ -35,7 +35,6 @@ __all__ = [
     "EventAction",
     "EventJournal",
     "EventOutcome",
-    "Suppressions",
     "UnmatchedEvents",
 ]
 
@@ -77,19 +76,6 @@ class EventJournal(Protocol):
         ...
 
 
-class Suppressions(Protocol):
-    def add(
-        self,
-        address: str,
-        *,
-        reason: str,
-        detail: str,
-        source: str,
-        now: int,
-        also: tuple[str, ...] = (),
-    ) -> bool: ...
-
-
 class UnmatchedEvents(Protocol):
     def store(self, event: DeliveryEvent, *, reason: str, now: int) -> None: ...
 
@@ -120,7 +106,7 @@ class EventOutcome:
 @dataclass(eq=False, kw_only=True)
 class DeliveryEventHandler:
     journal: EventJournal
-    suppressions: Suppressions
+    suppressions: SuppressionWriter
     unmatched: UnmatchedEvents
     verify: Verifier
     clock: Callable[[], float]

@@ -16,7 +16,8 @@ from typing import Protocol
 from emailops.core.contract import address_key
 from emailops.core.delivery_events import DeliveryEvent
 from emailops.core.events import EventLog
-from emailops.core.suppression_index import IndexIncomplete, IndexUnavailable, SuppressionIndex
+from emailops.core.index_guard import IndexGuard
+from emailops.core.suppression_index import IndexUnavailable, SuppressionIndex
 
 __all__ = [
     "ERASED_PREFIX",
@@ -120,12 +121,15 @@ class IndexedTombstones:
         retry_seconds: float = 5.0,
     ) -> None:
         self.table = table
-        self.index = index
-        self.clock = clock
-        self.retry_seconds = retry_seconds
-        self._skip_until = 0.0
-        self._rebuild_after = 0.0
         self._log = EventLog(logger)
+        self.guard = IndexGuard(
+            index,
+            full_read=table.hashes,
+            name="tombstone",
+            log=self._log,
+            clock=clock,
+            retry_seconds=retry_seconds,
+        )
 
     def hash(self, address: str) -> str:
         return self.table.hash(address)
@@ -134,34 +138,14 @@ class IndexedTombstones:
         return self.table.name(address)
 
     def erased_at(self, address: str) -> int | None:
-        now = self.clock()
-        if now >= self._skip_until:
-            try:
-                if not self.index.contains(self.table.hash(address)):
-                    return None
-            except IndexIncomplete:
-                self._rebuild(now)
-            except IndexUnavailable as exc:
-                self._skip(exc, now)
+        if self.guard.absent(self.table.hash(address)):
+            return None
         return self.table.erased_at(address)
 
     def add(self, address: str, *, now: int) -> None:
         self.table.add(address, now=now)
         try:
-            self.index.added(self.table.hash(address))
+            self.guard.index.added(self.table.hash(address))
         except IndexUnavailable as exc:
             # The table has it; the set misses it until its next rebuild (an hour at most).
             self._log.error("tombstone.index_not_updated", error=str(exc))
-
-    def _rebuild(self, now: float) -> None:
-        if now < self._rebuild_after:
-            return
-        self._rebuild_after = now + self.retry_seconds
-        try:
-            self.index.rebuild(self.table.hashes)
-        except IndexUnavailable as exc:
-            self._skip(exc, now)
-
-    def _skip(self, exc: Exception, now: float) -> None:
-        self._skip_until = now + self.retry_seconds
-        self._log.warning("tombstone.index_unavailable", error=str(exc))

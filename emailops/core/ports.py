@@ -32,6 +32,7 @@ __all__ = [
     "Stats",
     "Status",
     "SuppressionList",
+    "SuppressionWriter",
     "TemplateMapping",
     "TemplateStore",
     "custom_template_key",
@@ -213,6 +214,24 @@ class JournalReader(Protocol):
 class SuppressionList(Protocol):
     def suppression_reason(self, address: str) -> str | None:
         """Why ``address`` must not be sent to (hard bounce, complaint...), or None."""
+        ...
+
+
+class SuppressionWriter(Protocol):
+    """Where an address is suppressed (the events consumer's bounces and complaints)."""
+
+    def add(
+        self,
+        address: str,
+        *,
+        reason: str,
+        detail: str,
+        source: str,
+        now: int,
+        also: tuple[str, ...] = (),
+    ) -> bool:
+        """Suppress ``address`` (``also``: other spellings of the same mailbox to write); False
+        when it was suppressed already."""
         ...
 
 

@@ -15,92 +15,39 @@ Warnings must be confirmed: ``SIZE_WARNING_BYTES`` or more, ``http:`` links and 
 without ``alt``, variables that recent sends did not provide, and an empty plain-text part; and for
 mail a recipient may unsubscribe from (a categorised, non-critical mapping: docs/preferences.md), a
 template without the visible unsubscribe link (``unsubscribeUrl``) and, while PUBLIC_BASE_URL is
-unset, that no link or List-Unsubscribe header can be made at all.
+unset, that no link or List-Unsubscribe header can be made at all. The link and image rules are
+``emailops.core.template_links``'s; what a finding is, ``emailops.core.template_findings``'.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from email.charset import QP, Charset
 from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
-from html.parser import HTMLParser
 from typing import Any
 
 from emailops.core.compose import html_to_text
 from emailops.core.errors import TemplateError
 from emailops.core.rendering import ONE_LINE_REASON, Renderer, is_control_reason
+from emailops.core.template_findings import ERROR, WARNING, Finding, dedupe
+from emailops.core.template_links import link_findings
 
 __all__ = [
-    "ERROR",
     "GMAIL_CLIP_BYTES",
     "MAX_SUBJECT_LENGTH",
     "SIZE_WARNING_BYTES",
     "UNSUBSCRIBE_VARIABLE",
-    "WARNING",
-    "Finding",
     "check_render",
-    "dedupe",
     "mime_size",
     "missing_in_contexts",
-    "organization_of_key",
     "unsubscribe_findings",
 ]
 
-ERROR = "error"
-WARNING = "warning"
 GMAIL_CLIP_BYTES = 102 * 1024  # Gmail clips a message at about 102 KB
 SIZE_WARNING_BYTES = 90 * 1024
 MAX_SUBJECT_LENGTH = 998  # RFC 5322: a header line is at most 998 characters
 UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"  # the /u/<token> link the consumer provides
-
-_CUSTOM_KEY = re.compile(r"^custom/O(\d+)/[^/]+$")
-# Browsers ignore ASCII whitespace and control characters inside a scheme ("java\tscript:").
-_IGNORED_IN_SCHEME = re.compile(r"[\x00-\x20]")
-# Attributes that load or navigate to a URL.
-_URL_ATTRIBUTES = {
-    "a": ("href",),
-    "area": ("href",),
-    "img": ("src",),
-    "link": ("href",),
-    "form": ("action",),
-    "iframe": ("src",),
-    "script": ("src",),
-    "input": ("src", "formaction"),
-    "button": ("formaction",),
-    "source": ("src",),
-    "video": ("src", "poster"),
-    "audio": ("src",),
-}
-
-
-@dataclass(frozen=True)
-class Finding:
-    severity: str  # "error" | "warning"
-    code: str  # a stable name: compile, render, size, javascript-link, http-link, ...
-    message: str
-    file: str  # the object key (e.g. "custom/O367/welcome.html")
-    organization: str | None
-    line: int | None = None
-
-    @property
-    def is_error(self) -> bool:
-        return self.severity == ERROR
-
-
-def organization_of_key(key: str) -> str | None:
-    """ "367" for ``custom/O367/file``; None for the default file."""
-    match = _CUSTOM_KEY.match(key)
-    return match[1] if match else None
-
-
-def dedupe(findings: Iterable[Finding]) -> list[Finding]:
-    """Each finding once (several contexts often find the same thing), errors first."""
-    unique = list(dict.fromkeys(findings))
-    return sorted(unique, key=lambda f: (not f.is_error, f.file, f.line or 0))
-
 
 # --- size --------------------------------------------------------------------------------------
 
@@ -122,86 +69,6 @@ def mime_size(*, subject: str, html: str, text: str) -> int:
 
 def _kb(size: int) -> str:
     return f"{size / 1024:.1f} KB ({size:,} bytes)"
-
-
-# --- links and images --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Tag:
-    name: str
-    attrs: dict[str, str | None]
-    line: int
-
-
-class _TagCollector(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.tags: list[_Tag] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.tags.append(_Tag(tag, dict(attrs), self.getpos()[0]))
-
-    handle_startendtag = handle_starttag
-
-
-def _tags(html: str) -> list[_Tag]:
-    parser = _TagCollector()
-    try:
-        parser.feed(html)
-        parser.close()
-    except (AssertionError, ValueError):  # html.parser gives up on some broken markup
-        pass
-    return parser.tags
-
-
-def _scheme(url: str) -> str:
-    cleaned = _IGNORED_IN_SCHEME.sub("", url).lower()
-    return cleaned.split(":", 1)[0] if ":" in cleaned else ""
-
-
-def _source_line(source: str, needle: str) -> int | None:
-    """The source line holding ``needle`` (a rendered attribute value), if it is written there."""
-    needle = needle.strip()[:80]
-    if not needle:
-        return None
-    at = source.find(needle)
-    return source.count("\n", 0, at) + 1 if at >= 0 else None
-
-
-def _link_findings(html: str, source: str, *, key: str, organization: str | None) -> list[Finding]:
-    found: list[Finding] = []
-    rendered, written = _tags(html), _tags(source)
-    # The nth <img> of the render is the nth of the source when no loop or condition changed them.
-    rendered_imgs = [t for t in rendered if t.name == "img"]
-    written_imgs = [t for t in written if t.name == "img"]
-    same_imgs = len(rendered_imgs) == len(written_imgs)
-
-    def finding(severity: str, code: str, message: str, line: int | None) -> None:
-        found.append(Finding(severity, code, message, key, organization, line))
-
-    for tag in rendered:
-        for attr in _URL_ATTRIBUTES.get(tag.name, ()):
-            url = tag.attrs.get(attr) or ""
-            scheme = _scheme(url)
-            line = _source_line(source, url)
-            if scheme == "javascript":
-                finding(ERROR, "javascript-link", f"<{tag.name} {attr}> is a javascript: URL", line)
-            elif scheme == "http" and tag.name in ("a", "area", "img", "link"):
-                what = "image" if tag.name == "img" else "link"
-                shown = url if len(url) <= 80 else url[:77] + "..."
-                finding(
-                    WARNING,
-                    f"http-{what}",
-                    f"insecure http: {what} {shown} (use https:)",
-                    line,
-                )
-    for index, tag in enumerate(rendered_imgs):
-        if "alt" not in tag.attrs:
-            line = written_imgs[index].line if same_imgs else _source_line(source, "<img")
-            src = tag.attrs.get("src") or ""
-            finding(WARNING, "img-no-alt", f"image without alt text ({src[:80] or 'no src'})", line)
-    return found
 
 
 # --- the checks --------------------------------------------------------------------------------
@@ -351,7 +218,7 @@ def _check_one_render(
                 organization,
             )
         )
-    found += _link_findings(html, source, key=key, organization=organization)
+    found += link_findings(html, source, key=key, organization=organization)
     return found
 
 

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.admin import AdminSite
+from django.forms import Form
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
 from django.urls import reverse
@@ -47,51 +48,68 @@ def index_view(
 @require_POST
 @console_view(roles.MANAGE_REPUTATION)
 def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
+    def change(data: dict[str, Any]) -> Any:
+        change = reputation_services.pause_set if _setting(data) else reputation_services.pause_lift
+        return change(
+            priority=data["priority"],
+            organization=data["organization"] or None,
+            reason=data["reason"],
+            user=request.user,
+        )
+
+    def done(data: dict[str, Any]) -> str:
+        where = f"organization {data['organization']}" if data["organization"] else "account-wide"
+        return f"{data['priority']} mail {'paused' if _setting(data) else 'resumed'} ({where})."
+
     form = PauseForm(request.POST)
-    if not form.is_valid():
-        for field, errors in form.errors.items():
-            messages.error(request, f"Pause not changed: {field}: {' '.join(errors)}")
-        return redirect(reverse(f"{admin_site.name}:index"))
-    data = form.cleaned_data
-    arguments = {
-        "priority": data["priority"],
-        "organization": data["organization"] or None,
-        "reason": data["reason"],
-        "user": request.user,
-    }
-    where = f"organization {data['organization']}" if data["organization"] else "account-wide"
-    setting = data["action"] == "set"
-    change = reputation_services.pause_set if setting else reputation_services.pause_lift
-    changed = attempt(
-        lambda: change(**arguments),
-        also={SharedStateUnavailable: lambda exc: f"the shared state is unavailable ({exc})."},
-    )
-    if isinstance(changed, Refusal):
-        messages.error(request, f"Pause not changed: {changed.text}")
-    else:
-        done = "paused" if setting else "resumed"
-        messages.success(request, f"{data['priority']} mail {done} ({where}).")
-    return redirect(reverse(f"{admin_site.name}:index"))
+    return _changed(request, admin_site, form, "Pause not changed", change=change, done=done)
 
 
 @require_POST
 @console_view(roles.MANAGE_REPUTATION)
 def send_stop(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
+    def change(data: dict[str, Any]) -> Any:
+        stop = (
+            reputation_services.send_stop_set
+            if _setting(data)
+            else reputation_services.send_stop_lift
+        )
+        return stop(reason=data["reason"], user=request.user)
+
+    def done(data: dict[str, Any]) -> str:
+        seconds = int(REPUTATION_REFRESH_SECONDS)
+        how = "stopped: every request is journaled, none sent" if _setting(data) else "resumed"
+        return f"Sending {how}. Every consumer sees it within {seconds} s."
+
     form = SendStopForm(request.POST)
+    return _changed(request, admin_site, form, "Sending not changed", change=change, done=done)
+
+
+def _setting(data: dict[str, Any]) -> bool:
+    return data["action"] == "set"
+
+
+def _changed(
+    request: HttpRequest,
+    admin_site: AdminSite,
+    form: Form,
+    refused: str,
+    *,
+    change: Callable[[dict[str, Any]], Any],
+    done: Callable[[dict[str, Any]], str],
+) -> HttpResponse:
+    """Back to the front page, saying how ``change`` of the valid ``form``'s data went (``done``
+    tells the success) or why not (each error begins with ``refused``)."""
     if not form.is_valid():
         for field, errors in form.errors.items():
-            messages.error(request, f"Sending not changed: {field}: {' '.join(errors)}")
-        return redirect(reverse(f"{admin_site.name}:index"))
-    stopping = form.cleaned_data["action"] == "set"
-    change = reputation_services.send_stop_set if stopping else reputation_services.send_stop_lift
-    changed = attempt(
-        lambda: change(reason=form.cleaned_data["reason"], user=request.user),
-        also={SharedStateUnavailable: lambda exc: f"the shared state is unavailable ({exc})."},
-    )
-    if isinstance(changed, Refusal):
-        messages.error(request, f"Sending not changed: {changed.text}")
+            messages.error(request, f"{refused}: {field}: {' '.join(errors)}")
     else:
-        seconds = int(REPUTATION_REFRESH_SECONDS)
-        done = "stopped: every request is journaled, none sent" if stopping else "resumed"
-        messages.success(request, f"Sending {done}. Every consumer sees it within {seconds} s.")
+        changed = attempt(
+            lambda: change(form.cleaned_data),
+            also={SharedStateUnavailable: lambda exc: f"the shared state is unavailable ({exc})."},
+        )
+        if isinstance(changed, Refusal):
+            messages.error(request, f"{refused}: {changed.text}")
+        else:
+            messages.success(request, done(form.cleaned_data))
     return redirect(reverse(f"{admin_site.name}:index"))

@@ -17,16 +17,8 @@ from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.preferences import may_be_refused
-from emailops.core.template_check import (
-    ERROR,
-    WARNING,
-    Finding,
-    check_render,
-    dedupe,
-    missing_in_contexts,
-    organization_of_key,
-    unsubscribe_findings,
-)
+from emailops.core.template_check import check_render, missing_in_contexts, unsubscribe_findings
+from emailops.core.template_findings import ERROR, WARNING, Finding, dedupe, organization_of_key
 from templates_admin.drafts.preview import RecentSend, recent_sends
 from templates_admin.drafts.samples import sample_context_for, variables_of
 from templates_admin.mappings import selectors as mapping_selectors

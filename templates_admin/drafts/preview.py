@@ -22,7 +22,7 @@ from emailops.core.compose import html_to_text, subject_source_for
 from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, custom_template_key, default_template_key
-from emailops.core.template_check import organization_of_key
+from emailops.core.template_findings import organization_of_key
 from templates_admin.display import mask_context
 from templates_admin.drafts.samples import sample_context_for
 from templates_admin.mappings import selectors as mapping_selectors

@@ -15,7 +15,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from emailops import container
-from emailops.core.template_check import organization_of_key
+from emailops.core.template_findings import organization_of_key
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.drafts import check, preview, selectors, services

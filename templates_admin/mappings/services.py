@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 import uuid
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -70,13 +70,10 @@ def _snapshot(mapping: TemplateMapping | None) -> dict[str, Any] | None:
 
 
 def _stamped(mapping: TemplateMapping, user: AbstractBaseUser) -> TemplateMapping:
-    return TemplateMapping(
-        message_id=mapping.message_id,
-        template_file=mapping.template_file,
-        subject=mapping.subject,
-        priority=mapping.priority,
-        send_disabled=mapping.send_disabled,
-        category=mapping.category,
+    # version 0: the store numbers the write (the expected version is passed beside it).
+    return replace(
+        mapping,
+        version=0,
         updated_by=user.get_username(),
         updated_at=timezone.now().isoformat(timespec="seconds"),
     )

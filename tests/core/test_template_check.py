@@ -12,8 +12,8 @@ from emailops.core.template_check import (
     check_render,
     mime_size,
     missing_in_contexts,
-    organization_of_key,
 )
+from emailops.core.template_findings import organization_of_key
 
 KEY = "custom/O367/welcome.html"
 

@@ -22,11 +22,12 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from emailops.core.errors import EmailOpsError
 from templates_admin.drafts import selectors, services
 from templates_admin.drafts.layout import validate_template_key
+from templates_admin.management.actions import ActionCommand
 from templates_admin.models import TemplateDraft, TemplateVersion
 
 
@@ -45,22 +46,16 @@ def version_json(version: TemplateVersion) -> dict[str, Any]:
     }
 
 
-class Command(BaseCommand):
+class Command(ActionCommand):
     help = "Pull, draft, check, publish, list history of and roll back templates."
 
-    # The system checks import the URLconf (the console, the API): 0.4 s of every run of an
-    # operator's command. `manage.py check` (CI, the deploy) runs them.
-    requires_system_checks: list[str] = []
-
     def add_arguments(self, parser):
-        sub = parser.add_subparsers(dest="action", required=True)
-
-        def action(name: str, help_text: str):
-            command = sub.add_parser(name, help=help_text)
-            command.add_argument("--json", action="store_true", help="print JSON")
-            command.add_argument("--user", default=None, help="console username to record")
-            return command
-
+        action = self.add_actions(
+            parser,
+            common=lambda command: command.add_argument(
+                "--user", default=None, help="console username to record"
+            ),
+        )
         pull = action("pull", "write the published files and mappings.json into DIR")
         pull.add_argument("directory", type=Path)
         draft = action("draft", "create a draft of KEY from FILE")
@@ -82,18 +77,14 @@ class Command(BaseCommand):
         rollback.add_argument("--reason", default="")
 
     def handle(self, *args, action: str, **options):
-        self.as_json = options["json"]
         try:
-            return getattr(self, f"_{action}")(options)
+            return self.run_action(action, options)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
         except TemplateDraft.DoesNotExist as exc:
             raise CommandError(f"no draft #{options.get('draft_id')}") from exc
         except (EmailOpsError, selectors.VersionNotFound) as exc:
             raise CommandError(str(exc)) from exc
-
-    def _emit(self, data: Any, text: str) -> None:
-        self.stdout.write(json.dumps(data, indent=2) if self.as_json else text)
 
     def _user(self, options):
         name = options["user"] or getpass.getuser()
@@ -115,7 +106,7 @@ class Command(BaseCommand):
         ]
         root.mkdir(parents=True, exist_ok=True)
         (root / "mappings.json").write_text(json.dumps(mappings, indent=2) + "\n")
-        self._emit(
+        self.emit(
             {
                 "files": [{"key": o.key, "version_id": o.version} for o in files],
                 "mappings": mappings,
@@ -138,7 +129,7 @@ class Command(BaseCommand):
             message_id=options["message_id"],
             user=self._user(options),
         )
-        self._emit(
+        self.emit(
             {"id": draft.pk, "key": draft.key, "base_version": draft.base_version},
             f"draft of {draft.key} from version {draft.base_version or '(new file)'}\n{draft.pk}",
         )
@@ -163,7 +154,7 @@ class Command(BaseCommand):
             f"{len(inherited)} already published"
         )
         lines.append(verdict.basis)
-        self._emit(
+        self.emit(
             [{**asdict(f), "inherited": id(f) in inherited} for f in findings], "\n".join(lines)
         )
         if errors:
@@ -184,14 +175,14 @@ class Command(BaseCommand):
             )
             raise CommandError(f"{exc}{hint}\n{details}") from exc
         if version is None:
-            self._emit({"version_id": None}, "the mapping's subject was changed; no file version")
+            self.emit({"version_id": None}, "the mapping's subject was changed; no file version")
             return
-        self._emit(version_json(version), version.version_id)
+        self.emit(version_json(version), version.version_id)
 
     def _history(self, options) -> None:
         validate_template_key(options["key"])
         versions = selectors.template_history(key=options["key"])
-        self._emit(
+        self.emit(
             [version_json(v) for v in versions],
             "\n".join(
                 f"{v.version_id}  {v.at:%Y-%m-%d %H:%M:%S}  {v.kind:8}  "
@@ -207,4 +198,4 @@ class Command(BaseCommand):
             user=self._user(options),
             reason=options["reason"],
         )
-        self._emit(version_json(version), version.version_id)
+        self.emit(version_json(version), version.version_id)

@@ -7,7 +7,7 @@ from email.utils import parseaddr
 from django.core.management.base import BaseCommand, CommandError
 
 from emailops import container
-from emailops.aws import provision
+from emailops.aws import provision, provision_events
 from emailops.config import require
 from emailops.core.errors import EmailOpsError
 
@@ -104,7 +104,7 @@ class Command(BaseCommand):
         provision.ensure_unmatched_events_table(
             dynamodb, require("SES_EVENTS_UNMATCHED_TABLE", events.unmatched_table), report
         )
-        topic_arn = provision.ensure_events_topic(
+        topic_arn = provision_events.ensure_events_topic(
             built.client("sns"),
             sqs,
             require("SES_EVENTS_TOPIC_NAME", events.topic_name),
@@ -115,13 +115,13 @@ class Command(BaseCommand):
             # consume_ses_events refuses to start with verification on and no allow-list.
             report(f"delivery events: set SES_EVENTS_TOPIC_ARNS={topic_arn}")
         if notifications := events.notifications_topic_arn:
-            provision.ensure_notifications_subscription(
+            provision_events.ensure_notifications_subscription(
                 built.client("sns"), sqs, notifications, queue_url, report
             )
             if notifications not in events.topic_arns:
                 report(f"delivery events: add {notifications} to SES_EVENTS_TOPIC_ARNS")
         if configuration_set := built.config.sending.configuration_set:
-            provision.ensure_configuration_set(
+            provision_events.ensure_configuration_set(
                 built.client("ses"),
                 built.client("sesv2"),
                 configuration_set,
