@@ -33,7 +33,8 @@ from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Status
-from templates_admin.display import mask_row
+from emailops.core.stored_attributes import StoredAttributes
+from templates_admin.display import mask_row, mask_stored
 from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
 from templates_admin.journal.presentation import branding, lease_policy, mask_context
@@ -283,11 +284,15 @@ class JournalEntry:
     resends: list[EmailAction] = field(default_factory=list)  # made from this row
     resent_from: EmailAction | None = None  # the resend that created this row
     lease_ends_at: int | None = None  # when a QUEUED row's claim ends (or ended)
+    # Its attributes as stored, masked: the support view's raw listing (empty without a row).
+    stored: StoredAttributes = field(default_factory=StoredAttributes)
 
 
 def journal_entry(*, key: str) -> JournalEntry:
-    row = container.current().journal_reader.read(key)
-    row = mask_row(row) if row is not None else None
+    """The row at ``key`` (masked) with its resends and its stored attributes: one read."""
+    found = container.current().journal_reader.read_stored(key)
+    found = mask_stored(found) if found is not None else None
+    row = found.row if found is not None else None
     actions = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND).select_related("user")
     return JournalEntry(
         key=key,
@@ -295,7 +300,14 @@ def journal_entry(*, key: str) -> JournalEntry:
         resends=list(actions.filter(original_key=key)),
         resent_from=actions.filter(journal_key=key).first(),
         lease_ends_at=lease_policy().ends_at(row) if row else None,
+        stored=found.attributes if found is not None else StoredAttributes(),
     )
+
+
+def journal_stored_attributes(*, key: str) -> StoredAttributes:
+    """The row's attributes as stored, masked (empty when it has gone): for ``email_log --json``."""
+    found = container.current().journal_reader.read_stored(key)
+    return mask_stored(found).attributes if found is not None else StoredAttributes()
 
 
 @dataclass(frozen=True)

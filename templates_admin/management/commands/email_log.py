@@ -21,9 +21,9 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from emailops.aws.journal_codec import TIMELINE_ATTRIBUTE
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
+from emailops.core.stored_attributes import AttributeRole
 from templates_admin.journal import delivery, no_result, presentation, selectors
 from templates_admin.models import JournalReadAudit
 from templates_admin.read_audit import read_record
@@ -214,9 +214,8 @@ class Command(BaseCommand):
     def _json(self, rows: list[JournalRow]) -> None:
         for row in rows:
             outcome = delivery.delivery_outcome(row)
-            shown = presentation.masked_row(row) | {
-                "DeliveryOutcome": outcome.text if outcome else ""
-            }
+            stored = selectors.journal_stored_attributes(key=row.key)
+            shown = stored.as_dict() | {"DeliveryOutcome": outcome.text if outcome else ""}
             self.stdout.write(json.dumps(shown, ensure_ascii=False))
 
     def _header(self) -> None:
@@ -265,11 +264,12 @@ class Command(BaseCommand):
                 f": {action.reason}"
             )
         self.stdout.write("")
-        for name, value in presentation.masked_row(row).items():
-            if name == TIMELINE_ATTRIBUTE:
+        for item in entry.stored:
+            if item.role == AttributeRole.TIMELINE:
                 continue  # shown above as the timeline
+            value = item.value
             if isinstance(value, dict | list):
                 value = json.dumps(value, ensure_ascii=False, sort_keys=True)
-            when = presentation.local_text(value) if name in presentation.EPOCH_ATTRIBUTES else ""
-            self.stdout.write(f"{name:>15}  {value}" + (f"  ({when})" if when else ""))
+            when = presentation.local_text(value) if item.is_time else ""
+            self.stdout.write(f"{item.name:>15}  {value}" + (f"  ({when})" if when else ""))
         self.stdout.write("")
