@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -33,8 +33,8 @@ from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Status
-from emailops.core.stored_attributes import StoredAttributes
-from templates_admin.display import mask_row, mask_stored
+from emailops.core.stored_attributes import StoredAttributes, StoredRow
+from templates_admin.display import mask_stored
 from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
 from templates_admin.journal.presentation import branding, lease_policy, mask_context
@@ -114,6 +114,8 @@ class JournalSearchResult:
     kind: SearchKind
     rows: list[JournalRow]
     runs: tuple[QueryRun, ...] = ()
+    # The rows' attributes as stored, masked, in the rows' order (``email_log --json``'s).
+    stored: tuple[StoredAttributes, ...] = ()
     next_cursor: str | None = None  # older, newest first
     previous_cursor: str | None = None  # newer, newest first
     partial: bool = False  # the page's read budget ran out before it was full
@@ -175,7 +177,7 @@ def journal_search(
     return JournalSearchResult(
         query=query,
         kind=SearchKind.RECIPIENT,
-        rows=[mask_row(row) for row in page.rows],
+        **_masked(page.rows, page.stored),
         runs=page.runs,
         next_cursor=_encode_cursor(page.next, fingerprint),
         previous_cursor=_encode_cursor(page.previous, fingerprint),
@@ -212,20 +214,26 @@ def journal_search_pages(
             return
 
 
+def _masked(rows: Sequence[JournalRow], stored: Sequence[StoredAttributes]) -> dict[str, Any]:
+    """JournalSearchResult's ``rows`` and ``stored``, each row's mask applied to both."""
+    found = [mask_stored(StoredRow(r, s)) for r, s in zip(rows, stored, strict=True)]
+    return {"rows": [f.row for f in found], "stored": tuple(f.attributes for f in found)}
+
+
 def _lookup(query: str) -> JournalSearchResult:
     """A journal Id (GetItem) or, failing that, an SES message id (SesMessageIdIndex)."""
-    row = container.current().journal_reader.read(query)
+    found = container.current().journal_reader.read_stored(query)
     table = container.current().journal.table
-    get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(row is not None))
-    if row is not None:
+    get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(found is not None))
+    if found is not None:
         return JournalSearchResult(
-            query=query, kind=SearchKind.ID, rows=[mask_row(row)], runs=(get,)
+            query=query, kind=SearchKind.ID, **_masked([found.row], [found.attributes]), runs=(get,)
         )
     page: JournalPage = container.current().journal_search.by_ses_message_id(query)
     return JournalSearchResult(
         query=query,
         kind=SearchKind.SES_MESSAGE_ID if page.rows else SearchKind.ID_OR_SES_MESSAGE_ID,
-        rows=[mask_row(row) for row in page.rows],
+        **_masked(page.rows, page.stored),
         runs=(get, *page.runs),
         problems=page.problems,
     )
@@ -302,12 +310,6 @@ def journal_entry(*, key: str) -> JournalEntry:
         lease_ends_at=lease_policy().ends_at(row) if row else None,
         stored=found.attributes if found is not None else StoredAttributes(),
     )
-
-
-def journal_stored_attributes(*, key: str) -> StoredAttributes:
-    """The row's attributes as stored, masked (empty when it has gone): for ``email_log --json``."""
-    found = container.current().journal_reader.read_stored(key)
-    return mask_stored(found).attributes if found is not None else StoredAttributes()
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from datetime import datetime, time
 from typing import Any
 
@@ -23,7 +24,7 @@ from django.utils import timezone
 
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
-from emailops.core.stored_attributes import AttributeRole
+from emailops.core.stored_attributes import AttributeRole, StoredAttributes
 from templates_admin.journal import delivery, no_result, presentation, selectors
 from templates_admin.models import JournalReadAudit
 from templates_admin.read_audit import read_record
@@ -137,7 +138,7 @@ class Command(BaseCommand):
             for last in pages:  # a filtered page may end its read budget before finding a row
                 self._warn(last)
                 if last.rows:
-                    self._explain(last.rows[0], options["json"])
+                    self._explain(last.rows[0], last.stored[0], options["json"])
                     return
             self._no_rows(f"no rows for {email}", last, options["json"], arguments)
             return
@@ -146,7 +147,7 @@ class Command(BaseCommand):
         for page in pages:
             self._warn(page)
             if options["json"]:
-                self._json(page.rows)
+                self._json(page.rows, page.stored)
             else:
                 if page.rows and not count:
                     self._header()
@@ -178,8 +179,8 @@ class Command(BaseCommand):
         self._warn(result)
         if not result.rows:
             self._no_rows(f"no row has Id or SES message id {key}", result, options["json"])
-        for row in result.rows:
-            self._explain(row, options["json"])
+        for row, stored in zip(result.rows, result.stored, strict=True):
+            self._explain(row, stored, options["json"])
 
     def _no_rows(
         self,
@@ -211,11 +212,10 @@ class Command(BaseCommand):
                 "queue), or its row expired."
             )
 
-    def _json(self, rows: list[JournalRow]) -> None:
-        for row in rows:
+    def _json(self, rows: list[JournalRow], stored: Sequence[StoredAttributes]) -> None:
+        for row, attributes in zip(rows, stored, strict=True):
             outcome = delivery.delivery_outcome(row)
-            stored = selectors.journal_stored_attributes(key=row.key)
-            shown = stored.as_dict() | {"DeliveryOutcome": outcome.text if outcome else ""}
+            shown = attributes.as_dict() | {"DeliveryOutcome": outcome.text if outcome else ""}
             self.stdout.write(json.dumps(shown, ensure_ascii=False))
 
     def _header(self) -> None:
@@ -241,9 +241,9 @@ class Command(BaseCommand):
                 + f"  {line.key}"
             )
 
-    def _explain(self, row: JournalRow, as_json: bool) -> None:
+    def _explain(self, row: JournalRow, stored: StoredAttributes, as_json: bool) -> None:
         if as_json:
-            self._json([row])
+            self._json([row], [stored])
             return
         entry = selectors.journal_entry(key=row.key)
         explanation = presentation.explain_status(row, now=int(timezone.now().timestamp()))
@@ -264,7 +264,7 @@ class Command(BaseCommand):
                 f": {action.reason}"
             )
         self.stdout.write("")
-        for item in entry.stored:
+        for item in stored:
             if item.role == AttributeRole.TIMELINE:
                 continue  # shown above as the timeline
             value = item.value
