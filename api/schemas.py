@@ -7,9 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ninja import Schema
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
-from emailops.aws.journal_codec import ordered_attributes
 from emailops.core.journal_row import JournalRow
 from emailops.core.journal_words import claim_words, delivery_words, failure_words, row_state
 from emailops.core.lease import LeasePolicy
@@ -113,15 +112,29 @@ class FailureOut(Schema):
     text: str = Field(description="The console's headline for it.")
 
 
+class TimelineEventOut(Schema):
+    """One SES event on the row's timeline, oldest first."""
+
+    Type: str
+    At: str
+    Id: str
+    Summary: str
+
+
+class ExtraSendOut(Schema):
+    """A send SES accepted after its claim was lost (another consumer's send is the row's)."""
+
+    SesMessageId: str
+    Attempt: int
+    At: str
+
+
 class JournalRowOut(BaseModel):
-    """A journal row, attributes as stored (PascalCase, as the Go service writes them); context
-    values under sensitive keys are masked. Built by ``journal_row_out`` from a JournalRow, field
-    by field, with the row read as the console reads it (camelCase fields, added).
-
-    A plain pydantic model: ninja's ``Schema`` validates through attribute access, which drops
-    the undeclared (extra) attributes this one carries."""
-
-    model_config = ConfigDict(extra="allow")
+    """A journal row under its stored attribute names (PascalCase, as the Go service writes
+    them); context values under sensitive keys are masked. Built by ``journal_row_out`` from a
+    JournalRow, field by field, with the row read as the console reads it (camelCase fields,
+    added). ``Id`` to ``Context`` are always answered; every later attribute only when the row
+    stores it (a Go row stores fewer)."""
 
     state: str = Field(
         description="The row in one word, as the console reads it: in-progress, stuck or claimed "
@@ -147,6 +160,42 @@ class JournalRowOut(BaseModel):
     Error: str | None = None
     Context: Any = None
 
+    SentAtKey: str | None = None
+    MessageSent: str | None = Field(None, description="When SES accepted it (RFC 3339).")
+    DeliveryStatus: str | None = None
+    DeliveryStatusAt: str | None = None
+    BounceType: str | None = None
+    BounceSubType: str | None = None
+    DiagnosticCode: str | None = None
+    Subject: str | None = None
+    TemplateKey: str | None = None
+    TemplateVersion: str | None = None
+    RecipientKey: str | None = None
+    ClaimExpiresAt: int | None = None
+    Attempts: int | None = None
+    ExpiresAt: int | None = None
+    DeliveryEvents: list[TimelineEventOut] | None = None
+    ErrorKind: str | None = None
+    Permanent: bool | None = None
+    BounceStatusCode: str | None = None
+    ComplaintType: str | None = None
+    ContextTrimmed: int | None = None
+    DedupeId: str | None = None
+    DeliveryEventCount: int | None = None
+    DeliveryOrder: int | None = None
+    ExtraSends: list[ExtraSendOut] | None = None
+    LoggedOnly: bool | None = None
+    LoggedOnlyDetail: str | None = None
+    LoggedOnlyReason: str | None = None
+    Producer: str | None = None
+
+    @model_serializer(mode="wrap")
+    def _as_stored(self, handler: SerializerFunctionWrapHandler):
+        # An attribute the row does not store is not answered (not null): as when the API
+        # answered the stored item itself. ``journal_row_out`` sets only those it stores. No
+        # return type: annotated, it would replace the model's own OpenAPI schema.
+        return {k: v for k, v in handler(self).items() if k in self.model_fields_set}
+
 
 def _utc(epoch: int) -> str:
     return datetime.fromtimestamp(epoch, UTC).isoformat().replace("+00:00", "Z")
@@ -171,24 +220,60 @@ def _failure_out(row: JournalRow) -> FailureOut | None:
     return FailureOut(kind=row.error_kind or None, permanent=row.permanent, text=text)
 
 
+def _stored(row: JournalRow) -> dict[str, Any]:
+    """The attributes answered only when stored, from the row's fields: JournalRow says "not
+    stored" with None, "", 0 (a count), False (LoggedOnly) or () (a list); those are left out."""
+    d = row.delivery
+    timeline = [
+        TimelineEventOut(Type=e.type, At=e.at, Id=e.id, Summary=e.summary) for e in row.timeline
+    ]
+    extra = [
+        ExtraSendOut(SesMessageId=x.ses_message_id, Attempt=x.attempt, At=x.at)
+        for x in row.extra_sends
+    ]
+    values: dict[str, Any] = {
+        "SentAtKey": row.sent_at_key or None,
+        "MessageSent": row.message_sent or None,
+        "DeliveryStatus": d.status or None,
+        "DeliveryStatusAt": d.at or None,
+        "BounceType": d.bounce_type or None,
+        "BounceSubType": d.bounce_subtype or None,
+        "DiagnosticCode": d.diagnostic or None,
+        "Subject": row.subject or None,
+        "TemplateKey": row.template_key or None,
+        "TemplateVersion": row.template_version or None,
+        "RecipientKey": row.recipient_key or None,
+        "ClaimExpiresAt": row.claim_expires_at,
+        "Attempts": row.attempts or None,
+        "ExpiresAt": row.expires_at,
+        "DeliveryEvents": timeline or None,
+        "ErrorKind": row.error_kind or None,
+        "Permanent": row.permanent,
+        "BounceStatusCode": d.status_code or None,
+        "ComplaintType": d.complaint_type or None,
+        "ContextTrimmed": row.context_trimmed or None,
+        "DedupeId": row.dedupe_id or None,
+        "DeliveryEventCount": d.event_count or None,
+        "DeliveryOrder": d.order or None,
+        "ExtraSends": extra or None,
+        "LoggedOnly": row.logged_only or None,
+        "LoggedOnlyDetail": row.logged_only_detail or None,
+        "LoggedOnlyReason": row.logged_only_reason or None,
+        "Producer": row.producer or None,
+    }
+    return {name: value for name, value in values.items() if value is not None}
+
+
 def journal_row_out(
     row: JournalRow, *, context: Any, now: int, lease: LeasePolicy
 ) -> JournalRowOut:
-    """The API's view of ``row``: the declared fields mapped from JournalRow's, then every other
-    attribute as stored (the schema allows extras); ``context``: what the producer may see. The
-    row is read by the one lease rule (``lease``, the container's) and worded by
-    ``journal_words``, as on the console."""
-    declared = set(JournalRowOut.model_fields)
-    extras = {
-        name: value
-        for name, value in ordered_attributes(dict(row.attributes)).items()
-        if name not in declared
-    }
+    """The API's view of ``row``: the declared fields mapped from JournalRow's, one by one;
+    ``context``: what the producer may see. The row is read by the one lease rule (``lease``,
+    the container's) and worded by ``journal_words``, as on the console."""
     claim = claim_words(row, now=now, lease=lease)
     stuck = claim is not None and claim.state == "stuck"
     lease_ends_at = claim.lease_ends_at if claim else None
     return JournalRowOut(
-        **extras,
         state=row_state(row, now=now, lease=lease),
         stuck=stuck,
         leaseEndsAt=lease_ends_at,
@@ -203,4 +288,5 @@ def journal_row_out(
         SesMessageId=row.ses_message_id or None,
         Error=row.error or None,
         Context=context,
+        **_stored(row),
     )

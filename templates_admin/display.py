@@ -14,6 +14,7 @@ from emailops import container
 from emailops.core import masking as core_masking
 from emailops.core.journal_row import JournalRow
 from emailops.core.masking import MASK, RowMask
+from emailops.core.stored_attributes import StoredRow
 from templates_admin.categories import category_label
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "local_text",
     "mask_context",
     "mask_row",
+    "mask_stored",
     "moment",
     "sensitive_keys",
     "utc_text",
@@ -43,6 +45,12 @@ def mask_row(row: JournalRow) -> JournalRow:
     """The row as the console, ``email_log`` and the API show it: a sensitive value masked in
     its context and wherever else the row's text carries it (the subject, the error...)."""
     return RowMask.masked(row, sensitive_keys())
+
+
+def mask_stored(stored: StoredRow) -> StoredRow:
+    """The row and its stored attributes as the support view shows them, masked as ``mask_row``."""
+    mask = RowMask(stored.row.context, sensitive_keys())
+    return StoredRow(mask.row(stored.row), mask.stored(stored.attributes))
 
 
 def moment(epoch: int | float | None) -> datetime | None:

@@ -7,7 +7,12 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from emailops.aws.journal_codec import failure_attributes, logged_only_attributes, row_from_item
+from emailops.aws.journal_codec import (
+    failure_attributes,
+    logged_only_attributes,
+    row_from_item,
+    stored_row,
+)
 from emailops.core.errors import EmailOpsError, ForeignRow, TransientError
 from emailops.core.journal_row import JournalRow
 from emailops.core.log_only import LogOnlyReason
@@ -20,6 +25,7 @@ from emailops.core.ports import (
     TemplateMapping,
 )
 from emailops.core.reputation import GateDecision
+from emailops.core.stored_attributes import StoredRow
 from emailops.core.template_cache import TemplateFetch
 
 
@@ -233,6 +239,11 @@ class InMemoryJournal:
         with self.lock:
             row = self.rows.get(key)
             return row_from_item({"Id": key} | row) if row is not None else None
+
+    def read_stored(self, key: str) -> StoredRow | None:
+        with self.lock:
+            row = self.rows.get(key)
+            return stored_row({"Id": key} | row) if row is not None else None
 
 
 @dataclass

@@ -40,6 +40,7 @@ from emailops.aws.journal_codec import (
     rfc3339,
     row_from_item,
     sent_attributes,
+    stored_row,
     to_dynamo,
 )
 from emailops.core.contract import address_key
@@ -47,6 +48,7 @@ from emailops.core.errors import ForeignRow
 from emailops.core.journal_row import JournalRow
 from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
+from emailops.core.stored_attributes import StoredRow
 
 __all__ = [
     "MAX_CONTEXT_BYTES",
@@ -363,6 +365,11 @@ class DynamoJournal:
         """The row (``JournalReader``), or None."""
         item = self.get(key)
         return row_from_item(item) if item else None
+
+    def read_stored(self, key: str) -> StoredRow | None:
+        """The row and its attributes as stored (``JournalReader``), or None."""
+        item = self.get(key)
+        return stored_row(item) if item else None
 
     def release_logged_only(self, key: str, *, reasons: tuple[str, ...], by: str, why: str) -> bool:
         """Make a log-only row (of one of ``reasons``) claimable again, for a Support lead's

@@ -23,11 +23,16 @@ from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 from emailops.core.journal_row import DeliveryState, ExtraSend, JournalRow, TimelineEntry
 from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
+from emailops.core.stored_attributes import (
+    AttributeRole,
+    StoredAttribute,
+    StoredAttributes,
+    StoredRow,
+)
 
 __all__ = [
     "ATTRIBUTE_ORDER",
     "CONTEXT_ATTRIBUTE",
-    "EPOCH_ATTRIBUTES",
     "LEASE_ENDED",
     "LEASE_NAMES",
     "LEASE_NOT_HELD",
@@ -42,6 +47,8 @@ __all__ = [
     "row_from_dynamo",
     "row_from_item",
     "sent_attributes",
+    "stored_attributes",
+    "stored_row",
     "to_dynamo",
 ]
 
@@ -180,7 +187,6 @@ ATTRIBUTE_ORDER = (
     "BounceStatusCode",
     "ComplaintType",
 )
-EPOCH_ATTRIBUTES = ("Timestamp", "ClaimExpiresAt", "ExpiresAt")
 CONTEXT_ATTRIBUTE = "Context"
 TIMELINE_ATTRIBUTE = "DeliveryEvents"
 
@@ -189,6 +195,33 @@ def ordered_attributes(item: dict[str, Any]) -> dict[str, Any]:
     """A row's attributes in reading order (the Go consumer's, then ours; others sorted)."""
     known = {name: item[name] for name in ATTRIBUTE_ORDER if name in item}
     return known | {name: item[name] for name in sorted(item) if name not in known}
+
+
+# What the support view needs to know of an attribute to show it (AttributeRole); others: PLAIN.
+_ROLES = {
+    "Timestamp": AttributeRole.EPOCH,
+    "ClaimExpiresAt": AttributeRole.EPOCH,
+    "ExpiresAt": AttributeRole.EXPIRY,
+    CONTEXT_ATTRIBUTE: AttributeRole.CONTEXT,
+    TIMELINE_ATTRIBUTE: AttributeRole.TIMELINE,
+    "TemplateKey": AttributeRole.TEMPLATE_KEY,
+    "TemplateVersion": AttributeRole.TEMPLATE_VERSION,
+    "DeliveryStatusAt": AttributeRole.EVENT_TIME,
+}
+
+
+def stored_attributes(item: dict[str, Any]) -> StoredAttributes:
+    """A plain item's attributes, in reading order, each with its role, for the support view."""
+    return StoredAttributes(
+        tuple(
+            StoredAttribute(name, value, _ROLES.get(name, AttributeRole.PLAIN))
+            for name, value in ordered_attributes(item).items()
+        )
+    )
+
+
+def stored_row(item: dict[str, Any]) -> StoredRow:
+    return StoredRow(row_from_item(item), stored_attributes(item))
 
 
 def _text(item: dict[str, Any], name: str) -> str:
@@ -225,6 +258,8 @@ _ROW_TEXT = {
     "key": "Id",
     "message_id": "MessageId",
     "recipient": "Recipient",
+    "recipient_key": "RecipientKey",
+    "sent_at_key": "SentAtKey",
     "status": "Status",
     "message_sent": "MessageSent",
     "ses_message_id": "SesMessageId",
@@ -274,7 +309,6 @@ def row_from_item(item: dict[str, Any]) -> JournalRow:
         ),
         timeline=_timeline(item.get(TIMELINE_ATTRIBUTE)),
         extra_sends=_extra_sends(item.get("ExtraSends")),
-        attributes=item,
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any
 from botocore.exceptions import BotoCoreError, ClientError
 
 from emailops.aws.clients import error_code, translate_error
-from emailops.aws.journal_codec import row_from_dynamo
+from emailops.aws.journal_codec import item_from_dynamo, stored_row
 from emailops.aws.journal_plan import (
     NO_DELIVERY_REPORT,
     RECIPIENT_INDEX,
@@ -27,6 +27,7 @@ from emailops.aws.journal_plan import (
 )
 from emailops.core.errors import ConfigurationError
 from emailops.core.journal_row import JournalRow
+from emailops.core.stored_attributes import StoredAttributes
 
 __all__ = [
     "NO_DELIVERY_REPORT",
@@ -96,6 +97,8 @@ class QueryRun:
 @dataclass(frozen=True)
 class JournalPage:
     rows: list[JournalRow]
+    # The rows' attributes as stored, in the rows' order: for the support view's raw listing.
+    stored: tuple[StoredAttributes, ...] = ()
     next: SearchPosition | None = None  # further on in display order
     previous: SearchPosition | None = None  # back towards the first page
     runs: tuple[QueryRun, ...] = ()
@@ -178,9 +181,19 @@ class JournalSearch:
         except IndexUnavailable as exc:
             run.problem = exc.reason
             return JournalPage(rows=[], runs=(run,), problems=(exc.reason,))
-        rows = [row_from_dynamo(item) for item in response.get("Items", [])]
-        run.calls, run.scanned, run.matched = 1, int(response.get("ScannedCount", 0)), len(rows)
-        return JournalPage(rows=rows, runs=(run,))
+        page = _page([item_from_dynamo(item) for item in response.get("Items", [])])
+        run.calls, run.scanned, run.matched = (
+            1,
+            int(response.get("ScannedCount", 0)),
+            len(page.rows),
+        )
+        return replace(page, runs=(run,))
+
+
+def _page(items: list[dict[str, Any]]) -> JournalPage:
+    """A page of these plain items: each as a row, and its attributes as stored."""
+    found = [stored_row(item) for item in items]
+    return JournalPage(rows=[f.row for f in found], stored=tuple(f.attributes for f in found))
 
 
 @dataclass
@@ -238,8 +251,8 @@ class _PageReader:
         else:
             next_position = progress.resume
             previous_position = self._beside(rows[0] if rows else None, position, backward=True)
-        return JournalPage(
-            rows=[row_from_dynamo(row) for row in rows],
+        return replace(
+            _page([item_from_dynamo(row) for row in rows]),
             next=next_position,
             previous=previous_position,
             runs=tuple(progress.runs.values()),

@@ -5,6 +5,9 @@ email to one recipient. The DynamoDB layout (attribute names) is the adapter's b
 When a QUEUED row's claim ends is not the row's to say alone: ``emailops.core.lease.LeasePolicy``
 reads ``claim_expires_at`` and ``timestamp`` (a Go-era row has no ``ClaimExpiresAt``) with the one
 lease length.
+
+The row carries no bag of raw attributes: what the support view lists as stored comes from the
+reader as its own typed value (``emailops.core.stored_attributes``).
 """
 
 from __future__ import annotations
@@ -93,8 +96,10 @@ class JournalRow:
     delivery: DeliveryState = field(default_factory=DeliveryState)
     timeline: tuple[TimelineEntry, ...] = ()
     extra_sends: tuple[ExtraSend, ...] = ()
-    # Every attribute as stored (plain Python), for the detail page's full listing.
-    attributes: Mapping[str, Any] = field(default_factory=dict, repr=False, compare=False)
+    # The row's index keys as written (the address's one spelling; the claim time, 20 digits):
+    # read for showing the row as stored (the API answers them), never for meaning.
+    recipient_key: str = ""
+    sent_at_key: str = ""
 
     @property
     def queued(self) -> bool:

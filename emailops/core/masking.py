@@ -12,12 +12,12 @@ from dataclasses import replace
 from typing import Any
 
 from emailops.core.journal_row import DeliveryState, JournalRow
+from emailops.core.stored_attributes import AttributeRole, StoredAttributes
 
 __all__ = ["MASK", "MIN_MASKED_VALUE", "RowMask", "mask_context"]
 
 MASK = "••••••"
 MIN_MASKED_VALUE = 4
-CONTEXT_ATTRIBUTE = "Context"  # the journal's stored context (emailops.aws.journal_codec)
 
 
 def _sensitive(key: Any, words: tuple[str, ...]) -> bool:
@@ -91,12 +91,6 @@ class RowMask:
 
     def row(self, row: JournalRow) -> JournalRow:
         """The row as a reader may see it: its context masked by key, every text by value."""
-        attributes = {
-            name: mask_context(value, self.words)
-            if name == CONTEXT_ATTRIBUTE
-            else self.value(value)
-            for name, value in row.attributes.items()
-        }
         delivery: DeliveryState = replace(
             row.delivery, diagnostic=self.text(row.delivery.diagnostic)
         )
@@ -108,7 +102,21 @@ class RowMask:
             context=mask_context(row.context, self.words),
             delivery=delivery,
             timeline=tuple(replace(e, summary=self.text(e.summary)) for e in row.timeline),
-            attributes=attributes,
+        )
+
+    def stored(self, attributes: StoredAttributes) -> StoredAttributes:
+        """The row's stored attributes as a reader may see them: the context masked by key, every
+        other value by value."""
+        return StoredAttributes(
+            tuple(
+                replace(
+                    item,
+                    value=mask_context(item.value, self.words)
+                    if item.role == AttributeRole.CONTEXT
+                    else self.value(item.value),
+                )
+                for item in attributes
+            )
         )
 
     @classmethod

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from emailops.core.journal_row import JournalRow, Status  # Status: the row's, named here too
 from emailops.core.lease import LeasePolicy
+from emailops.core.stored_attributes import StoredRow
 
 if TYPE_CHECKING:
     from emailops.core.log_only import LogOnlyReason
@@ -208,6 +209,10 @@ class JournalReader(Protocol):
 
     def read(self, key: str) -> JournalRow | None:
         """The row at ``key``, or None."""
+        ...
+
+    def read_stored(self, key: str) -> StoredRow | None:
+        """The row at ``key`` and its attributes as stored (for the support view), or None."""
         ...
 
 

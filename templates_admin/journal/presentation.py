@@ -8,11 +8,6 @@ from datetime import datetime
 from typing import Any
 
 from emailops import container
-from emailops.aws.journal_codec import (
-    CONTEXT_ATTRIBUTE,
-    EPOCH_ATTRIBUTES,  # noqa: F401  (the pages spell these attributes out as times)
-    ordered_attributes,
-)
 from emailops.core.journal_row import JournalRow
 from emailops.core.journal_words import (
     ClaimWords,
@@ -39,18 +34,6 @@ from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
 EXCERPT_LENGTH = 140
 
 _CUSTOM_TEMPLATE = re.compile(r"^custom/O(?P<org>[^/]+)/")
-
-
-def ordered(attributes: dict[str, Any]) -> dict[str, Any]:
-    return ordered_attributes(attributes)
-
-
-def masked_row(row: JournalRow) -> dict[str, Any]:
-    """Every attribute of the row as stored, in reading order, its context masked."""
-    attributes = dict(row.attributes)
-    if CONTEXT_ATTRIBUTE not in attributes:
-        return ordered(attributes)
-    return ordered(attributes | {CONTEXT_ATTRIBUTE: mask_context(row.context)})
 
 
 def lease_policy() -> LeasePolicy:

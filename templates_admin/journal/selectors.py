@@ -11,7 +11,7 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
@@ -33,7 +33,8 @@ from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Status
-from templates_admin.display import mask_row
+from emailops.core.stored_attributes import StoredAttributes, StoredRow
+from templates_admin.display import mask_stored
 from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
 from templates_admin.journal.presentation import branding, lease_policy, mask_context
@@ -113,6 +114,8 @@ class JournalSearchResult:
     kind: SearchKind
     rows: list[JournalRow]
     runs: tuple[QueryRun, ...] = ()
+    # The rows' attributes as stored, masked, in the rows' order (``email_log --json``'s).
+    stored: tuple[StoredAttributes, ...] = ()
     next_cursor: str | None = None  # older, newest first
     previous_cursor: str | None = None  # newer, newest first
     partial: bool = False  # the page's read budget ran out before it was full
@@ -174,7 +177,7 @@ def journal_search(
     return JournalSearchResult(
         query=query,
         kind=SearchKind.RECIPIENT,
-        rows=[mask_row(row) for row in page.rows],
+        **_masked(page.rows, page.stored),
         runs=page.runs,
         next_cursor=_encode_cursor(page.next, fingerprint),
         previous_cursor=_encode_cursor(page.previous, fingerprint),
@@ -211,20 +214,26 @@ def journal_search_pages(
             return
 
 
+def _masked(rows: Sequence[JournalRow], stored: Sequence[StoredAttributes]) -> dict[str, Any]:
+    """JournalSearchResult's ``rows`` and ``stored``, each row's mask applied to both."""
+    found = [mask_stored(StoredRow(r, s)) for r, s in zip(rows, stored, strict=True)]
+    return {"rows": [f.row for f in found], "stored": tuple(f.attributes for f in found)}
+
+
 def _lookup(query: str) -> JournalSearchResult:
     """A journal Id (GetItem) or, failing that, an SES message id (SesMessageIdIndex)."""
-    row = container.current().journal_reader.read(query)
+    found = container.current().journal_reader.read_stored(query)
     table = container.current().journal.table
-    get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(row is not None))
-    if row is not None:
+    get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(found is not None))
+    if found is not None:
         return JournalSearchResult(
-            query=query, kind=SearchKind.ID, rows=[mask_row(row)], runs=(get,)
+            query=query, kind=SearchKind.ID, **_masked([found.row], [found.attributes]), runs=(get,)
         )
     page: JournalPage = container.current().journal_search.by_ses_message_id(query)
     return JournalSearchResult(
         query=query,
         kind=SearchKind.SES_MESSAGE_ID if page.rows else SearchKind.ID_OR_SES_MESSAGE_ID,
-        rows=[mask_row(row) for row in page.rows],
+        **_masked(page.rows, page.stored),
         runs=(get, *page.runs),
         problems=page.problems,
     )
@@ -283,11 +292,15 @@ class JournalEntry:
     resends: list[EmailAction] = field(default_factory=list)  # made from this row
     resent_from: EmailAction | None = None  # the resend that created this row
     lease_ends_at: int | None = None  # when a QUEUED row's claim ends (or ended)
+    # Its attributes as stored, masked: the support view's raw listing (empty without a row).
+    stored: StoredAttributes = field(default_factory=StoredAttributes)
 
 
 def journal_entry(*, key: str) -> JournalEntry:
-    row = container.current().journal_reader.read(key)
-    row = mask_row(row) if row is not None else None
+    """The row at ``key`` (masked) with its resends and its stored attributes: one read."""
+    found = container.current().journal_reader.read_stored(key)
+    found = mask_stored(found) if found is not None else None
+    row = found.row if found is not None else None
     actions = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND).select_related("user")
     return JournalEntry(
         key=key,
@@ -295,6 +308,7 @@ def journal_entry(*, key: str) -> JournalEntry:
         resends=list(actions.filter(original_key=key)),
         resent_from=actions.filter(journal_key=key).first(),
         lease_ends_at=lease_policy().ends_at(row) if row else None,
+        stored=found.attributes if found is not None else StoredAttributes(),
     )
 
 

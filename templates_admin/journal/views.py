@@ -19,6 +19,7 @@ from django.utils.http import urlencode
 from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
+from emailops.core.stored_attributes import AttributeRole, StoredAttribute, StoredAttributes
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
 from templates_admin.journal import csv_export, delivery, no_result, presentation, selectors
@@ -160,7 +161,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "subtitle": f"{row.message_id} to {row.recipient}",
         "explanation": presentation.explain_status(row, now=int(time.time())),
         "pill": presentation.status_pill(row, now=int(time.time())),
-        "attributes": _attributes(row),
+        "attributes": _attributes(entry.stored),
         "delivery": delivery.delivery_outcome(row),
         "timeline": delivery.timeline(row),
         "suppression_url": _suppression_url(request, admin_site, row),
@@ -231,32 +232,37 @@ def _suppression_url(
         return ""
 
 
-def _attributes(row: JournalRow) -> list[dict[str, str]]:
-    """Every attribute of the row, as (name, value, note) with times and branding spelled out."""
+def _note(item: StoredAttribute) -> str:
+    """What the page says beside a stored attribute: its time, branding or meaning."""
+    value = item.value
+    if item.is_time:
+        note = presentation.local_text(value)
+        if item.role == AttributeRole.EXPIRY and note:
+            return f"DynamoDB deletes the row after {note} (TTL)"
+        return note
+    if item.role == AttributeRole.TEMPLATE_KEY:
+        return f"branding: {presentation.branding(value)}"
+    if item.role == AttributeRole.TEMPLATE_VERSION and value:
+        return "the published version of the template this email was rendered from"
+    if item.role == AttributeRole.EVENT_TIME:
+        return delivery.iso_local_text(value)
+    return ""
+
+
+def _attributes(stored: StoredAttributes) -> list[dict[str, str]]:
+    """Every attribute of the row as stored (the reader's, masked), as (name, value, note) with
+    times and branding spelled out."""
     shown = []
-    for name, value in presentation.masked_row(row).items():
-        note = ""
-        if name in presentation.EPOCH_ATTRIBUTES:
-            note = presentation.local_text(value)
-            if name == "ExpiresAt" and note:
-                note = f"DynamoDB deletes the row after {note} (TTL)"
-        elif name == "TemplateKey":
-            note = f"branding: {presentation.branding(value)}"
-        elif name == "TemplateVersion" and value:
-            note = "the published version of the template this email was rendered from"
-        elif name == "DeliveryStatusAt":
-            note = delivery.iso_local_text(value)
+    for item in stored:
+        value = item.value
         text = (
             json.dumps(value, indent=2, ensure_ascii=False, sort_keys=True)
             if isinstance(value, dict | list)
             else str(value)
         )
-        shown.append({"name": name, "value": text, "note": note, "utc": _utc_title(name, value)})
+        utc = presentation.utc_text(value) if item.is_time else ""
+        shown.append({"name": item.name, "value": text, "note": _note(item), "utc": utc})
     return shown
-
-
-def _utc_title(name: str, value: Any) -> str:
-    return presentation.utc_text(value) if name in presentation.EPOCH_ATTRIBUTES else ""
 
 
 @console_view(roles.SEARCH_JOURNAL)

@@ -40,7 +40,8 @@ def send(aws, address: str) -> dict:
         {"messageId": "added-to-team", "recipients": [{"email": address}], "context": CONTEXT},
     )
     (row,) = journal_search(query=address).rows
-    return dict(row.attributes)  # as stored, to compare with what was published
+    # As stored, to compare with what was published.
+    return container.current().journal_reader.read_stored(row.key).attributes.as_dict()
 
 
 def email_frame(client, row: dict) -> str:

@@ -68,7 +68,11 @@ def rows_for(address: str) -> list[dict]:
     """The rows as stored (attribute names), to compare pages with."""
     from templates_admin.journal.selectors import journal_search
 
-    return [dict(row.attributes) for row in journal_search(query=address).rows]
+    reader = container.current().journal_reader
+    return [
+        reader.read_stored(row.key).attributes.as_dict()
+        for row in journal_search(query=address).rows
+    ]
 
 
 def test_detail_url_is_the_one_other_pages_link_to():

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Sequence
 from datetime import datetime, time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
-from emailops.aws.journal_codec import TIMELINE_ATTRIBUTE
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
+from emailops.core.stored_attributes import AttributeRole, StoredAttributes
 from templates_admin.journal import delivery, no_result, presentation, selectors
 from templates_admin.models import JournalReadAudit
 from templates_admin.read_audit import read_record
@@ -137,7 +138,7 @@ class Command(BaseCommand):
             for last in pages:  # a filtered page may end its read budget before finding a row
                 self._warn(last)
                 if last.rows:
-                    self._explain(last.rows[0], options["json"])
+                    self._explain(last.rows[0], last.stored[0], options["json"])
                     return
             self._no_rows(f"no rows for {email}", last, options["json"], arguments)
             return
@@ -146,7 +147,7 @@ class Command(BaseCommand):
         for page in pages:
             self._warn(page)
             if options["json"]:
-                self._json(page.rows)
+                self._json(page.rows, page.stored)
             else:
                 if page.rows and not count:
                     self._header()
@@ -178,8 +179,8 @@ class Command(BaseCommand):
         self._warn(result)
         if not result.rows:
             self._no_rows(f"no row has Id or SES message id {key}", result, options["json"])
-        for row in result.rows:
-            self._explain(row, options["json"])
+        for row, stored in zip(result.rows, result.stored, strict=True):
+            self._explain(row, stored, options["json"])
 
     def _no_rows(
         self,
@@ -211,12 +212,10 @@ class Command(BaseCommand):
                 "queue), or its row expired."
             )
 
-    def _json(self, rows: list[JournalRow]) -> None:
-        for row in rows:
+    def _json(self, rows: list[JournalRow], stored: Sequence[StoredAttributes]) -> None:
+        for row, attributes in zip(rows, stored, strict=True):
             outcome = delivery.delivery_outcome(row)
-            shown = presentation.masked_row(row) | {
-                "DeliveryOutcome": outcome.text if outcome else ""
-            }
+            shown = attributes.as_dict() | {"DeliveryOutcome": outcome.text if outcome else ""}
             self.stdout.write(json.dumps(shown, ensure_ascii=False))
 
     def _header(self) -> None:
@@ -242,9 +241,9 @@ class Command(BaseCommand):
                 + f"  {line.key}"
             )
 
-    def _explain(self, row: JournalRow, as_json: bool) -> None:
+    def _explain(self, row: JournalRow, stored: StoredAttributes, as_json: bool) -> None:
         if as_json:
-            self._json([row])
+            self._json([row], [stored])
             return
         entry = selectors.journal_entry(key=row.key)
         explanation = presentation.explain_status(row, now=int(timezone.now().timestamp()))
@@ -265,11 +264,12 @@ class Command(BaseCommand):
                 f": {action.reason}"
             )
         self.stdout.write("")
-        for name, value in presentation.masked_row(row).items():
-            if name == TIMELINE_ATTRIBUTE:
+        for item in stored:
+            if item.role == AttributeRole.TIMELINE:
                 continue  # shown above as the timeline
+            value = item.value
             if isinstance(value, dict | list):
                 value = json.dumps(value, ensure_ascii=False, sort_keys=True)
-            when = presentation.local_text(value) if name in presentation.EPOCH_ATTRIBUTES else ""
-            self.stdout.write(f"{name:>15}  {value}" + (f"  ({when})" if when else ""))
+            when = presentation.local_text(value) if item.is_time else ""
+            self.stdout.write(f"{item.name:>15}  {value}" + (f"  ({when})" if when else ""))
         self.stdout.write("")
