@@ -309,6 +309,46 @@ class FixedGate:
         return self.decisions.get(priority, (GateDecision.GO, ""))
 
 
+@dataclass
+class SetSuppressionIndex:
+    """The shared set index (the tombstones' ``SuppressionIndex``) in memory (one shared by every "consumer" of a test); ``down``
+    makes every call raise IndexUnavailable, ``complete`` False makes lookups IndexIncomplete."""
+
+    members: set[str] = field(default_factory=set)
+    complete: bool = False
+    down: bool = False
+    lookups: int = 0
+
+    def _check(self) -> None:
+        from emailops.core.suppression_index import IndexUnavailable
+
+        if self.down:
+            raise IndexUnavailable("index down")
+
+    def contains(self, address: str) -> bool:
+        from emailops.core.suppression_index import IndexIncomplete
+
+        self._check()
+        self.lookups += 1
+        if not self.complete:
+            raise IndexIncomplete("not built")
+        return address in self.members
+
+    def added(self, address: str) -> None:
+        self._check()
+        self.members.add(address)
+
+    def removed(self, address: str) -> None:
+        self._check()
+        self.members.discard(address)
+
+    def rebuild(self, addresses) -> bool:
+        self._check()
+        self.members = set(addresses())
+        self.complete = True
+        return True
+
+
 class InMemoryRateCounters:
     """The ``email-rate-counter`` table (emailops.core.send_guard.RateCounters) as dicts;
     ``down`` makes every call raise, as an unreachable table does."""
