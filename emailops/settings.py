@@ -76,6 +76,8 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # The capabilities, below the console that shows and drives them (docs/architecture.md).
+    "audit",  # the read audit and the audit trails' retention
     "templates_admin",
     "worker",
     "api",
@@ -203,6 +205,7 @@ LOGGING = {
         "emailops": {"level": LOG_LEVEL},
         "worker": {"level": LOG_LEVEL},
         "templates_admin": {"level": LOG_LEVEL},
+        "audit": {"level": LOG_LEVEL},
         "django": {"level": "INFO"},
     },
 }

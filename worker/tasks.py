@@ -18,10 +18,10 @@ from celery.signals import worker_ready
 from django.db import OperationalError
 from django.utils import timezone
 
+from audit import retention
 from emailops import container
 from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.contract import parse_request
-from templates_admin import retention
 from templates_admin.jobs import monitoring, services
 from templates_admin.reputation import guard
 from templates_admin.webhooks import delivery as webhook_delivery

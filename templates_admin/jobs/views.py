@@ -16,6 +16,7 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from audit.reads import read_by_console
 from templates_admin import roles
 from templates_admin.console import Area, console_view
 from templates_admin.csp import POLLING_POLICY
@@ -27,7 +28,6 @@ from templates_admin.jobs.forms import (
     WebhookReplayForm,
 )
 from templates_admin.models import Job, OperationsPage
-from templates_admin.read_audit import read_by_console
 
 
 def _permissions(request: HttpRequest) -> dict[str, bool]:

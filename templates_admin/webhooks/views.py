@@ -19,12 +19,12 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from audit.reads import read_by_console
 from emailops.core.errors import InvalidRequest
 from emailops.core.webhooks import WebhookRefused
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
 from templates_admin.models import WebhookDelivery, WebhookEndpoint, WebhooksPage
-from templates_admin.read_audit import read_by_console
 from templates_admin.webhooks import liveness, replay, selectors, services
 from templates_admin.webhooks.forms import EndpointForm, ReasonForm
 

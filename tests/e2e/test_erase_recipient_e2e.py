@@ -94,7 +94,7 @@ def test_erase_recipient_removes_every_row_of_one_address_and_nothing_else(e2e_s
     stack.manage(
         "shell",
         "-c",
-        "from templates_admin.models import JournalReadAudit as A; "
+        "from audit.models import JournalReadAudit as A; "
         "A.objects.create(channel='api', action='get', actor='t', query='api:1:x:pat@example.com'); "
         "A.objects.create(channel='api', action='get', actor='t', query='api:1:x:other@example.com')",
         env=db_env,

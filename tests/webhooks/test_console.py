@@ -14,10 +14,11 @@ from django.contrib.auth.models import Permission
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from audit.models import JournalReadAudit
 from emailops.core.masking import MASK
 from emailops.core.webhooks import failed_event, sent_event
 from templates_admin.jobs.services import job_run
-from templates_admin.models import Job, JournalReadAudit, WebhookDelivery, WebhookEndpoint
+from templates_admin.models import Job, WebhookDelivery, WebhookEndpoint
 from templates_admin.webhooks import delivery, services
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 

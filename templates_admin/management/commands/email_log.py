@@ -21,12 +21,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from audit.models import JournalReadAudit
+from audit.reads import read_record
 from emailops.aws.journal_codec import TIMELINE_ATTRIBUTE
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from templates_admin.journal import delivery, no_result, presentation, selectors
-from templates_admin.models import JournalReadAudit
-from templates_admin.read_audit import read_record
 
 _TABLE = (
     ("TIME", 23),
