@@ -78,6 +78,8 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     # The capabilities, below the console that shows and drives them (docs/architecture.md).
     "audit",  # the read audit and the audit trails' retention
+    "monitoring",  # beat's periodic checks and their readings
+    "webhooks",  # webhook endpoints and delivery
     "templates_admin",
     "worker",
     "api",
@@ -206,6 +208,8 @@ LOGGING = {
         "worker": {"level": LOG_LEVEL},
         "templates_admin": {"level": LOG_LEVEL},
         "audit": {"level": LOG_LEVEL},
+        "monitoring": {"level": LOG_LEVEL},
+        "webhooks": {"level": LOG_LEVEL},
         "django": {"level": "INFO"},
     },
 }

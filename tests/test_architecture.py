@@ -1,5 +1,5 @@
 """Imports run one way (docs/architecture.md): core ← aws ← the rest of emailops ← the capabilities
-(audit, jobs, webhooks) ← the console ← the API and the worker ← URL wiring. An import that runs upward, or between the API and the
+(audit, monitoring, webhooks, jobs) ← the console ← the API and the worker ← URL wiring. An import that runs upward, or between the API and the
 worker, is a cycle waiting to happen; this test names each one."""
 
 from __future__ import annotations
@@ -8,7 +8,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("emailops", "audit", "templates_admin", "api", "worker", "preferences")
+PACKAGES = (
+    "emailops",
+    "audit",
+    "monitoring",
+    "webhooks",
+    "templates_admin",
+    "api",
+    "worker",
+    "preferences",
+)
 
 # Lower rank = lower layer. A module may import its own layer or any lower one; the API and the
 # worker share a rank but are separate layers, so neither imports the other.
@@ -19,6 +28,8 @@ LAYERS: dict[str, int] = {
     "emailops": 2,  # wiring, settings, the Celery app (tasks by name only), health, logging
     # The capabilities in their own apps: the console shows and drives them, they never see it.
     "audit": 3,  # the read audit and the audit trails' retention
+    "monitoring": 3,  # beat's periodic checks and their readings
+    "webhooks": 4,  # endpoints and delivery (a worker on its queue is a reading)
     "templates_admin": 5,
     "api": 6,
     "worker": 6,
@@ -107,7 +118,7 @@ def test_the_check_catches_an_upward_and_a_sideways_import():
 
 
 # The capabilities below the console: the console imports them, they never import it.
-CAPABILITIES = ("audit",)
+CAPABILITIES = ("audit", "monitoring", "webhooks")
 
 
 def console_imports_below(imports: list[tuple[str, str, int]], below: tuple[str, ...]) -> list[str]:

@@ -24,8 +24,8 @@ from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.contract import parse_request
 from templates_admin.jobs import monitoring, services
 from templates_admin.reputation import guard
-from templates_admin.webhooks import delivery as webhook_delivery
-from templates_admin.webhooks import liveness as webhook_liveness
+from webhooks import delivery as webhook_delivery
+from webhooks import liveness as webhook_liveness
 from worker.wiring import build_consumer
 
 

@@ -17,8 +17,9 @@ from django.utils import timezone
 
 from emailops import container
 from emailops.core.events import EventLog
+from monitoring.models import OpsReading
 from templates_admin.jobs import dlq, services
-from templates_admin.models import Job, OpsReading
+from templates_admin.models import Job
 
 __all__ = [
     "DLQ_DEPTH",

@@ -6,9 +6,10 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from monitoring.models import OpsReading
 from templates_admin import roles
 from templates_admin.jobs.monitoring import DLQ_DEPTH, STUCK_CLAIMS, reading
-from templates_admin.models import Job, JobStep, OpsReading
+from templates_admin.models import Job, JobStep
 
 __all__ = [
     "job_details_allowed",

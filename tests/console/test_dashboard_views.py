@@ -16,10 +16,11 @@ import pytest
 import redis
 
 from emailops import container
+from monitoring.models import OpsReading
 from templates_admin.csp import POLICY
 from templates_admin.dashboard import selectors
 from templates_admin.jobs.monitoring import READING_HISTORY_DAYS
-from templates_admin.models import OpsReading, ReputationPauseChange
+from templates_admin.models import ReputationPauseChange
 from templates_admin.reputation import selectors as reputation
 from tests.conftest import skip_or_fail
 

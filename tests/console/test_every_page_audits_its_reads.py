@@ -205,7 +205,8 @@ def sample(aws, make_user) -> Sample:
 
     from api.models import ApiToken
     from templates_admin.drafts.services import draft_create
-    from templates_admin.models import CategoryDefinition, WebhookDelivery, WebhookEndpoint
+    from templates_admin.models import CategoryDefinition
+    from webhooks.models import WebhookDelivery, WebhookEndpoint
 
     aws.load_samples()
     put_rows(aws.dynamodb, "email-journal", [ROW, LOGGED_ONLY])
