@@ -93,7 +93,7 @@ def run(stack: Stack, database: Path, messages: int, hang: float, name: str) -> 
     stack.manage(
         "shell",
         "-c",
-        "from templates_admin.models import WebhookEndpoint\n"
+        "from webhooks.models import WebhookEndpoint\n"
         "from webhooks.endpoints import endpoint_add\n"
         "WebhookEndpoint.objects.all().delete()\n"
         f"endpoint_add(url={receiver.url!r})",

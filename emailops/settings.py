@@ -80,6 +80,7 @@ INSTALLED_APPS = [
     "audit",  # the read audit and the audit trails' retention
     "monitoring",  # beat's periodic checks and their readings
     "webhooks",  # webhook endpoints and delivery
+    "jobs",  # the job engine (the kinds are registered by the apps that offer them)
     "templates_admin",
     "worker",
     "api",
@@ -210,6 +211,7 @@ LOGGING = {
         "audit": {"level": LOG_LEVEL},
         "monitoring": {"level": LOG_LEVEL},
         "webhooks": {"level": LOG_LEVEL},
+        "jobs": {"level": LOG_LEVEL},
         "django": {"level": "INFO"},
     },
 }

@@ -13,6 +13,7 @@ PACKAGES = (
     "audit",
     "monitoring",
     "webhooks",
+    "jobs",
     "templates_admin",
     "api",
     "worker",
@@ -30,6 +31,7 @@ LAYERS: dict[str, int] = {
     "audit": 3,  # the read audit and the audit trails' retention
     "monitoring": 3,  # beat's periodic checks and their readings
     "webhooks": 4,  # endpoints and delivery (a worker on its queue is a reading)
+    "jobs": 4,  # the job engine; the kinds are registered by the apps that offer them
     "templates_admin": 5,
     "api": 6,
     "worker": 6,
@@ -118,7 +120,7 @@ def test_the_check_catches_an_upward_and_a_sideways_import():
 
 
 # The capabilities below the console: the console imports them, they never import it.
-CAPABILITIES = ("audit", "monitoring", "webhooks")
+CAPABILITIES = ("audit", "monitoring", "webhooks", "jobs")
 
 
 def console_imports_below(imports: list[tuple[str, str, int]], below: tuple[str, ...]) -> list[str]:
@@ -132,8 +134,16 @@ def console_imports_below(imports: list[tuple[str, str, int]], below: tuple[str,
 
 def test_the_capabilities_never_import_the_console():
     imports = project_imports()
-    assert any(importer.split(".")[0] == "audit" for importer, _, _ in imports)
+    assert {importer.split(".")[0] for importer, _, _ in imports} >= set(CAPABILITIES)
     assert console_imports_below(imports, CAPABILITIES) == []
+
+
+def test_the_worker_imports_nothing_from_the_console():
+    """The worker's tasks call the capabilities' apps; what the console owns (job kinds, the
+    template check, the reputation guard) it registers with them, and the tasks run it by name."""
+    imports = project_imports()
+    assert any(importer.startswith("worker.") for importer, _, _ in imports)
+    assert console_imports_below(imports, ("worker",)) == []
 
 
 def test_the_capability_check_catches_an_import_of_the_console():

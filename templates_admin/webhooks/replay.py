@@ -25,7 +25,7 @@ from emailops.core.journal_row import JournalRow
 from emailops.core.webhook_delivery import WebhookRefused, body_of, sign
 from emailops.core.webhook_payload import payload
 from emailops.core.webhooks import WebhookEvent
-from templates_admin.models import Job, JobStep
+from jobs.models import Job, JobStep
 from templates_admin.webhooks.selectors import failed_in_range
 from webhooks import sender
 from webhooks.delivery import AttemptOutcome, delivery_attempt

@@ -19,8 +19,8 @@ from django.urls import URLPattern, URLResolver, get_resolver, reverse
 from audit.models import JournalReadAudit
 from audit.reads import read_record
 from emailops import container
-from templates_admin.jobs.services import job_run
-from templates_admin.models import Job, JobStep
+from jobs.engine import job_run
+from jobs.models import Job, JobStep
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = pytest.mark.django_db

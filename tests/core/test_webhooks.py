@@ -35,7 +35,9 @@ def test_payload_never_carries_context_values_and_keys_only_when_asked():
     assert "contextKeys" not in plain["data"]
     keys = webhook_payload.payload(event, ROW, organization="7", context_keys=True)
     assert keys["data"]["contextKeys"] == ["name", "organizationId", "password"]
-    assert "hunter2" not in webhook_delivery.body_of(keys) and "Erin" not in webhook_delivery.body_of(keys)
+    assert "hunter2" not in webhook_delivery.body_of(
+        keys
+    ) and "Erin" not in webhook_delivery.body_of(keys)
     assert plain["data"] | {"sesMessageId": "ses-1"} == plain["data"]
     assert plain["data"]["templateVersion"] == "v3"
 
@@ -60,7 +62,11 @@ def test_back_off_grows_is_jittered_and_spans_about_three_days():
     high = [webhook_delivery.retry_delay(n, random=lambda: 1.0) for n in range(1, 30)]
     assert low[0] == 15 and high[0] == 30
     assert low == sorted(low) and max(high) == webhook_delivery.RETRY_CAP_SECONDS
-    assert webhook_delivery.retryable(None) and webhook_delivery.retryable(429) and webhook_delivery.retryable(503)
+    assert (
+        webhook_delivery.retryable(None)
+        and webhook_delivery.retryable(429)
+        and webhook_delivery.retryable(503)
+    )
     assert not webhook_delivery.retryable(400) and not webhook_delivery.retryable(410)
 
 

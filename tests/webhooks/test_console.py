@@ -17,8 +17,8 @@ from standardwebhooks.webhooks import Webhook
 from audit.models import JournalReadAudit
 from emailops.core.masking import MASK
 from emailops.core.webhooks import failed_event, sent_event
-from templates_admin.jobs.services import job_run
-from templates_admin.models import Job
+from jobs.engine import job_run
+from jobs.models import Job
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 from webhooks import delivery, endpoints
 from webhooks.models import WebhookDelivery, WebhookEndpoint
