@@ -10,7 +10,7 @@ class Job(models.Model):
     """One long operation (redrive, bulk resend, template check): its inputs, state, progress and
     result. It is also the audit record: who started what, when, and what came of it."""
 
-    # The kinds the apps register with the engine (templates_admin.jobs.kinds), named here
+    # The kinds the apps register with the engine (templates_admin.apps), named here
     # because the column's choices are the schema's.
     class Kind(models.TextChoices):
         DLQ_REDRIVE = "dlq_redrive", "Dead-letter redrive"

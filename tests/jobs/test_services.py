@@ -84,3 +84,22 @@ def test_a_broker_that_refuses_the_job_fails_it_with_the_reason(runner, settings
         engine.job_dispatch(job_id=job.pk)
     job.refresh_from_db()
     assert job.state == Job.State.FAILED and "could not hand the job to a worker" in job.error
+
+
+def test_every_kind_is_registered_with_a_runner_that_imports_and_a_permission():
+    """The console registers its kinds by dotted path: a typo would surface only at a job's run."""
+    for kind in Job.Kind:
+        assert callable(registry.runner_of(kind)), kind
+        assert registry.permission_of(kind).startswith("templates_admin."), kind
+    assert registry.loggable_inputs(Job.Kind.ERASE_RECIPIENT, {"addressHash": "a" * 64}) == {
+        "addressHash": "a" * 16
+    }
+
+
+def test_the_periodic_work_beat_runs_by_name_is_registered_and_imports():
+    from django.utils.module_loading import import_string
+
+    from monitoring import periodic
+
+    for name in ("template_check_daily", "reputation"):
+        assert callable(import_string(periodic._REGISTERED[name])), name
