@@ -7,7 +7,8 @@ consumer process); ``enqueue_email_request`` lets web requests hand queueing off
 retention of the audit trails (schedule in emailops/celery.py). The tasks call the capabilities'
 own apps (``jobs``, ``monitoring``, ``webhooks``, ``audit``), never the console: work the console
 owns (the job kinds, the template check, the reputation guard) it registers with them by name.
-A worker on the webhook queue records that it is there (``webhook_heartbeat``, and at its start) for ``webhooks add``.
+A worker on the webhook queue records that it is there (``webhook_heartbeat``, and at its start)
+for ``webhooks add``.
 """
 
 from __future__ import annotations
