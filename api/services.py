@@ -11,8 +11,8 @@ from django.contrib.auth.base_user import AbstractBaseUser
 from django.utils import timezone
 
 from api.models import ApiToken
-from templates_admin.models import JournalReadAudit
-from templates_admin.read_audit import read_record
+from audit.models import JournalReadAudit
+from audit.reads import read_record
 
 __all__ = [
     "NewToken",

@@ -1,5 +1,5 @@
 """The delivery webhooks' payload as JSON Schema, generated from its type
-(``emailops.core.webhooks.WebhookPayload``) with pydantic: the committed
+(``emailops.core.webhook_payload.WebhookPayload``) with pydantic: the committed
 docs/webhooks.schema.json, and the OpenAPI document's ``webhooks`` (api/endpoints.py).
 
     python -m api.webhook_schema [--check] [--output PATH]
@@ -19,8 +19,9 @@ from pydantic import ConfigDict, Field, TypeAdapter
 from pydantic.json_schema import GenerateJsonSchema
 from typing_extensions import is_typeddict
 
-from emailops.core import webhooks
-from emailops.core.webhooks import EVENT_TYPES, PAYLOAD_TYPES, WebhookPayload
+from emailops.core import webhook_payload
+from emailops.core.webhook_payload import PAYLOAD_TYPES, WebhookPayload
+from emailops.core.webhooks import EVENT_TYPES
 
 __all__ = [
     "OUTPUT",
@@ -35,7 +36,7 @@ OUTPUT = Path(__file__).resolve().parents[1] / "docs" / "webhooks.schema.json"
 SCHEMA_ID = "https://emailops.invalid/docs/webhooks.schema.json"
 DEFS_TEMPLATE = "#/$defs/{model}"
 
-# The Standard Webhooks headers every delivery carries (emailops.core.webhooks.sign).
+# The Standard Webhooks headers every delivery carries (emailops.core.webhook_delivery.sign).
 SIGNATURE_HEADERS = {
     "webhook-id": "The event's id (evt_...): the same on every retry and replay of this event; "
     "dedupe on it.",
@@ -79,7 +80,7 @@ def _fill_inherited_descriptions(definitions: dict[str, Any]) -> None:
     """pydantic reads a field's docstring only in the class that declares it: an inherited
     field (``WebhookData``'s, in every event's data) gets the nearest ancestor's."""
     for name, definition in definitions.items():
-        kind = getattr(webhooks, name, None)
+        kind = getattr(webhook_payload, name, None)
         if kind is None or not is_typeddict(kind):
             continue
         for ancestor in _ancestors(kind):  # the nearest first: its text wins
@@ -105,7 +106,7 @@ def render() -> str:
         "$id": SCHEMA_ID,
         "title": "emailops delivery webhook payload",
         "description": "The JSON body POSTed to a webhook endpoint (docs/webhooks.md), generated "
-        "from emailops.core.webhooks.WebhookPayload by `python -m api.webhook_schema`. New "
+        "from emailops.core.webhook_payload.WebhookPayload by `python -m api.webhook_schema`. New "
         "properties may be added: ignore the ones you do not know.",
         **payload_schema(),
     }

@@ -93,8 +93,8 @@ def run(stack: Stack, database: Path, messages: int, hang: float, name: str) -> 
     stack.manage(
         "shell",
         "-c",
-        "from templates_admin.models import WebhookEndpoint\n"
-        "from templates_admin.webhooks.services import endpoint_add\n"
+        "from webhooks.models import WebhookEndpoint\n"
+        "from webhooks.endpoints import endpoint_add\n"
         "WebhookEndpoint.objects.all().delete()\n"
         f"endpoint_add(url={receiver.url!r})",
     )

@@ -27,7 +27,7 @@ Config.from_settings()
 # The guard judges the rates this often (was REPUTATION_CHECK_SECONDS).
 REPUTATION_CHECK_SECONDS = 300.0
 WEBHOOK_SWEEP_SECONDS = 300.0
-# A webhook worker's proof of life (templates_admin.webhooks.liveness).
+# A webhook worker's proof of life (webhooks.liveness).
 WEBHOOK_HEARTBEAT_SECONDS = 60.0
 
 

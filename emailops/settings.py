@@ -76,6 +76,11 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    # The capabilities, below the console that shows and drives them (docs/architecture.md).
+    "audit",  # the read audit and the audit trails' retention
+    "monitoring",  # beat's periodic checks and their readings
+    "webhooks",  # webhook endpoints and delivery
+    "jobs",  # the job engine (the kinds are registered by the apps that offer them)
     "templates_admin",
     "worker",
     "api",
@@ -203,6 +208,10 @@ LOGGING = {
         "emailops": {"level": LOG_LEVEL},
         "worker": {"level": LOG_LEVEL},
         "templates_admin": {"level": LOG_LEVEL},
+        "audit": {"level": LOG_LEVEL},
+        "monitoring": {"level": LOG_LEVEL},
+        "webhooks": {"level": LOG_LEVEL},
+        "jobs": {"level": LOG_LEVEL},
         "django": {"level": "INFO"},
     },
 }

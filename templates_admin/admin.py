@@ -20,6 +20,7 @@ from django.contrib import admin
 from django.http import Http404
 from django.urls import path, re_path
 
+from audit.reads import read_by_console
 from templates_admin import roles
 from templates_admin.console import refused_page
 from templates_admin.models import (
@@ -31,7 +32,6 @@ from templates_admin.models import (
     TemplateMappingPage,
     WebhooksPage,
 )
-from templates_admin.read_audit import read_by_console
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):

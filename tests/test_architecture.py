@@ -1,5 +1,5 @@
-"""Imports run one way (docs/architecture.md): core ← aws ← the rest of emailops ← the console ←
-the API and the worker ← URL wiring. An import that runs upward, or between the API and the
+"""Imports run one way (docs/architecture.md): core ← aws ← the rest of emailops ← the capabilities
+(audit, monitoring, webhooks, jobs) ← the console ← the API and the worker ← URL wiring. An import that runs upward, or between the API and the
 worker, is a cycle waiting to happen; this test names each one."""
 
 from __future__ import annotations
@@ -8,7 +8,17 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("emailops", "templates_admin", "api", "worker", "preferences")
+PACKAGES = (
+    "emailops",
+    "audit",
+    "monitoring",
+    "webhooks",
+    "jobs",
+    "templates_admin",
+    "api",
+    "worker",
+    "preferences",
+)
 
 # Lower rank = lower layer. A module may import its own layer or any lower one; the API and the
 # worker share a rank but are separate layers, so neither imports the other.
@@ -17,11 +27,16 @@ LAYERS: dict[str, int] = {
     "emailops.aws": 1,
     "emailops.client": 1,
     "emailops": 2,  # wiring, settings, the Celery app (tasks by name only), health, logging
-    "templates_admin": 3,
-    "api": 4,
-    "worker": 4,
-    "preferences": 4,  # the public unsubscribe page: emailops, and the console's category labels
-    "emailops.urls": 5,  # ties the apps' URLs together
+    # The capabilities in their own apps: the console shows and drives them, they never see it.
+    "audit": 3,  # the read audit and the audit trails' retention
+    "monitoring": 3,  # beat's periodic checks and their readings
+    "webhooks": 4,  # endpoints and delivery (a worker on its queue is a reading)
+    "jobs": 4,  # the job engine; the kinds are registered by the apps that offer them
+    "templates_admin": 5,
+    "api": 6,
+    "worker": 6,
+    "preferences": 6,  # the public unsubscribe page: emailops, and the console's category labels
+    "emailops.urls": 7,  # ties the apps' URLs together
 }
 
 
@@ -104,6 +119,45 @@ def test_the_check_catches_an_upward_and_a_sideways_import():
     ]
 
 
+# The capabilities below the console: the console imports them, they never import it.
+CAPABILITIES = ("audit", "monitoring", "webhooks", "jobs")
+
+
+def console_imports_below(imports: list[tuple[str, str, int]], below: tuple[str, ...]) -> list[str]:
+    """Imports of the console from a package in ``below`` (deferred ones included)."""
+    return [
+        f"{importer}:{line} imports {imported}"
+        for importer, imported, line in imports
+        if importer.split(".")[0] in below and _within(imported, "templates_admin")
+    ]
+
+
+def test_the_capabilities_never_import_the_console():
+    imports = project_imports()
+    assert {importer.split(".")[0] for importer, _, _ in imports} >= set(CAPABILITIES)
+    assert console_imports_below(imports, CAPABILITIES) == []
+
+
+def test_the_worker_imports_nothing_from_the_console():
+    """The worker's tasks call the capabilities' apps; what the console owns (job kinds, the
+    template check, the reputation guard) it registers with them, and the tasks run it by name."""
+    imports = project_imports()
+    assert any(importer.startswith("worker.") for importer, _, _ in imports)
+    assert console_imports_below(imports, ("worker",)) == []
+
+
+def test_the_capability_check_catches_an_import_of_the_console():
+    assert console_imports_below(
+        [
+            ("audit.retention", "templates_admin.models", 12),
+            ("audit.reads", "emailops.container", 3),
+            ("templates_admin.admin", "audit.reads", 4),
+            ("audit.apps", "templates_admin_extra", 5),  # a sibling's name is not the console
+        ],
+        CAPABILITIES,
+    ) == ["audit.retention:12 imports templates_admin.models"]
+
+
 # --- The console's areas (templates_admin): one-way dependencies, no circles -------------------
 
 CONSOLE = "templates_admin"
@@ -126,8 +180,6 @@ CONSOLE_SHARED = (
     "forms",
     "login_throttle",
     "models",
-    "read_audit",
-    "retention",
     "roles",
 )
 # What puts the areas together (admin entries and URLs, commands, template tags); no area or

@@ -25,8 +25,8 @@ from api.services import api_token_create
 from emailops import container
 from emailops.aws.journal import DynamoJournal
 from emailops.core.ports import Claim, ClaimState
+from monitoring import checks as monitoring
 from templates_admin.display import local_text
-from templates_admin.jobs import monitoring
 from tests.fakes import InMemoryJournal
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, queue_visibility
 

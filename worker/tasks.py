@@ -2,10 +2,13 @@
 
 ``consume_emails_batch`` drains the queue once (for Celery beat, instead of a long-running
 consumer process); ``enqueue_email_request`` lets web requests hand queueing off to a worker;
-``run_job`` runs a console job (redrive, bulk resend, template check) by its id; the
+``run_job`` runs a job (redrive, bulk resend, template check...) by its id; the
 ``check_*``/``find_*`` tasks are Celery beat's periodic checks, and ``prune_audit_trails`` its daily
-retention of the audit trails (schedule in emailops/celery.py). A worker on the webhook queue
-records that it is there (``webhook_heartbeat``, and at its start) for ``webhooks add``.
+retention of the audit trails (schedule in emailops/celery.py). The tasks call the capabilities'
+own apps (``jobs``, ``monitoring``, ``webhooks``, ``audit``), never the console: work the console
+owns (the job kinds, the template check, the reputation guard) it registers with them by name.
+A worker on the webhook queue records that it is there (``webhook_heartbeat``, and at its start)
+for ``webhooks add``.
 """
 
 from __future__ import annotations
@@ -18,14 +21,14 @@ from celery.signals import worker_ready
 from django.db import OperationalError
 from django.utils import timezone
 
+from audit import retention
 from emailops import container
 from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.contract import parse_request
-from templates_admin import retention
-from templates_admin.jobs import monitoring, services
-from templates_admin.reputation import guard
-from templates_admin.webhooks import delivery as webhook_delivery
-from templates_admin.webhooks import liveness as webhook_liveness
+from jobs import engine
+from monitoring import checks, periodic
+from webhooks import delivery as webhook_delivery
+from webhooks import liveness as webhook_liveness
 from worker.wiring import build_consumer
 
 
@@ -48,7 +51,7 @@ def enqueue_email_request(body: str) -> str:
 # A database hiccup (a dropped connection, a lock) before the job is claimed would leave it
 # PENDING: the task is delivered again shortly instead; job_run is safe to deliver twice.
 @shared_task(
-    name=services.RUN_JOB_TASK,
+    name=engine.RUN_JOB_TASK,
     autoretry_for=(OperationalError,),
     retry_backoff=1,
     retry_backoff_max=10,
@@ -57,22 +60,23 @@ def enqueue_email_request(body: str) -> str:
 )
 def run_job(job_id: int) -> str:
     """Run (or resume) a job; safe to deliver twice. Returns the state it ended in."""
-    return services.job_run(job_id=job_id).state
+    return engine.job_run(job_id=job_id).state
 
 
 @shared_task(name="worker.check_dead_letter_depth")
 def check_dead_letter_depth() -> int:
-    return monitoring.dead_letter_depth_check()["depth"]
+    return checks.dead_letter_depth_check()["depth"]
 
 
 @shared_task(name="worker.find_stuck_claims")
 def find_stuck_claims() -> int:
-    return monitoring.stuck_claims_check()["count"]
+    return checks.stuck_claims_check()["count"]
 
 
 @shared_task(name="worker.check_templates_daily")
 def check_templates_daily() -> int:
-    return monitoring.template_check_daily().pk
+    """The console's template check, in the system's name (registered by the console)."""
+    return periodic.run("template_check_daily").pk
 
 
 @shared_task(name="worker.prune_audit_trails")
@@ -83,7 +87,7 @@ def prune_audit_trails() -> dict[str, int]:
 @shared_task(name="worker.evaluate_reputation")
 def evaluate_reputation() -> list[str]:
     """Judge the bounce and complaint rates; set or lift the guard's automatic pauses."""
-    return guard.reputation_evaluate()["warnings"]
+    return periodic.run("reputation")["warnings"]
 
 
 @shared_task(name="worker.webhook_fan_out")

@@ -23,10 +23,10 @@ from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.unsubscribes import UNSUBSCRIBED, category_of_counter
+from monitoring.checks import DLQ_DEPTH, HOUR_SEPARATOR
+from monitoring.models import OpsReading
 from templates_admin.categories import category_labels
-from templates_admin.jobs.monitoring import DLQ_DEPTH, HOUR_SEPARATOR
 from templates_admin.jobs.selectors import ops_readings
-from templates_admin.models import OpsReading
 from templates_admin.reputation import selectors as reputation
 
 __all__ = [

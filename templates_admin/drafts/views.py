@@ -14,6 +14,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_POST
 
+from audit.reads import read_by_console
 from emailops import container
 from emailops.core.template_findings import organization_of_key
 from templates_admin import roles
@@ -29,7 +30,6 @@ from templates_admin.drafts.forms import (
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.views import mapping_or_404
 from templates_admin.models import TemplateDraft, TemplateMappingPage
-from templates_admin.read_audit import read_by_console
 
 AREA = Area("templates_admin/drafts/", TemplateMappingPage, "templates_admin/mappings.css")
 

@@ -1,7 +1,7 @@
-"""Console operations run as Celery jobs: dead-letter redrive, bulk resend, template check, and
-the beat checks (dead-letter depth, stuck claims, daily template check). See
-``services`` for the job life cycle and one module per kind; ``admin_urls``/``changelist`` are
-the pages, mounted by templates_admin.admin like the other features."""
+"""Console operations run as jobs (the ``jobs`` app's engine runs them): dead-letter listing and
+redrive, bulk resend, erasure, template check (also daily, as beat's periodic work), one module
+per kind, registered in ``templates_admin.apps``; ``admin_urls``/``changelist`` are the pages,
+mounted by templates_admin.admin like the other features."""
 
 from __future__ import annotations
 

@@ -23,9 +23,10 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from emailops import container
 from emailops.core.journal_row import JournalRow
 from emailops.core.pacing import Pacer
+from jobs.models import Job, JobStep
 from templates_admin.journal import selectors as journal_selectors
 from templates_admin.journal.services import email_resend
-from templates_admin.models import EmailAction, Job, JobStep
+from templates_admin.models import EmailAction
 
 __all__ = ["SELECTIONS", "bulk_resend_inputs", "bulk_resend_run", "row_is_selected"]
 

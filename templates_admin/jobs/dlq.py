@@ -32,12 +32,13 @@ from emailops.aws.sqs import (
     forwardable_attributes,
 )
 from emailops.core.contract import parse_request
-from emailops.core.errors import ConfigurationError, EmailOpsError
+from emailops.core.errors import EmailOpsError
 from emailops.core.pacing import Pacer
 from emailops.core.retry import STATE_ATTRIBUTE
 from emailops.queue_state import state_seal
+from jobs.models import Job, JobStep
+from monitoring.queues import dead_letter_queues
 from templates_admin.display import MASK, mask_context
-from templates_admin.models import Job, JobStep
 
 __all__ = [
     "DeadLetter",
@@ -52,19 +53,6 @@ __all__ = [
 
 MAX_LIST = 500
 PEEK_HIDE_SECONDS = 20  # long enough to list a few hundred messages, short if we crash meanwhile
-
-
-def dead_letter_queues() -> tuple[SqsQueue, SqsQueue]:
-    """(source, dead-letter) for EMAIL_SERVICE_QUEUE_URL, from its RedrivePolicy."""
-    source = container.current().queue
-    dead_letter_url = source.describe().dead_letter_url
-    if not dead_letter_url:
-        raise ConfigurationError(
-            "find dead-letter queue",
-            key=source.url,
-            reason="the queue has no RedrivePolicy (`manage.py bootstrap_aws` adds one)",
-        )
-    return source, SqsQueue(source.client, dead_letter_url)
 
 
 @dataclass(frozen=True)

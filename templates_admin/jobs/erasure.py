@@ -24,9 +24,9 @@ from emailops import container
 from emailops.aws.sqs import FAILURE_REASON_ATTRIBUTE, QueueMessage
 from emailops.core.contract import address_key
 from emailops.core.erasure import masked_address
+from jobs.models import Job, JobStep
 from templates_admin.jobs.dlq import dead_letter_queues
 from templates_admin.journal.erasure import checked_address, recipient_erase
-from templates_admin.models import Job, JobStep
 
 __all__ = ["erasure_inputs", "erasure_run", "unsealed_address"]
 
@@ -53,6 +53,12 @@ def erasure_inputs(
         "keepPreferences": keep_preferences,
         SEALED: _fernet().encrypt(address.encode()).decode(),
     }
+
+
+def loggable_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
+    """What the log may keep of an erasure's inputs: only a short form of the address's keyed
+    hash (the log outlives the erasure; the reason may name the person too)."""
+    return {"addressHash": str(inputs.get("addressHash", ""))[:16]}
 
 
 def unsealed_address(job: Job) -> str:

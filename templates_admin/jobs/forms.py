@@ -11,8 +11,8 @@ from django.utils import timezone
 
 from emailops.core.contract import address_key
 from templates_admin.jobs import bulk_resend, dlq, erasure
-from templates_admin.models import WebhookEndpoint
 from templates_admin.webhooks import replay as webhook_replay
+from webhooks.models import WebhookEndpoint
 
 
 class RedriveForm(forms.Form):

@@ -6,9 +6,10 @@ from typing import Any
 
 from django.db.models import QuerySet
 
+from jobs.models import Job, JobStep
+from monitoring.checks import DLQ_DEPTH, STUCK_CLAIMS, reading
+from monitoring.models import OpsReading
 from templates_admin import roles
-from templates_admin.jobs.monitoring import DLQ_DEPTH, STUCK_CLAIMS, reading
-from templates_admin.models import Job, JobStep, OpsReading
 
 __all__ = [
     "job_details_allowed",

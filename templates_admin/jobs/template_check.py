@@ -10,18 +10,23 @@ function and exits non-zero on errors.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from emailops import container
 from emailops.core.errors import EmailOpsError
+from emailops.core.events import EventLog
+from jobs import engine
+from jobs.models import Job
 from templates_admin.drafts.check import Finding, check_sources, errors_of, warnings_of
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import template_manifest, variable_report
-from templates_admin.models import Job
 
-__all__ = ["TemplateCheck", "template_check", "template_check_run"]
+__all__ = ["TemplateCheck", "template_check", "template_check_daily", "template_check_run"]
+
+log = EventLog(logging.getLogger("templates_admin.jobs"))
 
 
 @dataclass(frozen=True)
@@ -144,3 +149,16 @@ def template_check_run(job: Job, progress) -> dict[str, Any]:
     progress.set_done(0)  # nothing to resume: a retry checks everything again
     checks = template_check(on_total=progress.set_total, on_checked=progress.advance)
     return summary(checks)
+
+
+def template_check_daily() -> Job:
+    """A template check in the system's name, run inline (beat already runs in a worker); the
+    console registers it as periodic work (``monitoring.periodic``)."""
+    job = engine.job_create(
+        kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, origin="beat", dispatch=False
+    )
+    job = engine.job_run(job_id=job.pk)
+    errors = (job.result or {}).get("errors", 0)
+    if job.state == Job.State.FAILED or errors:
+        log.error("templates.check_failed", job=job.pk, errors=errors, error=job.error)
+    return job

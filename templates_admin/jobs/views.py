@@ -16,18 +16,20 @@ from django.shortcuts import get_object_or_404, redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from audit.reads import read_by_console
+from jobs import engine, registry
+from jobs.models import Job
 from templates_admin import roles
 from templates_admin.console import Area, console_view
 from templates_admin.csp import POLLING_POLICY
-from templates_admin.jobs import dlq, selectors, services
+from templates_admin.jobs import dlq, selectors
 from templates_admin.jobs.forms import (
     BulkResendForm,
     EraseRecipientForm,
     RedriveForm,
     WebhookReplayForm,
 )
-from templates_admin.models import Job, OperationsPage
-from templates_admin.read_audit import read_by_console
+from templates_admin.models import OperationsPage
 
 
 def _permissions(request: HttpRequest) -> dict[str, bool]:
@@ -50,7 +52,7 @@ def url(admin_site: AdminSite, name: str, *args: Any) -> str:
 
 
 def _start(request: HttpRequest, admin_site: AdminSite, kind: str, inputs: dict[str, Any]):
-    job = services.job_create(kind=kind, inputs=inputs, user=request.user)
+    job = engine.job_create(kind=kind, inputs=inputs, user=request.user)
     messages.success(request, f"{job.get_kind_display()} started as job #{job.pk}.")
     return redirect(url(admin_site, "job", job.pk))
 
@@ -194,8 +196,8 @@ def job(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse
             "progress_url": url(admin_site, "job_progress", found.pk),
             "retry_url": url(admin_site, "job_retry", found.pk),
             "dlq_url": url(admin_site, "dlq"),
-            "can_retry": (found.state == Job.State.FAILED or services.job_is_orphaned(found))
-            and request.user.has_perm(services.JOB_PERMISSIONS[found.kind]),
+            "can_retry": (found.state == Job.State.FAILED or engine.job_is_orphaned(found))
+            and request.user.has_perm(registry.permission_of(found.kind)),
         },
     )
 
@@ -214,6 +216,6 @@ def job_progress(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> Htt
 @console_view(roles.VIEW_JOBS)
 def job_retry(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(Job, pk=pk)
-    services.job_retry(job_id=found.pk, user=request.user)
+    engine.job_retry(job_id=found.pk, user=request.user)
     messages.info(request, f"Job #{found.pk} resumes where it stopped.")
     return redirect(url(admin_site, "job", found.pk))

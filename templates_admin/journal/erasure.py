@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, replace
 
 from django.db.models import Q
 
+from audit.models import JournalReadAudit
 from emailops import container
 from emailops.aws.erasure import RecipientRows
 from emailops.core.contract import address_key, address_spellings
@@ -28,7 +29,6 @@ from emailops.core.erasure import masked_address
 from emailops.core.events import EventLog
 from templates_admin.categories import preference_store
 from templates_admin.journal.selectors import looks_like_email
-from templates_admin.models import JournalReadAudit
 from templates_admin.suppression.selectors import address_suppression
 
 __all__ = ["ErasureReport", "recipient_erase", "recipient_erase_preview"]

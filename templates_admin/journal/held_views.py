@@ -9,13 +9,13 @@ from django.contrib import messages
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
+from audit.reads import read_by_console
 from templates_admin import roles
 from templates_admin.console import Refusal, attempt, console_view
 from templates_admin.display import utc_text
 from templates_admin.journal.held import REASONS, guard_view
 from templates_admin.journal.release import RELEASABLE, logged_only_release
 from templates_admin.journal.views import AREA
-from templates_admin.read_audit import read_by_console
 
 
 @console_view(roles.SEARCH_JOURNAL)

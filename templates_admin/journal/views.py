@@ -16,6 +16,8 @@ from django.urls import NoReverseMatch, reverse
 from django.utils import timezone
 from django.utils.http import urlencode
 
+from audit.reads import read_by_console as _audit
+from audit.reads import read_counted
 from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
@@ -29,8 +31,6 @@ from templates_admin.journal.services import (
     new_resend_dedupe_id,
 )
 from templates_admin.models import EmailJournalPage
-from templates_admin.read_audit import read_by_console as _audit
-from templates_admin.read_audit import read_counted
 from templates_admin.suppression import selectors as suppression_selectors
 from templates_admin.webhooks import selectors as webhook_selectors
 

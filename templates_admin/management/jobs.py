@@ -9,8 +9,8 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import CommandError
 
-from templates_admin.jobs.services import job_create, job_run
-from templates_admin.models import Job
+from jobs.engine import job_create, job_run
+from jobs.models import Job
 
 
 def cli_job_create(

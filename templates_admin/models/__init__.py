@@ -1,13 +1,13 @@
 """Console data, one module per area (the app label stays ``templates_admin``). Mappings and the
-journal live in DynamoDB; the Django DB holds users, groups, the audit trails, jobs and drafts. The
+journal live in DynamoDB; the Django DB holds users, groups, the console's audit trails and
+drafts (the read audit, jobs, webhooks and monitoring readings are their own apps'). The
 unmanaged placeholder models (``pages.ConsolePage``) give the admin index its entries and carry the
 console's permissions.
 
 Models are the console's bottom layer: any area may use any of them; they import no area."""
 
-from templates_admin.models.dashboard import OpsReading
 from templates_admin.models.drafts import TemplateDraft, TemplateVersion, key_organization
-from templates_admin.models.jobs import Job, JobStep, OperationsPage
+from templates_admin.models.jobs import OperationsPage
 from templates_admin.models.journal import EmailAction, EmailJournalPage, JournalReadAudit
 from templates_admin.models.mappings import CategoryDefinition, MappingChange, TemplateMappingPage
 from templates_admin.models.reputation import ReputationPauseChange
@@ -16,23 +16,15 @@ from templates_admin.models.suppression import (
     SuppressionListPage,
     SuppressionRemoval,
 )
-from templates_admin.models.webhooks import (
-    WebhookAttempt,
-    WebhookDelivery,
-    WebhookEndpoint,
-    WebhooksPage,
-)
+from templates_admin.models.webhooks import WebhooksPage
 
 __all__ = [
     "CategoryDefinition",
     "EmailAction",
     "EmailJournalPage",
-    "Job",
-    "JobStep",
     "JournalReadAudit",
     "MappingChange",
     "OperationsPage",
-    "OpsReading",
     "PreferenceResubscribe",
     "ReputationPauseChange",
     "SuppressionListPage",
@@ -40,9 +32,6 @@ __all__ = [
     "TemplateDraft",
     "TemplateMappingPage",
     "TemplateVersion",
-    "WebhookAttempt",
-    "WebhookDelivery",
-    "WebhookEndpoint",
     "WebhooksPage",
     "key_organization",
 ]

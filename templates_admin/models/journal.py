@@ -1,10 +1,12 @@
-"""The journal area's models: its admin entry, the emails the console queued, the read audit."""
+"""The journal area's models: its admin entry, the emails the console queued, and the read
+audit's trail as the console shows it (the trail itself is the ``audit`` app's)."""
 
 from __future__ import annotations
 
 from django.conf import settings
 from django.db import models
 
+import audit.models
 from templates_admin.models.pages import ConsolePage
 
 
@@ -50,37 +52,13 @@ class EmailAction(models.Model):
         return f"{self.kind} {self.message_id} to {self.recipient} by {self.user}"
 
 
-class JournalReadAudit(models.Model):
-    """One read of the journal: who, through which door (console, email_log, API), what they asked
-    for, and when. Every reader records here; the journal's home owns the trail."""
-
-    class Channel(models.TextChoices):
-        CONSOLE = "console", "Console"
-        CLI = "cli", "email_log"
-        API = "api", "API"
-
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
-    channel = models.CharField(max_length=10, choices=Channel.choices)
-    # Who, as text, so the trail survives a deleted user or token: a username, "token NAME
-    # (PREFIX…)", or the OS user that ran email_log.
-    actor = models.CharField(max_length=200, db_index=True)
-    user = models.ForeignKey(
-        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
-    )
-    # An API token's visible prefix (text, not a key: the console does not depend on the API app).
-    token_prefix = models.CharField(max_length=16, blank=True, db_index=True)
-    action = models.CharField(max_length=40)  # "search", "detail", "email", "recipient", "id"...
-    query = models.CharField(max_length=500, db_index=True)  # the search text or the row's Id
-    filters = models.JSONField(default=dict, blank=True)
-    # How many rows the read handed over, where that is not one (a CSV export), once known.
-    rows = models.PositiveIntegerField(null=True, blank=True)
+class JournalReadAudit(audit.models.JournalReadAudit):
+    """The read audit's trail as the console shows it (its admin page, under the app label and URL
+    it always had) and the permission to read it: Support leads hold its view permission."""
 
     class Meta:
-        ordering = ["-at", "-id"]
+        proxy = True
         verbose_name = "Journal read"
         verbose_name_plural = "Journal reads"
         # Only the view permission: the trail is written by the code, never edited by people.
         default_permissions = ("view",)
-
-    def __str__(self) -> str:
-        return f"{self.actor} {self.action} {self.query} at {self.at:%Y-%m-%d %H:%M}"

@@ -21,7 +21,7 @@ from emailops import container
 from emailops.alerts import post_alert
 from emailops.core.events import EventLog
 from emailops.core.reputation import Priority, State
-from templates_admin.models import OpsReading
+from monitoring.models import OpsReading
 from templates_admin.reputation import selectors
 from templates_admin.reputation.services import now_text
 

@@ -128,7 +128,7 @@ def ses_account_view() -> dict[str, Any]:
 def reputation_banner() -> dict[str, Any] | None:
     """The guard's last evaluation when it warned or acted (the console's banner), else None:
     ``{warnings: [...], acting: [...], at}``."""
-    from templates_admin.models import OpsReading
+    from monitoring.models import OpsReading
 
     reading = OpsReading.objects.filter(name="reputation").first()
     value = (reading.value or {}) if reading else {}

@@ -14,13 +14,13 @@ from django.urls import reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from audit.reads import read_by_console
 from emailops.aws.suppression import Suppression
 from emailops.core.journal_words import suppression_reason
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
 from templates_admin.display import category_label, local_text, utc_text
 from templates_admin.models import SuppressionListPage
-from templates_admin.read_audit import read_by_console
 from templates_admin.suppression import selectors
 from templates_admin.suppression.forms import (
     ResubscribeForm,

@@ -22,13 +22,16 @@ from django.utils import timezone
 from emailops import container
 from emailops.core.events import EventLog
 from emailops.core.journal_row import JournalRow
-from emailops.core.webhooks import WebhookEvent, WebhookRefused, body_of, payload, sign
-from templates_admin.models import Job, JobStep, WebhookDelivery, WebhookEndpoint
-from templates_admin.webhooks import sender
-from templates_admin.webhooks.delivery import AttemptOutcome, delivery_attempt
-from templates_admin.webhooks.destination import destination_check
+from emailops.core.webhook_delivery import WebhookRefused, body_of, sign
+from emailops.core.webhook_payload import payload
+from emailops.core.webhooks import WebhookEvent
+from jobs.models import Job, JobStep
 from templates_admin.webhooks.selectors import failed_in_range
-from templates_admin.webhooks.services import signing_secrets
+from webhooks import sender
+from webhooks.delivery import AttemptOutcome, delivery_attempt
+from webhooks.destination import destination_check
+from webhooks.endpoints import signing_secrets
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 __all__ = [
     "TEST_EVENT_TYPE",

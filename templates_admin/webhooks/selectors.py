@@ -15,7 +15,7 @@ from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.masking import RowMask
 from templates_admin.display import mask_context, sensitive_keys
-from templates_admin.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
     "DeliveryDetail",

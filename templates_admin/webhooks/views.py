@@ -19,14 +19,16 @@ from django.utils import timezone
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
+from audit.reads import read_by_console
 from emailops.core.errors import InvalidRequest
-from emailops.core.webhooks import WebhookRefused
+from emailops.core.webhook_delivery import WebhookRefused
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
-from templates_admin.models import WebhookDelivery, WebhookEndpoint, WebhooksPage
-from templates_admin.read_audit import read_by_console
-from templates_admin.webhooks import liveness, replay, selectors, services
+from templates_admin.models import WebhooksPage
+from templates_admin.webhooks import replay, selectors
 from templates_admin.webhooks.forms import EndpointForm, ReasonForm
+from webhooks import endpoints, liveness
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 AREA = Area("templates_admin/webhooks/", WebhooksPage, "templates_admin/ops.css")
 _REFUSED = {WebhookRefused: lambda exc: exc.describe(), InvalidRequest: lambda exc: exc.describe()}
@@ -76,12 +78,12 @@ def _secret_page(
 
 @console_view(roles.MANAGE_WEBHOOKS)
 def index(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
-    endpoints = [(e, url(admin_site, "endpoint", e.pk)) for e in selectors.endpoint_list()]
+    listed = [(e, url(admin_site, "endpoint", e.pk)) for e in selectors.endpoint_list()]
     return AREA.page(
         request,
         admin_site,
         "list.html",
-        {"title": "Webhooks", "endpoints": endpoints, "add_url": url(admin_site, "add")},
+        {"title": "Webhooks", "endpoints": listed, "add_url": url(admin_site, "add")},
     )
 
 
@@ -91,7 +93,7 @@ def add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
     error = ""
     if request.method == "POST" and form.is_valid():
         added = attempt(
-            lambda: services.endpoint_add(**form.service_arguments(), user=request.user),
+            lambda: endpoints.endpoint_add(**form.service_arguments(), user=request.user),
             also=_REFUSED,
         )
         if not isinstance(added, Refusal):
@@ -155,7 +157,7 @@ def endpoint(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpRes
 def rotate(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(WebhookEndpoint, pk=pk)
     if request.method == "POST":
-        secret = services.endpoint_rotate(
+        secret = endpoints.endpoint_rotate(
             endpoint_id=found.pk, now=timezone.now(), user=request.user
         )
         found.refresh_from_db()
@@ -180,7 +182,7 @@ def switch(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpRespo
     enabling = not found.enabled
     form = ReasonForm(request.POST or None)
     if request.method == "POST" and form.is_valid():
-        services.endpoint_set_enabled(
+        endpoints.endpoint_set_enabled(
             endpoint_id=found.pk,
             enabled=enabling,
             reason=form.cleaned_data["reason"].strip(),
@@ -208,7 +210,7 @@ def switch(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpRespo
 def remove(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(WebhookEndpoint, pk=pk)
     if request.method == "POST":
-        services.endpoint_remove(endpoint_id=found.pk, user=request.user)
+        endpoints.endpoint_remove(endpoint_id=found.pk, user=request.user)
         messages.success(request, f"Endpoint #{found.pk} ({found.url}) and its log removed.")
         return redirect(url(admin_site, "index"))
     return AREA.page(

@@ -18,7 +18,8 @@ from schemathesis import checks
 
 from api.services import api_token_create
 from emailops.core.delivery_events import parse_event
-from emailops.core.webhooks import EVENT_TYPES, event_from_delivery, payload
+from emailops.core.webhook_payload import payload
+from emailops.core.webhooks import EVENT_TYPES, event_from_delivery
 from tests.core.test_delivery_events import ses_event
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from templates_admin.models import JournalReadAudit
+from audit.models import JournalReadAudit
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = pytest.mark.django_db

@@ -9,10 +9,10 @@ import pytest
 
 from api.selectors import producer_view
 from api.services import api_token_create
+from audit.models import JournalReadAudit
 from emailops import container
 from emailops.aws.journal_codec import row_from_item
 from templates_admin.journal.presentation import MASK
-from templates_admin.models import JournalReadAudit
 from tests.api.conftest import ApiClient
 from tests.conftest import fixture_body
 from tests.journal_factory import BASE_TIME, journal_row, put_rows

@@ -10,7 +10,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
-from templates_admin.jobs import monitoring
+from monitoring import checks as monitoring
 from tests.journal_factory import send_through_pipeline
 
 pytestmark = pytest.mark.django_db

@@ -16,10 +16,11 @@ import pytest
 import redis
 
 from emailops import container
+from monitoring.checks import READING_HISTORY_DAYS
+from monitoring.models import OpsReading
 from templates_admin.csp import POLICY
 from templates_admin.dashboard import selectors
-from templates_admin.jobs.monitoring import READING_HISTORY_DAYS
-from templates_admin.models import OpsReading, ReputationPauseChange
+from templates_admin.models import ReputationPauseChange
 from templates_admin.reputation import selectors as reputation
 from tests.conftest import skip_or_fail
 
@@ -199,7 +200,7 @@ def test_the_dlq_chart_reads_one_query_of_the_beat_checks_hourly_history(
 
 
 def test_the_beat_check_keeps_the_deepest_reading_per_hour_and_prunes_old_hours(aws, settings):
-    from templates_admin.jobs import monitoring
+    from monitoring import checks as monitoring
 
     old = datetime.now(UTC) - timedelta(days=READING_HISTORY_DAYS + 1)
     OpsReading.objects.create(name=f"dlq_depth@{old:%Y-%m-%dT%H}", value={"depth": 7}, at=old)

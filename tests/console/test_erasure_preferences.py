@@ -6,9 +6,9 @@ import pytest
 
 from emailops import container
 from emailops.core.preferences import Preference
-from templates_admin.jobs.services import job_run
+from jobs.engine import job_run
+from jobs.models import Job
 from templates_admin.journal.erasure import recipient_erase_preview
-from templates_admin.models import Job
 from tests.fake_preferences import install_fake_preferences
 from tests.journal_factory import BASE_TIME
 

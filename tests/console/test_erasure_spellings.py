@@ -90,7 +90,7 @@ def test_another_mailbox_that_needs_its_quotes_is_left_alone(aws):
 
 
 def test_the_apis_reads_of_the_quoted_spelling_are_erased(aws):
-    from templates_admin.models import JournalReadAudit
+    from audit.models import JournalReadAudit
 
     for key in (
         'welcome-1:"dana"@example.com',

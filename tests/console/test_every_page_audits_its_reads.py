@@ -16,10 +16,11 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.urls import URLPattern, URLResolver, get_resolver, reverse
 
+from audit.models import JournalReadAudit
+from audit.reads import read_record
 from emailops import container
-from templates_admin.jobs.services import job_run
-from templates_admin.models import Job, JobStep, JournalReadAudit
-from templates_admin.read_audit import read_record
+from jobs.engine import job_run
+from jobs.models import Job, JobStep
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = pytest.mark.django_db
@@ -204,7 +205,8 @@ def sample(aws, make_user) -> Sample:
 
     from api.models import ApiToken
     from templates_admin.drafts.services import draft_create
-    from templates_admin.models import CategoryDefinition, WebhookDelivery, WebhookEndpoint
+    from templates_admin.models import CategoryDefinition
+    from webhooks.models import WebhookDelivery, WebhookEndpoint
 
     aws.load_samples()
     put_rows(aws.dynamodb, "email-journal", [ROW, LOGGED_ONLY])

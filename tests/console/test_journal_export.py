@@ -120,7 +120,7 @@ def test_a_read_failure_part_way_is_written_into_the_file(rows):
 
 
 def test_the_export_is_audited_with_its_filters_and_row_count(rows, client, make_user):
-    from templates_admin.models import JournalReadAudit
+    from audit.models import JournalReadAudit
 
     client.force_login(make_user("Support"))
     response = client.get(EXPORT, {"q": "joe@example.com", "status": "SENT"})

@@ -9,7 +9,7 @@ import io
 import pytest
 from django.core.management import call_command
 
-from templates_admin.models import JournalReadAudit
+from audit.models import JournalReadAudit
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = pytest.mark.django_db

@@ -9,8 +9,9 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
+from audit.models import JournalReadAudit
 from emailops import container
-from templates_admin.models import EmailAction, JournalReadAudit
+from templates_admin.models import EmailAction
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, send_through_pipeline
 
 pytestmark = pytest.mark.django_db

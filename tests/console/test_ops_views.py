@@ -10,10 +10,10 @@ from html import unescape
 
 import pytest
 
+from jobs.engine import job_run
+from jobs.models import Job
+from monitoring import checks as monitoring
 from templates_admin.csp import POLICY, POLLING_POLICY
-from templates_admin.jobs import monitoring
-from templates_admin.jobs.services import job_run
-from templates_admin.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -223,7 +223,7 @@ def test_index_banner_after_beat_found_dead_letters(aws, client, make_user):
 
 
 def test_a_bulk_resend_result_links_each_new_row(client, make_user):
-    from templates_admin.models import JobStep
+    from jobs.models import JobStep
 
     lead = make_user("Support leads")
     job = Job.objects.create(

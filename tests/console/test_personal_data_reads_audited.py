@@ -9,9 +9,9 @@ import io
 import pytest
 from django.core.management import call_command
 
+from audit.models import JournalReadAudit
 from emailops import container
 from templates_admin.drafts.services import draft_create
-from templates_admin.models import JournalReadAudit
 from tests.console.test_ops_views import BASE as OPS
 from tests.console.test_ops_views import dead_letter, read_queue
 from tests.journal_factory import BASE_TIME, journal_row, put_rows

@@ -8,14 +8,8 @@ import pytest
 from django.utils import timezone
 
 from emailops.celery import app
-from templates_admin.models import (
-    EmailAction,
-    Job,
-    JobStep,
-    JournalReadAudit,
-    MappingChange,
-    SuppressionRemoval,
-)
+from jobs.models import Job, JobStep
+from templates_admin.models import EmailAction, JournalReadAudit, MappingChange, SuppressionRemoval
 from worker.tasks import prune_audit_trails
 
 pytestmark = pytest.mark.django_db

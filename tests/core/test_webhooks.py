@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 import pytest
 from standardwebhooks.webhooks import Webhook, WebhookVerificationError
 
-from emailops.core import webhooks
+from emailops.core import webhook_delivery, webhook_payload, webhooks
 from emailops.core.journal_row import JournalRow
 
 ROW = JournalRow(
@@ -30,48 +30,54 @@ def test_the_same_fact_has_the_same_id_and_another_fact_another():
 
 def test_payload_never_carries_context_values_and_keys_only_when_asked():
     event = webhooks.sent_event("k1", ses_message_id="ses-1", sent_at=0)
-    plain = webhooks.payload(event, ROW, organization="7")
-    assert "hunter2" not in webhooks.body_of(plain)
+    plain = webhook_payload.payload(event, ROW, organization="7")
+    assert "hunter2" not in webhook_delivery.body_of(plain)
     assert "contextKeys" not in plain["data"]
-    keys = webhooks.payload(event, ROW, organization="7", context_keys=True)
+    keys = webhook_payload.payload(event, ROW, organization="7", context_keys=True)
     assert keys["data"]["contextKeys"] == ["name", "organizationId", "password"]
-    assert "hunter2" not in webhooks.body_of(keys) and "Erin" not in webhooks.body_of(keys)
+    assert "hunter2" not in webhook_delivery.body_of(
+        keys
+    ) and "Erin" not in webhook_delivery.body_of(keys)
     assert plain["data"] | {"sesMessageId": "ses-1"} == plain["data"]
     assert plain["data"]["templateVersion"] == "v3"
 
 
 def test_filters():
-    anyone = webhooks.WebhookFilter()
+    anyone = webhook_delivery.WebhookFilter()
     assert anyone.matches("email.sent", ROW, "7")
-    assert not webhooks.WebhookFilter(event_types=frozenset({"email.bounced"})).matches(
+    assert not webhook_delivery.WebhookFilter(event_types=frozenset({"email.bounced"})).matches(
         "email.sent", ROW, "7"
     )
-    assert webhooks.WebhookFilter(message_ids=frozenset({"welcome"})).matches(
+    assert webhook_delivery.WebhookFilter(message_ids=frozenset({"welcome"})).matches(
         "email.sent", ROW, "7"
     )
-    assert not webhooks.WebhookFilter(organization="8").matches("email.sent", ROW, "7")
-    assert webhooks.WebhookFilter(producer="tok_a").matches("email.sent", ROW, "7")
-    assert not webhooks.WebhookFilter(producer="tok_b").matches("email.sent", ROW, "7")
-    assert not webhooks.WebhookFilter(producer="").matches("email.sent", ROW, "7")
+    assert not webhook_delivery.WebhookFilter(organization="8").matches("email.sent", ROW, "7")
+    assert webhook_delivery.WebhookFilter(producer="tok_a").matches("email.sent", ROW, "7")
+    assert not webhook_delivery.WebhookFilter(producer="tok_b").matches("email.sent", ROW, "7")
+    assert not webhook_delivery.WebhookFilter(producer="").matches("email.sent", ROW, "7")
 
 
 def test_back_off_grows_is_jittered_and_spans_about_three_days():
-    low = [webhooks.retry_delay(n, random=lambda: 0.0) for n in range(1, 30)]
-    high = [webhooks.retry_delay(n, random=lambda: 1.0) for n in range(1, 30)]
+    low = [webhook_delivery.retry_delay(n, random=lambda: 0.0) for n in range(1, 30)]
+    high = [webhook_delivery.retry_delay(n, random=lambda: 1.0) for n in range(1, 30)]
     assert low[0] == 15 and high[0] == 30
-    assert low == sorted(low) and max(high) == webhooks.RETRY_CAP_SECONDS
-    assert webhooks.retryable(None) and webhooks.retryable(429) and webhooks.retryable(503)
-    assert not webhooks.retryable(400) and not webhooks.retryable(410)
+    assert low == sorted(low) and max(high) == webhook_delivery.RETRY_CAP_SECONDS
+    assert (
+        webhook_delivery.retryable(None)
+        and webhook_delivery.retryable(429)
+        and webhook_delivery.retryable(503)
+    )
+    assert not webhook_delivery.retryable(400) and not webhook_delivery.retryable(410)
 
 
 def test_signatures_verify_with_standardwebhooks_and_a_rotation_signs_with_both():
-    old, new = webhooks.new_secret(), webhooks.new_secret()
+    old, new = webhook_delivery.new_secret(), webhook_delivery.new_secret()
     assert old.startswith("whsec_")
     body = '{"a":1}'
-    headers = webhooks.sign("evt_1", datetime.now(UTC), body, [new, old])
+    headers = webhook_delivery.sign("evt_1", datetime.now(UTC), body, [new, old])
     assert Webhook(old).verify(body, headers) == {"a": 1}
     assert Webhook(new).verify(body, headers) == {"a": 1}
-    only_new = webhooks.sign("evt_1", datetime.now(UTC), body, [new])
+    only_new = webhook_delivery.sign("evt_1", datetime.now(UTC), body, [new])
     with pytest.raises(WebhookVerificationError):
         Webhook(old).verify(body, only_new)
 
@@ -84,8 +90,8 @@ def _resolver(addresses):
     "address", ["10.0.0.5", "192.168.1.1", "172.16.0.1", "169.254.169.254", "::1", "fd00::1"]
 )
 def test_private_destinations_are_refused(address):
-    with pytest.raises(webhooks.WebhookRefused):
-        webhooks.check_destination(
+    with pytest.raises(webhook_delivery.WebhookRefused):
+        webhook_delivery.check_destination(
             "https://hooks.example.com/x",
             resolve=_resolver([address]),
             allow_loopback=False,
@@ -94,21 +100,21 @@ def test_private_destinations_are_refused(address):
 
 
 def test_loopback_only_where_allowed_and_http_only_to_loopback():
-    check = webhooks.check_destination
+    check = webhook_delivery.check_destination
     assert check(
         "http://localhost:8000/h",
         resolve=_resolver(["127.0.0.1"]),
         allow_loopback=True,
         require_https=False,
     ) == ["127.0.0.1"]
-    with pytest.raises(webhooks.WebhookRefused, match="HTTPS"):
+    with pytest.raises(webhook_delivery.WebhookRefused, match="HTTPS"):
         check(
             "http://x.example/h",
             resolve=_resolver(["93.184.216.34"]),
             allow_loopback=False,
             require_https=True,
         )
-    with pytest.raises(webhooks.WebhookRefused, match="loopback"):
+    with pytest.raises(webhook_delivery.WebhookRefused, match="loopback"):
         check(
             "http://x.example/h",
             resolve=_resolver(["93.184.216.34"]),

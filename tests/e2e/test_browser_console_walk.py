@@ -17,8 +17,8 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
+from monitoring.models import OpsReading
 from templates_admin.journal.selectors import journal_search
-from templates_admin.models import OpsReading
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, send_through_pipeline
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]

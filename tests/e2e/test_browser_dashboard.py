@@ -12,8 +12,8 @@ import pytest
 from playwright.sync_api import expect
 
 from emailops import container
+from monitoring.models import OpsReading
 from templates_admin.csp import POLICY
-from templates_admin.models import OpsReading
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 

@@ -8,7 +8,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from templates_admin.models import Job
+from jobs.models import Job
 from tests.celery_worker import celery_worker  # noqa: F401 (a fixture)
 
 pytestmark = [

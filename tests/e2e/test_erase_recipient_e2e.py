@@ -94,7 +94,7 @@ def test_erase_recipient_removes_every_row_of_one_address_and_nothing_else(e2e_s
     stack.manage(
         "shell",
         "-c",
-        "from templates_admin.models import JournalReadAudit as A; "
+        "from audit.models import JournalReadAudit as A; "
         "A.objects.create(channel='api', action='get', actor='t', query='api:1:x:pat@example.com'); "
         "A.objects.create(channel='api', action='get', actor='t', query='api:1:x:other@example.com')",
         env=db_env,
@@ -116,7 +116,7 @@ def test_erase_recipient_removes_every_row_of_one_address_and_nothing_else(e2e_s
     left = stack.manage(
         "shell",
         "-c",
-        "from templates_admin.models import JournalReadAudit as A, Job; "
+        "from audit.models import JournalReadAudit as A; from jobs.models import Job; "
         "print(sorted(A.objects.values_list('query', flat=True))); "
         "j = Job.objects.get(); print(j.kind, j.state, j.origin.startswith('cli:'), j.inputs['addressMasked'])",
         env=db_env,
@@ -190,7 +190,7 @@ def _everything(stack, db_env) -> str:
     jobs = stack.manage(
         "shell",
         "-c",
-        "import json; from templates_admin.models import Job, JobStep, JournalReadAudit as A\n"
+        "import json; from jobs.models import Job, JobStep; from audit.models import JournalReadAudit as A\n"
         "print(json.dumps([[j.inputs, j.result, j.error] for j in Job.objects.all()]))\n"
         "print(json.dumps([s.detail for s in JobStep.objects.all()]))\n"
         "print(json.dumps(list(A.objects.values_list('query', flat=True))))",

@@ -60,7 +60,7 @@ def webhooks(e2e_stack, receiver, tmp_path_factory):
     secret = e2e_stack.manage(
         "shell",
         "-c",
-        "from templates_admin.webhooks.services import endpoint_add\n"
+        "from webhooks.endpoints import endpoint_add\n"
         f"print(endpoint_add(url={receiver.url!r})[1])",
     ).stdout.split()[-1]
     worker = e2e_stack.start_process(

@@ -23,7 +23,7 @@ pytestmark = pytest.mark.e2e
 
 DISPATCH = """
 from templates_admin.jobs.dlq import redrive_inputs
-from templates_admin.jobs.services import job_create
+from jobs.engine import job_create
 job = job_create(kind="dlq_redrive", inputs=redrive_inputs(ids=None, redrive_all=True, rate=20),
                  user=None, origin="e2e")
 print(job.pk)

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 import pytest
 from django.core.exceptions import PermissionDenied
 
+from jobs.engine import job_create, job_retry, job_run
+from jobs.models import Job, JobStep
 from templates_admin.jobs import bulk_resend
-from templates_admin.jobs.services import job_create, job_retry, job_run
-from templates_admin.models import EmailAction, Job, JobStep
+from templates_admin.models import EmailAction
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
 pytestmark = pytest.mark.django_db

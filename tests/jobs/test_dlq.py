@@ -11,9 +11,9 @@ from django.core.management import CommandError, call_command
 
 from emailops.core.retry import RetryState
 from emailops.queue_state import state_seal
+from jobs.engine import job_create, job_run
+from jobs.models import Job, JobStep
 from templates_admin.jobs import dlq
-from templates_admin.jobs.services import job_create, job_run
-from templates_admin.models import Job, JobStep
 
 pytestmark = pytest.mark.django_db
 

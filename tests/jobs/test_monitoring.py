@@ -6,8 +6,9 @@ import logging
 
 import pytest
 
-from templates_admin.jobs import monitoring
-from templates_admin.models import Job
+from jobs.models import Job
+from monitoring import checks as monitoring
+from templates_admin.jobs.template_check import template_check_daily
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, queue_visibility
 
 pytestmark = pytest.mark.django_db
@@ -80,12 +81,12 @@ def test_stuck_claims_are_found_and_the_scan_resumes_where_it_stopped(aws, setti
 
 def test_daily_template_check_records_a_system_job(aws, caplog):
     aws.load_samples()
-    job = monitoring.template_check_daily()
+    job = template_check_daily()
     assert job.state == Job.State.SUCCEEDED and job.origin == "beat" and job.created_by is None
     from emailops import container
 
     container.current().template_store.write_template("default/added-to-team.html", "{% if %}")
-    job = monitoring.template_check_daily()
+    job = template_check_daily()
     assert job.result["errors"] == 1
     assert any("event=templates.check_failed" in r.getMessage() for r in caplog.records)
 

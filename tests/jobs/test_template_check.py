@@ -10,8 +10,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from emailops import container
-from templates_admin.jobs.services import job_create, job_run
-from templates_admin.models import Job
+from jobs.engine import job_create, job_run
+from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
 

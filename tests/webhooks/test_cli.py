@@ -17,9 +17,9 @@ from standardwebhooks.webhooks import Webhook
 from emailops import container
 from emailops.aws.journal_codec import row_from_item
 from emailops.core.webhooks import sent_event
-from templates_admin.models import WebhookEndpoint
-from templates_admin.webhooks import delivery, destination
 from tests.journal_factory import BASE_TIME, journal_row
+from webhooks import delivery, destination
+from webhooks.models import WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 

@@ -14,12 +14,14 @@ from django.contrib.auth.models import Permission
 from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
+from audit.models import JournalReadAudit
 from emailops.core.masking import MASK
 from emailops.core.webhooks import failed_event, sent_event
-from templates_admin.jobs.services import job_run
-from templates_admin.models import Job, JournalReadAudit, WebhookDelivery, WebhookEndpoint
-from templates_admin.webhooks import delivery, services
+from jobs.engine import job_run
+from jobs.models import Job
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
+from webhooks import delivery, endpoints
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -73,7 +75,7 @@ def failed_delivery(endpoint, receiver, n: int = 0) -> WebhookDelivery:
 
 
 def test_a_support_user_or_a_lead_gets_403_everywhere(aws, loopback_webhooks, client, make_user):
-    endpoint, _ = services.endpoint_add(url="http://127.0.0.1:9/hooks")
+    endpoint, _ = endpoints.endpoint_add(url="http://127.0.0.1:9/hooks")
     found = WebhookDelivery.objects.create(
         endpoint=endpoint, event_id="evt_1", event_type="email.sent", journal_key=KEY, event={},
         body="{}",
@@ -149,7 +151,7 @@ def test_adding_refuses_a_private_address_and_a_token_scope_without_a_namespace(
 def test_rotating_shows_the_new_secret_once_and_the_old_one_signs_until_the_overlap_ends(
     console, receiver
 ):
-    endpoint, old = services.endpoint_add(url=receiver.url)
+    endpoint, old = endpoints.endpoint_add(url=receiver.url)
     assert "Rotate" in text(console.get(f"{BASE}endpoint/{endpoint.pk}/rotate/"))
     page = console.post(f"{BASE}endpoint/{endpoint.pk}/rotate/")
     endpoint.refresh_from_db()
@@ -161,10 +163,10 @@ def test_rotating_shows_the_new_secret_once_and_the_old_one_signs_until_the_over
 
 
 def test_disable_and_enable_need_a_reason_and_are_logged(console, receiver, caplog):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     switch = f"{BASE}endpoint/{endpoint.pk}/switch/"
     assert console.post(switch, {"reason": " "}).status_code == 400
-    caplog.set_level("INFO", logger="templates_admin.webhooks")
+    caplog.set_level("INFO", logger="webhooks")
     assert console.post(switch, {"reason": "receiver migrating"}).status_code == 302
     endpoint.refresh_from_db()
     assert not endpoint.enabled and endpoint.disabled_reason == "receiver migrating"
@@ -179,7 +181,7 @@ def test_disable_and_enable_need_a_reason_and_are_logged(console, receiver, capl
 
 
 def test_removing_deletes_the_endpoint_and_its_log(console, receiver):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     failed_delivery(endpoint, receiver)
     assert "1 delivery" in text(console.get(f"{BASE}endpoint/{endpoint.pk}/remove/"))
     assert console.post(f"{BASE}endpoint/{endpoint.pk}/remove/").status_code == 302
@@ -187,7 +189,7 @@ def test_removing_deletes_the_endpoint_and_its_log(console, receiver):
 
 
 def test_the_delivery_log_shows_attempts_and_masks_sensitive_values(console, receiver):
-    endpoint, _ = services.endpoint_add(url=receiver.url, include_context_keys=True)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url, include_context_keys=True)
     event = failed_event(
         KEY, error=f"template said: token {TOKEN} expired", error_kind="Render", permanent=True,
         at=BASE_TIME,
@@ -214,7 +216,7 @@ def test_the_delivery_log_shows_attempts_and_masks_sensitive_values(console, rec
 
 
 def test_a_payload_key_that_names_a_secret_is_masked_without_the_row(console, receiver):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     found = WebhookDelivery.objects.create(
         endpoint=endpoint, event_id="evt_click", event_type="email.clicked",
         journal_key="expired-row", event={},
@@ -226,7 +228,7 @@ def test_a_payload_key_that_names_a_secret_is_masked_without_the_row(console, re
 
 
 def test_replaying_one_delivery_posts_it_again_now_with_the_same_event_id(console, receiver):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     found = failed_delivery(endpoint, receiver)
     response = console.post(f"{BASE}delivery/{found.pk}/replay/")
     assert response.status_code == 302 and response["Location"] == f"{BASE}delivery/{found.pk}/"
@@ -239,9 +241,9 @@ def test_replaying_one_delivery_posts_it_again_now_with_the_same_event_id(consol
 
 
 def test_replaying_to_a_disabled_endpoint_is_refused(console, receiver):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     found = failed_delivery(endpoint, receiver)
-    services.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=False, reason="off")
+    endpoints.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=False, reason="off")
     page = text(console.post(f"{BASE}delivery/{found.pk}/replay/", follow=True))
     assert "enable it before replaying" in page and len(receiver.received) == 1
 
@@ -253,8 +255,8 @@ def local_minute(when) -> str:
 def test_replaying_the_failed_deliveries_of_a_range_is_a_job(
     console, receiver, make_user, django_capture_on_commit_callbacks
 ):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
-    other, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    other, _ = endpoints.endpoint_add(url=receiver.url)
     chosen = [failed_delivery(endpoint, receiver, n) for n in range(2)]
     old = failed_delivery(endpoint, receiver, 9)
     WebhookDelivery.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
@@ -298,7 +300,7 @@ def test_replaying_the_failed_deliveries_of_a_range_is_a_job(
 
 
 def test_the_replay_job_refuses_a_range_that_ends_before_it_starts(console, receiver):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     now = timezone.now()
     page = console.post(
         OPS + "webhook-replay/",
@@ -313,7 +315,7 @@ def test_the_replay_job_refuses_a_range_that_ends_before_it_starts(console, rece
 
 
 def test_a_test_event_reaches_the_receiver_signed_and_its_status_is_shown(console, receiver):
-    endpoint, secret = services.endpoint_add(url=receiver.url, event_types=["email.bounced"])
+    endpoint, secret = endpoints.endpoint_add(url=receiver.url, event_types=["email.bounced"])
     page = text(console.post(f"{BASE}endpoint/{endpoint.pk}/test/", follow=True))
     ((headers, body),) = receiver.received
     event = Webhook(secret).verify(body, headers)
@@ -328,7 +330,7 @@ def test_a_test_event_reaches_the_receiver_signed_and_its_status_is_shown(consol
 
 
 def test_the_journal_row_page_lists_its_webhook_deliveries(console, receiver, client, make_user):
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     found = failed_delivery(endpoint, receiver)
     page = text(console.get(f"{JOURNAL}entry/{KEY}/"))
     listed = page.split('id="journal-webhook-deliveries"')[1].split("</table>")[0]

@@ -17,11 +17,12 @@ from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.delivery_events import encode_journal_key
 from emailops.core.ports import TemplateMapping
-from emailops.core.webhooks import WebhookRefused, sent_event
-from templates_admin.models import WebhookDelivery, WebhookEndpoint
-from templates_admin.webhooks import delivery, destination, services
+from emailops.core.webhook_delivery import WebhookRefused
+from emailops.core.webhooks import sent_event
 from tests.core.test_delivery_events import envelope, ses_event
 from tests.fakes import RecordingOutbox
+from webhooks import delivery, destination, endpoints
+from webhooks.models import WebhookDelivery, WebhookEndpoint
 
 pytestmark = pytest.mark.django_db
 
@@ -80,7 +81,7 @@ def verified(receiver, secret: str) -> list[dict]:
 
 def test_a_send_its_delivery_and_a_bounce_arrive_as_three_signed_events(stack, receiver):
     adapters, outbox = stack
-    _, secret = services.endpoint_add(url=receiver.url, include_context_keys=True)
+    _, secret = endpoints.endpoint_add(url=receiver.url, include_context_keys=True)
     key = send(adapters)
     handler = adapters.delivery_event_handler
     assert handler.handle(ses_event_for(adapters, key, "delivery.json")).result == "applied"
@@ -101,7 +102,7 @@ def test_a_send_its_delivery_and_a_bounce_arrive_as_three_signed_events(stack, r
 
 def test_duplicate_ses_events_emit_one_webhook(stack, receiver):
     adapters, outbox = stack
-    services.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(url=receiver.url)
     key = send(adapters)
     outbox.events.clear()
     handler = adapters.delivery_event_handler
@@ -118,7 +119,7 @@ def test_duplicate_ses_events_emit_one_webhook(stack, receiver):
 
 def test_fails_five_times_then_succeeds_with_the_same_event_id_and_a_log(stack, receiver):
     adapters, outbox = stack
-    services.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(url=receiver.url)
     send(adapters)
     receiver.answers = [500, 503, 429, 502, 500]
     (event,) = outbox.events
@@ -142,7 +143,7 @@ def test_fails_five_times_then_succeeds_with_the_same_event_id_and_a_log(stack, 
 
 def test_a_token_endpoint_never_sees_another_producers_rows(stack, receiver):
     adapters, outbox = stack
-    services.endpoint_add(url=receiver.url, producer="tok_a")
+    endpoints.endpoint_add(url=receiver.url, producer="tok_a")
     send(adapters, namespace="tok_b")
     send(adapters)  # the queue's
     deliver_all(outbox)
@@ -154,8 +155,8 @@ def test_a_token_endpoint_never_sees_another_producers_rows(stack, receiver):
 
 def test_event_type_and_message_id_filters(stack, receiver):
     adapters, outbox = stack
-    services.endpoint_add(url=receiver.url, event_types=["email.bounced"])
-    services.endpoint_add(url=receiver.url, message_ids=["another-message"])
+    endpoints.endpoint_add(url=receiver.url, event_types=["email.bounced"])
+    endpoints.endpoint_add(url=receiver.url, message_ids=["another-message"])
     send(adapters)
     deliver_all(outbox)
     assert receiver.received == []
@@ -165,9 +166,9 @@ def test_ssrf_refused_at_creation_and_at_delivery_when_dns_changed(stack, receiv
     adapters, outbox = stack
     monkeypatch.setattr(destination, "resolve", lambda host, port: ["10.1.2.3"])
     with pytest.raises(WebhookRefused, match="private"):
-        services.endpoint_add(url="http://hooks.internal.test/x")
+        endpoints.endpoint_add(url="http://hooks.internal.test/x")
     monkeypatch.setattr(destination, "resolve", lambda host, port: ["127.0.0.1"])
-    services.endpoint_add(url=receiver.url.replace("127.0.0.1", "hooks.test"))
+    endpoints.endpoint_add(url=receiver.url.replace("127.0.0.1", "hooks.test"))
     send(adapters)
     monkeypatch.setattr(destination, "resolve", lambda host, port: ["169.254.169.254"])
     (outcome,) = deliver_all(outbox)
@@ -180,15 +181,15 @@ def test_loopback_is_refused_outside_debug(settings, db):
     settings.WEBHOOK_ALLOW_LOOPBACK = False
     container.reset()
     with pytest.raises(WebhookRefused):
-        services.endpoint_add(url="http://127.0.0.1:9/hooks")
+        endpoints.endpoint_add(url="http://127.0.0.1:9/hooks")
     with pytest.raises(WebhookRefused):
-        services.endpoint_add(url="https://127.0.0.1:9/hooks")
+        endpoints.endpoint_add(url="https://127.0.0.1:9/hooks")
     container.reset()
 
 
 def test_410_disables_the_endpoint(stack, receiver):
     adapters, outbox = stack
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     receiver.answers = [410]
     send(adapters)
     (outcome,) = deliver_all(outbox)
@@ -207,7 +208,7 @@ def test_consecutive_failures_mark_the_endpoint_failing_with_one_alert(
     container.current().__dict__["webhook_outbox"] = outbox
     alerts = []
     monkeypatch.setattr(delivery, "post_alert", lambda url, text: alerts.append(text))
-    endpoint, _ = services.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
     receiver.answers = [500] * 10
     for _ in range(5):
         send(container.current(), BODY.replace("Team", f"Team{_}"))
@@ -219,9 +220,9 @@ def test_consecutive_failures_mark_the_endpoint_failing_with_one_alert(
 
 def test_rotation_both_secrets_sign_during_the_overlap_then_only_the_new(stack, receiver):
     adapters, outbox = stack
-    endpoint, old = services.endpoint_add(url=receiver.url)
+    endpoint, old = endpoints.endpoint_add(url=receiver.url)
     start = datetime.now(UTC)
-    new = services.endpoint_rotate(endpoint_id=endpoint.pk, now=start)
+    new = endpoints.endpoint_rotate(endpoint_id=endpoint.pk, now=start)
     send(adapters)
     deliver_all(outbox)
     assert verified(receiver, old) and verified(receiver, new)
@@ -238,8 +239,8 @@ def test_rotation_both_secrets_sign_during_the_overlap_then_only_the_new(stack, 
 
 def test_a_disabled_endpoint_gets_nothing(stack, receiver):
     adapters, outbox = stack
-    endpoint, _ = services.endpoint_add(url=receiver.url)
-    services.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=False)
+    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoints.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=False)
     send(adapters)
     assert deliver_all(outbox) == []
     assert WebhookEndpoint.objects.get().enabled is False
@@ -249,7 +250,7 @@ def test_a_log_only_and_a_suppressed_row_each_emit_one_not_delivered_event(
     stack, receiver, settings
 ):
     adapters, outbox = stack
-    _endpoint, secret = services.endpoint_add(url=receiver.url)
+    _endpoint, secret = endpoints.endpoint_add(url=receiver.url)
     adapters.suppression_list.add(
         "erin@example.com", reason="bounce", detail="550", source="t", now=1_764_000_000
     )
@@ -272,7 +273,7 @@ def test_a_log_only_and_a_suppressed_row_each_emit_one_not_delivered_event(
 
 def test_the_payload_carries_the_requests_dedupe_id(stack, receiver):
     adapters, outbox = stack
-    _endpoint, secret = services.endpoint_add(url=receiver.url)
+    _endpoint, secret = endpoints.endpoint_add(url=receiver.url)
     body = json.loads(BODY) | {"dedupeId": "invite-42"}
     send(adapters, json.dumps(body))
     deliver_all(outbox)
@@ -284,7 +285,7 @@ def test_a_delivery_no_task_keeps_is_swept_and_an_early_one_schedules_nothing(st
     """A crash between fan-out and scheduling, or a lost countdown task, left deliveries that no
     task would ever attempt; and every early redelivery scheduled one more task."""
     adapters, outbox = stack
-    services.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(url=receiver.url)
     send(adapters)
     (event,) = outbox.events
     (lost,) = delivery.fan_out(event.to_dict())
@@ -321,7 +322,7 @@ def test_the_sweep_task_schedules_the_stranded_and_an_early_task_schedules_nothi
     from worker import tasks
 
     adapters, outbox = stack
-    services.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(url=receiver.url)
     send(adapters)
     (event,) = outbox.events
     (lost,) = delivery.fan_out(event.to_dict())

@@ -15,9 +15,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from emailops.core.webhooks import sent_event
-from templates_admin.models import OpsReading
-from templates_admin.webhooks import liveness
+from monitoring.models import OpsReading
 from tests.journal_factory import BASE_TIME
+from webhooks import liveness
 from worker import tasks
 
 pytestmark = pytest.mark.django_db

@@ -14,14 +14,13 @@ from emailops.aws.journal_codec import failure_attributes, logged_only_attribute
 from emailops.core.contract import organization_id_of
 from emailops.core.delivery_events import parse_event
 from emailops.core.journal_row import JournalRow
+from emailops.core.webhook_payload import PAYLOAD_TYPES, payload
 from emailops.core.webhooks import (
     EVENT_TYPES,
-    PAYLOAD_TYPES,
     WebhookEvent,
     event_from_delivery,
     failed_event,
     not_delivered_event,
-    payload,
     sent_event,
 )
 from tests.core.test_delivery_events import ses_event

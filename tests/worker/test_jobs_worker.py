@@ -13,9 +13,11 @@ import time
 
 import pytest
 
-from templates_admin.jobs import bulk_resend, dlq, monitoring
-from templates_admin.jobs.services import job_create
-from templates_admin.models import EmailAction, Job
+from jobs.engine import job_create
+from jobs.models import Job
+from monitoring import checks as monitoring
+from templates_admin.jobs import bulk_resend, dlq
+from templates_admin.models import EmailAction
 from tests.celery_worker import celery_worker  # noqa: F401 (a fixture)
 from tests.celery_worker import wait_until_finished as finished
 from tests.journal_factory import BASE_TIME, journal_row, put_rows

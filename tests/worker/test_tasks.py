@@ -73,6 +73,6 @@ def test_a_database_hiccup_delivers_the_job_again(monkeypatch):
             raise OperationalError("database table is locked: templates_admin_job")
         return SimpleNamespace(state="SUCCEEDED")
 
-    monkeypatch.setattr(tasks.services, "job_run", job_run)
+    monkeypatch.setattr(tasks.engine, "job_run", job_run)
     assert tasks.run_job.apply(args=[7]).get() == "SUCCEEDED"
     assert calls == [7, 7]

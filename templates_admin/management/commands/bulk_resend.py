@@ -17,9 +17,9 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from jobs.models import Job
 from templates_admin.jobs import bulk_resend
 from templates_admin.management.jobs import cli_job_create, cli_job_run
-from templates_admin.models import Job
 
 
 def _moment(text: str) -> datetime:

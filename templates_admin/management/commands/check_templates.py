@@ -8,8 +8,8 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from jobs.models import Job
 from templates_admin.management.jobs import cli_job_create, cli_job_run
-from templates_admin.models import Job
 
 
 class Command(BaseCommand):

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from audit.models import JournalReadAudit
+from audit.reads import read_record
 from emailops.core.errors import EmailOpsError
+from jobs.models import Job
 from templates_admin.jobs import dlq
 from templates_admin.management.jobs import cli_job_create, cli_job_run
-from templates_admin.models import Job, JournalReadAudit
-from templates_admin.read_audit import read_record
 
 
 class Command(BaseCommand):

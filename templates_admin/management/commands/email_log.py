@@ -22,12 +22,12 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from audit.models import JournalReadAudit
+from audit.reads import read_record
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from emailops.core.stored_attributes import AttributeRole, StoredAttributes
 from templates_admin.journal import delivery, no_result, presentation, selectors
-from templates_admin.models import JournalReadAudit
-from templates_admin.read_audit import read_record
 
 _TABLE = (
     ("TIME", 23),

@@ -14,10 +14,10 @@ from __future__ import annotations
 from django.core.management.base import BaseCommand, CommandError
 
 from emailops.core.errors import EmailOpsError
+from jobs.models import Job
 from templates_admin.jobs import erasure
 from templates_admin.journal.erasure import recipient_erase_preview
 from templates_admin.management.jobs import cli_job_create, cli_job_run
-from templates_admin.models import Job
 
 
 class Command(BaseCommand):

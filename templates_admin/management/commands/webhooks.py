@@ -22,8 +22,8 @@ from emailops import container
 from emailops.core.dedupe import API_NAMESPACE_PREFIX
 from emailops.core.errors import EmailOpsError
 from emailops.core.webhooks import EVENT_TYPES
-from templates_admin.models import WebhookEndpoint
-from templates_admin.webhooks import liveness, services
+from webhooks import endpoints, liveness
+from webhooks.models import WebhookEndpoint
 
 
 def endpoint_json(endpoint: WebhookEndpoint) -> dict[str, Any]:
@@ -145,7 +145,7 @@ class Command(BaseCommand):
         return endpoint
 
     def _add(self, options) -> None:
-        endpoint, secret = services.endpoint_add(
+        endpoint, secret = endpoints.endpoint_add(
             url=options["url"],
             event_types=_event_types(options["events"]),
             message_ids=options["message_ids"],
@@ -186,7 +186,7 @@ class Command(BaseCommand):
 
     def _rotate(self, options) -> None:
         endpoint = self._endpoint(options["endpoint_id"])
-        secret = services.endpoint_rotate(endpoint_id=endpoint.pk, now=timezone.now())
+        secret = endpoints.endpoint_rotate(endpoint_id=endpoint.pk, now=timezone.now())
         endpoint.refresh_from_db()
         until = endpoint.previous_secret_until
         hours = container.current().config.webhooks.rotation_overlap_hours
@@ -203,7 +203,7 @@ class Command(BaseCommand):
 
     def _disable(self, options) -> None:
         endpoint = self._endpoint(options["endpoint_id"])
-        services.endpoint_set_enabled(
+        endpoints.endpoint_set_enabled(
             endpoint_id=endpoint.pk, enabled=False, reason=options["reason"]
         )
         self._emit(
@@ -213,7 +213,7 @@ class Command(BaseCommand):
 
     def _enable(self, options) -> None:
         endpoint = self._endpoint(options["endpoint_id"])
-        services.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=True)
+        endpoints.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=True)
         self._emit(
             {"id": endpoint.pk, "enabled": True},
             f"webhook endpoint #{endpoint.pk} enabled (the failing mark is cleared)",
@@ -221,7 +221,7 @@ class Command(BaseCommand):
 
     def _remove(self, options) -> None:
         endpoint_id = options["endpoint_id"]
-        if not services.endpoint_remove(endpoint_id=endpoint_id):
+        if not endpoints.endpoint_remove(endpoint_id=endpoint_id):
             raise CommandError(f"no webhook endpoint #{endpoint_id}")
         self._emit(
             {"id": endpoint_id, "removed": True},

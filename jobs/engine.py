@@ -1,5 +1,6 @@
 """Jobs: create one (checking who may), run it (a Celery task calls ``job_run`` with the id), and
-record its progress. Each kind's work lives in its own module and is registered in ``RUNNERS``.
+record its progress. Each kind's work lives with the app that offers it, which registers it
+(``jobs.registry``: the runner, and the permission to start it).
 
 A job is safe to run twice: ``job_run`` claims it with a heartbeat (a second delivery of the task
 while the first still runs does nothing), a finished job is left alone, and each kind records a
@@ -22,30 +23,24 @@ from django.utils import timezone
 from emailops.celery import app as celery_app
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
-from templates_admin import roles
-from templates_admin.models import Job, JobStep
+from jobs import registry
+from jobs.models import Job, JobStep
 
 __all__ = [
-    "JOB_PERMISSIONS",
-    "RUNNERS",
+    "HEARTBEAT_TIMEOUT",
+    "RUN_JOB_TASK",
     "Progress",
     "job_create",
     "job_dispatch",
+    "job_is_orphaned",
+    "job_retry",
     "job_run",
 ]
 
-logger = logging.getLogger("templates_admin.jobs")
+logger = logging.getLogger("jobs")
 RUN_JOB_TASK = "worker.run_job"  # worker.tasks.run_job
 log = EventLog(logger)
 
-JOB_PERMISSIONS = {
-    Job.Kind.DLQ_REDRIVE: roles.REDRIVE_DEAD_LETTERS,
-    Job.Kind.DLQ_LIST: roles.VIEW_JOBS,
-    Job.Kind.BULK_RESEND: roles.BULK_RESEND,
-    Job.Kind.TEMPLATE_CHECK: roles.CHECK_TEMPLATES,
-    Job.Kind.ERASE_RECIPIENT: roles.ERASE_RECIPIENT,
-    Job.Kind.WEBHOOK_REPLAY: roles.MANAGE_WEBHOOKS,
-}
 # A RUNNING job whose heartbeat is older than this is taken to be orphaned (its worker died).
 HEARTBEAT_TIMEOUT = timedelta(minutes=2)
 
@@ -102,28 +97,6 @@ class Progress:
         return step
 
 
-Runner = Callable[[Job, Progress], dict[str, Any]]
-RUNNERS: dict[str, Runner] = {}
-
-
-def _runners() -> dict[str, Runner]:
-    if not RUNNERS:  # imported here: the kinds import services themselves
-        from templates_admin.jobs import bulk_resend, dlq, erasure, template_check
-        from templates_admin.webhooks import replay as webhook_replay
-
-        RUNNERS.update(
-            {
-                Job.Kind.DLQ_REDRIVE: dlq.redrive_run,
-                Job.Kind.DLQ_LIST: dlq.dead_letter_list_run,
-                Job.Kind.BULK_RESEND: bulk_resend.bulk_resend_run,
-                Job.Kind.TEMPLATE_CHECK: template_check.template_check_run,
-                Job.Kind.ERASE_RECIPIENT: erasure.erasure_run,
-                Job.Kind.WEBHOOK_REPLAY: webhook_replay.webhook_replay_run,
-            }
-        )
-    return RUNNERS
-
-
 def job_create(
     *,
     kind: str,
@@ -134,8 +107,10 @@ def job_create(
 ) -> Job:
     """Record a job (the audit: who, when, what) and, with ``dispatch``, hand it to a worker once
     the record is committed. ``user`` None is the system (Celery beat, a CLI run without one)."""
-    if user is not None and not user.has_perm(JOB_PERMISSIONS[kind]):
-        raise PermissionDenied(f"starting a {Job.Kind(kind).label} needs {JOB_PERMISSIONS[kind]}")
+    if user is not None and not user.has_perm(registry.permission_of(kind)):
+        raise PermissionDenied(
+            f"starting a {Job.Kind(kind).label} needs {registry.permission_of(kind)}"
+        )
     job = Job.objects.create(kind=kind, inputs=inputs, created_by=user, origin=origin)
     log.info(
         "job.created",
@@ -143,19 +118,11 @@ def job_create(
         kind=kind,
         user=user.get_username() if user else "",
         origin=origin,
-        inputs=_loggable(kind, inputs),
+        inputs=registry.loggable_inputs(kind, inputs),
     )
     if dispatch:
         transaction.on_commit(lambda: job_dispatch(job_id=job.pk))
     return job
-
-
-def _loggable(kind: str, inputs: dict[str, Any]) -> dict[str, Any]:
-    """What the log may keep of a job's inputs: of an erasure, only a short form of the address's
-    keyed hash (the log outlives the erasure; the reason may name the person too)."""
-    if kind == Job.Kind.ERASE_RECIPIENT:
-        return {"addressHash": str(inputs.get("addressHash", ""))[:16]}
-    return inputs
 
 
 def job_dispatch(*, job_id: int) -> None:
@@ -194,7 +161,7 @@ def job_run(*, job_id: int) -> Job:
         return Job.objects.get(pk=job_id)
     job = Job.objects.get(pk=job_id)
     log.info("job.started", job=job.pk, kind=job.kind, run=job.runs)
-    runner = _runners()[job.kind]
+    runner = registry.runner_of(job.kind)
     try:
         result = runner(job, Progress(job))
     except Exception as exc:
@@ -224,7 +191,7 @@ def job_is_orphaned(job: Job) -> bool:
 def job_retry(*, job_id: int, user: AbstractBaseUser | None, dispatch: bool = True) -> Job:
     """Run a FAILED or orphaned job again; its recorded steps are kept and skipped."""
     job = Job.objects.get(pk=job_id)
-    if user is not None and not user.has_perm(JOB_PERMISSIONS[job.kind]):
+    if user is not None and not user.has_perm(registry.permission_of(job.kind)):
         raise PermissionDenied
     resumable = Job.objects.filter(pk=job_id, state=Job.State.FAILED).update(
         state=Job.State.PENDING, finished_at=None

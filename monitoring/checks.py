@@ -1,4 +1,5 @@
-"""Periodic checks (Celery beat): dead-letter depth, stuck claims, the daily template check.
+"""Periodic checks (Celery beat): dead-letter depth and stuck claims (the daily template check and
+the reputation guard are the console's, registered in ``monitoring.periodic``).
 
 Each stores its last reading in ``OpsReading`` (the console's index banner reads it; the cache is
 per process, the database is shared) and logs an ERROR line when something needs a person.
@@ -17,8 +18,8 @@ from django.utils import timezone
 
 from emailops import container
 from emailops.core.events import EventLog
-from templates_admin.jobs import dlq, services
-from templates_admin.models import Job, OpsReading
+from monitoring.models import OpsReading
+from monitoring.queues import dead_letter_queues
 
 __all__ = [
     "DLQ_DEPTH",
@@ -27,10 +28,9 @@ __all__ = [
     "dead_letter_depth_check",
     "reading",
     "stuck_claims_check",
-    "template_check_daily",
 ]
 
-log = EventLog(logging.getLogger("templates_admin.jobs"))
+log = EventLog(logging.getLogger("monitoring"))
 DLQ_DEPTH = "dlq_depth"
 STUCK_CLAIMS = "stuck_claims"
 HOUR_SEPARATOR = "@"  # dlq_depth@2026-12-01T14: hour names sort in time order
@@ -69,7 +69,7 @@ def _store_hourly(name: str, depth: int, *, now: datetime) -> None:
 def dead_letter_depth_check() -> dict[str, Any]:
     """Read the dead-letter queue's depth; log an error when it holds anything and the depth
     changed since the last reading (once per change), an info line when it emptied."""
-    _, queue = dlq.dead_letter_queues()
+    _, queue = dead_letter_queues()
     depth = queue.depth()
     value = {
         "depth": depth.total,
@@ -141,15 +141,3 @@ def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
         "journal.stuck_claims_scanned", count=len(rows), read=page.read, complete=not page.next_key
     )
     return value
-
-
-def template_check_daily() -> Job:
-    """A template check in the system's name, run inline (beat already runs in a worker)."""
-    job = services.job_create(
-        kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, origin="beat", dispatch=False
-    )
-    job = services.job_run(job_id=job.pk)
-    errors = (job.result or {}).get("errors", 0)
-    if job.state == Job.State.FAILED or errors:
-        log.error("templates.check_failed", job=job.pk, errors=errors, error=job.error)
-    return job

@@ -13,7 +13,7 @@ from typing import Any
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.http import HttpRequest
 
-from templates_admin.models import JournalReadAudit
+from audit.models import JournalReadAudit
 
 __all__ = ["read_by_console", "read_counted", "read_record"]
 

@@ -14,9 +14,10 @@ from django.db import transaction
 from emailops import container
 from emailops.core.errors import InvalidRequest
 from emailops.core.events import EventLog
-from emailops.core.webhooks import EVENT_TYPES, WebhookFilter, new_secret
-from templates_admin.models import WebhookEndpoint
-from templates_admin.webhooks.destination import destination_check
+from emailops.core.webhook_delivery import WebhookFilter, new_secret
+from emailops.core.webhooks import EVENT_TYPES
+from webhooks.destination import destination_check
+from webhooks.models import WebhookEndpoint
 
 __all__ = [
     "endpoint_add",
@@ -27,7 +28,7 @@ __all__ = [
     "signing_secrets",
 ]
 
-logger = logging.getLogger("templates_admin.webhooks")
+logger = logging.getLogger("webhooks")
 
 
 def _audit(event: str, user: AbstractBaseUser | None, endpoint_id: int, **fields) -> None:

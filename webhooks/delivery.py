@@ -22,24 +22,24 @@ from emailops import container
 from emailops.alerts import post_alert
 from emailops.core.contract import organization_id_of
 from emailops.core.events import EventLog
-from emailops.core.webhooks import (
+from emailops.core.webhook_delivery import (
     RETRY_WINDOW_SECONDS,
-    WebhookEvent,
     WebhookRefused,
     body_of,
-    payload,
     retry_delay,
     retryable,
     sign,
 )
-from templates_admin.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
-from templates_admin.webhooks import sender
-from templates_admin.webhooks.destination import destination_check
-from templates_admin.webhooks.services import endpoint_filter, signing_secrets
+from emailops.core.webhook_payload import payload
+from emailops.core.webhooks import WebhookEvent
+from webhooks import sender
+from webhooks.destination import destination_check
+from webhooks.endpoints import endpoint_filter, signing_secrets
+from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = ["AttemptOutcome", "delivery_attempt", "fan_out"]
 
-logger = logging.getLogger("templates_admin.webhooks")
+logger = logging.getLogger("webhooks")
 Delivery = WebhookDelivery.State
 # A capped delivery looks again this soon (not an attempt: it never left).
 CAPPED_RETRY_SECONDS = 5

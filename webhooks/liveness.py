@@ -15,7 +15,7 @@ import hashlib
 from datetime import datetime, timedelta
 
 from emailops import container
-from templates_admin.models import OpsReading
+from monitoring.models import OpsReading
 
 __all__ = ["SEEN_WITHIN", "delivery_gap", "worker_seen"]
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import socket
 
 from emailops import container
-from emailops.core.webhooks import check_destination
+from emailops.core.webhook_delivery import check_destination
 
 __all__ = ["destination_check", "resolve"]
 

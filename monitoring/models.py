@@ -1,4 +1,4 @@
-"""The dashboard's model: the last readings of the periodic checks."""
+"""The readings of the periodic checks. The table keeps the name it had in the console app."""
 
 from __future__ import annotations
 
@@ -12,6 +12,9 @@ class OpsReading(models.Model):
     name = models.CharField(max_length=50, primary_key=True)
     value = models.JSONField(default=dict)
     at = models.DateTimeField()
+
+    class Meta:
+        db_table = "templates_admin_opsreading"
 
     def __str__(self) -> str:
         return f"{self.name} at {self.at:%Y-%m-%d %H:%M}"

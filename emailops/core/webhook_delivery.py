@@ -1,0 +1,138 @@
+"""Delivering a webhook, the pure rules: what an endpoint wants (``WebhookFilter``), which failures
+are retried and when (exponential back-off with jitter, for about three days), the secrets and
+the Standard Webhooks signature, the body's one serialisation, and the destination (SSRF) check.
+The HTTP client and the resolver are passed in."""
+
+from __future__ import annotations
+
+import base64
+import ipaddress
+import json
+import secrets
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+from urllib.parse import urlsplit
+
+from standardwebhooks.webhooks import Webhook
+
+from emailops.core.errors import PermanentError
+from emailops.core.journal_row import JournalRow
+
+__all__ = [
+    "RETRY_WINDOW_SECONDS",
+    "WebhookFilter",
+    "WebhookRefused",
+    "body_of",
+    "check_destination",
+    "new_secret",
+    "retry_delay",
+    "retryable",
+    "sign",
+]
+
+
+class WebhookRefused(PermanentError):
+    """An endpoint URL we will not post to (scheme, or where its host resolves)."""
+
+
+# Delivery: retried on these, with exponential back-off and jitter, for about three days.
+RETRY_BASE_SECONDS = 30
+RETRY_CAP_SECONDS = 6 * 3600
+RETRY_WINDOW_SECONDS = 3 * 86400
+
+
+@dataclass(frozen=True)
+class WebhookFilter:
+    """What one endpoint wants. Empty means any; ``producer`` is the row's producer (an API
+    token's namespace, or "" for the queue), and a token's endpoint always carries its own."""
+
+    event_types: frozenset[str] = frozenset()
+    message_ids: frozenset[str] = frozenset()
+    organization: str = ""
+    producer: str | None = None
+
+    def matches(self, event_type: str, row: JournalRow | None, organization: str | None) -> bool:
+        if self.event_types and event_type not in self.event_types:
+            return False
+        if self.message_ids and (row is None or row.message_id not in self.message_ids):
+            return False
+        if self.organization and organization != self.organization:
+            return False
+        return self.producer is None or (row is not None and row.producer == self.producer)
+
+
+def retryable(status: int | None) -> bool:
+    """A timeout or connection failure (None), 429 or a 5xx is worth another attempt."""
+    return status is None or status == 429 or status >= 500
+
+
+def retry_delay(attempt: int, *, random: Callable[[], float]) -> float:
+    """Seconds before attempt ``attempt + 1``: exponential, capped, with full jitter in its
+    upper half (so a burst of failures does not come back all at once)."""
+    ceiling = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+    return ceiling / 2 + random() * ceiling / 2
+
+
+def new_secret() -> str:
+    return "whsec_" + base64.b64encode(secrets.token_bytes(24)).decode()
+
+
+def sign(event_id: str, timestamp: datetime, body: str, secrets_: Iterable[str]) -> dict[str, str]:
+    """Standard Webhooks headers; several secrets (a rotation's overlap) sign side by side."""
+    signatures = " ".join(Webhook(s).sign(event_id, timestamp, body) for s in secrets_)
+    return {
+        "webhook-id": event_id,
+        "webhook-timestamp": str(int(timestamp.timestamp())),
+        "webhook-signature": signatures,
+        "content-type": "application/json",
+    }
+
+
+def body_of(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"), sort_keys=True)
+
+
+Resolver = Callable[[str, int], list[str]]
+
+
+def check_destination(
+    url: str, *, resolve: Resolver, allow_loopback: bool, require_https: bool
+) -> list[str]:
+    """The addresses ``url``'s host resolves to, or WebhookRefused: a scheme other than https
+    (http only where allowed), or any address that is private, loopback (unless allowed),
+    link-local, reserved or multicast. Checked at creation and again before every delivery."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise WebhookRefused("check webhook URL", key=url, reason="not an http(s) URL")
+    if parts.scheme == "http" and require_https:
+        raise WebhookRefused("check webhook URL", key=url, reason="HTTPS is required")
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    try:
+        addresses = resolve(parts.hostname, port)
+    except OSError as exc:
+        raise WebhookRefused(
+            "check webhook URL", key=url, reason=f"does not resolve: {exc}"
+        ) from None
+    if not addresses:
+        raise WebhookRefused("check webhook URL", key=url, reason="does not resolve")
+    for text in addresses:
+        address = ipaddress.ip_address(text.split("%")[0])
+        if address.is_loopback:
+            if allow_loopback:
+                continue
+            raise WebhookRefused("check webhook URL", key=url, reason=f"{address} is loopback")
+        if (
+            address.is_private
+            or address.is_link_local
+            or address.is_reserved
+            or address.is_multicast
+            or address.is_unspecified
+        ):
+            raise WebhookRefused(
+                "check webhook URL", key=url, reason=f"{address} is a private address"
+            )
+    if parts.scheme == "http" and not all(ipaddress.ip_address(a).is_loopback for a in addresses):
+        raise WebhookRefused("check webhook URL", key=url, reason="http only to loopback")
+    return addresses
