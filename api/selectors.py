@@ -36,4 +36,4 @@ def journal_row_for_token(*, token: ApiToken, id: str) -> JournalRowOut | None:
     row = container.current().journal_reader.read(id)
     if row is None or row.producer != token.namespace:
         return None
-    return producer_view(row, template_manifest())
+    return producer_view(row, template_manifest(adapters=container.current()))

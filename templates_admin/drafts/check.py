@@ -13,7 +13,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.preferences import may_be_refused
@@ -25,6 +24,8 @@ from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import template_manifest
 
 if TYPE_CHECKING:
+    from emailops.container import Container
+    from emailops.core.rendering import Renderer
     from templates_admin.models import TemplateDraft
 
 __all__ = [
@@ -49,9 +50,9 @@ def warnings_of(findings: Sequence[Finding]) -> list[Finding]:
     return [f for f in findings if f.severity == WARNING]
 
 
-def _optional(source: str, *, name: str) -> set[str]:
+def _optional(source: str, *, name: str, renderer: Renderer) -> set[str]:
     try:
-        return container.current().renderer.optional_variables(source, name=name)
+        return renderer.optional_variables(source, name=name)
     except EmailOpsError:
         return set()
 
@@ -62,15 +63,22 @@ def _variable_line(source: str, name: str) -> int | None:
 
 
 def _missing_variable_findings(
-    *, key: str, source: str, subject: str | None, recent: Sequence[Mapping[str, Any]]
+    *,
+    key: str,
+    source: str,
+    subject: str | None,
+    recent: Sequence[Mapping[str, Any]],
+    renderer: Renderer,
 ) -> list[Finding]:
     if not recent:
         return []
-    used = variables_of(source, name=key) | (
-        variables_of(subject, name="subject") if subject else set()
+    used = variables_of(source, name=key, renderer=renderer) | (
+        variables_of(subject, name="subject", renderer=renderer) if subject else set()
     )
     # Read only under a test of itself ({{if .x}}): a send without it renders as meant.
-    used -= _optional(source, name=key) | (_optional(subject, name="subject") if subject else set())
+    used -= _optional(source, name=key, renderer=renderer) | (
+        _optional(subject, name="subject", renderer=renderer) if subject else set()
+    )
     organization = organization_of_key(key)
     return [
         Finding(
@@ -91,6 +99,7 @@ def check_sources(
     message_id: str,
     sources: Mapping[str, str],
     subject: str | None,
+    adapters: Container,
     recent: Sequence[Mapping[str, Any]] | None = None,
     mapping: TemplateMapping | None = None,
 ) -> list[Finding]:
@@ -100,9 +109,13 @@ def check_sources(
     what the "missing in recent sends" warning compares with (the daily check passes none).
     ``mapping``: ``message_id``'s, when the caller has read it (else read here)."""
     if mapping is None and message_id:
-        mapping = mapping_selectors.mapping_get(message_id=message_id)
-    renderer = container.current().renderer
-    sample = sample_context_for(message_id=message_id, sources=sources, subject=subject)
+        mapping = mapping_selectors.mapping_get(
+            message_id=message_id, mapping_store=adapters.mapping_store
+        )
+    renderer = adapters.renderer
+    sample = sample_context_for(
+        message_id=message_id, sources=sources, subject=subject, adapters=adapters
+    )
     found: list[Finding] = []
     for key, source in sources.items():
         organization = organization_of_key(key)
@@ -116,54 +129,54 @@ def check_sources(
             organization=organization,
         )
         found += _missing_variable_findings(
-            key=key, source=source, subject=subject, recent=recent or ()
+            key=key, source=source, subject=subject, recent=recent or (), renderer=renderer
         )
-    found += _unsubscribe_findings(mapping=mapping, sources=sources)
+    found += _unsubscribe_findings(mapping=mapping, sources=sources, adapters=adapters)
     return dedupe(found)
 
 
-def public_base_url() -> str:
-    """PUBLIC_BASE_URL (the host of the /u/<token> links), "" when unset."""
-    return container.current().config.preferences.public_base_url
-
-
 def _unsubscribe_findings(
-    *, mapping: TemplateMapping | None, sources: Mapping[str, str]
+    *, mapping: TemplateMapping | None, sources: Mapping[str, str], adapters: Container
 ) -> list[Finding]:
     """Mail a recipient may unsubscribe from (its mapping categorised and not critical) needs a
-    visible link and a base URL to make it from."""
+    visible link and a base URL (PUBLIC_BASE_URL, the host of the /u/<token> links) to make it
+    from."""
     if mapping is None or not may_be_refused(category=mapping.category, priority=mapping.priority):
         return []
-    base_url_set = bool(public_base_url())
+    base_url_set = bool(adapters.config.preferences.public_base_url)
     found: list[Finding] = []
     for key, source in sources.items():
         found += unsubscribe_findings(
             key=key,
             organization=organization_of_key(key),
-            variables=variables_of(source, name=key),
+            variables=variables_of(source, name=key, renderer=adapters.renderer),
             base_url_set=base_url_set,
         )
     return found
 
 
-def _mapping_of(draft: TemplateDraft) -> TemplateMapping | None:
-    return mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
+def _mapping_of(draft: TemplateDraft, adapters: Container) -> TemplateMapping | None:
+    if not draft.message_id:
+        return None
+    return mapping_selectors.mapping_get(
+        message_id=draft.message_id, mapping_store=adapters.mapping_store
+    )
 
 
 def draft_sources(
-    *, draft: TemplateDraft, mapping: TemplateMapping | None = None
+    *, draft: TemplateDraft, adapters: Container, mapping: TemplateMapping | None = None
 ) -> tuple[dict[str, str], str | None]:
     """What a draft would publish, as renders: its own file when it changes one, else (a
     subject-only draft) the mapping's default file and every branded copy; and the subject.
     ``mapping``: the draft's, when the caller has read it (else read here)."""
-    mapping = mapping or _mapping_of(draft)
+    mapping = mapping or _mapping_of(draft, adapters)
     subject = draft.subject or (mapping.subject if mapping else None)
     if draft.source:
         return {draft.key: draft.source}, subject
-    store = container.current().template_store
+    store = adapters.template_store
     sources: dict[str, str] = {}
     if mapping is not None:
-        orgs = mapping_selectors.override_index().get(mapping.template_file, ())
+        orgs = mapping_selectors.override_index(template_store=store).get(mapping.template_file, ())
         keys = [default_template_key(mapping.template_file)] + [
             mapping_selectors.template_key(mapping=mapping, organization_id=org) for org in orgs
         ]
@@ -203,15 +216,17 @@ class DraftVerdict:
         return [f for f in warnings_of(self.findings) if _identity(f) in self.inherited]
 
 
-def _published_sources(draft: TemplateDraft, sources: Mapping[str, str]) -> dict[str, str]:
+def _published_sources(
+    draft: TemplateDraft, sources: Mapping[str, str], *, adapters: Container
+) -> dict[str, str]:
     if not draft.source:  # a subject-only draft renders the published files themselves
         return dict(sources)
-    current = container.current().template_store.read_template(draft.key)
+    current = adapters.template_store.read_template(draft.key)
     return {draft.key: current} if current is not None else {}
 
 
-def _basis(message_id: str, sends: Sequence[RecentSend] | None) -> str:
-    manifest = message_id and template_manifest().get(message_id) is not None
+def _basis(message_id: str, sends: Sequence[RecentSend] | None, *, adapters: Container) -> str:
+    manifest = message_id and template_manifest(adapters=adapters).get(message_id) is not None
     rendered = (
         f"Rendered with the sample context of {message_id} (the variables manifest's names)"
         if manifest
@@ -226,7 +241,7 @@ def _basis(message_id: str, sends: Sequence[RecentSend] | None) -> str:
 
 
 def draft_verdict(
-    *, draft: TemplateDraft, sends: Sequence[RecentSend] | None = None
+    *, draft: TemplateDraft, adapters: Container, sends: Sequence[RecentSend] | None = None
 ) -> DraftVerdict:
     """Every (file x organization) render of ``draft`` with the sample context, variables
     compared with the recent sends (``sends`` when the caller has read them already, as the
@@ -234,24 +249,26 @@ def draft_verdict(
     warning already there is not the draft's to confirm."""
 
     try:
-        mapping = _mapping_of(draft)  # one read for both checks
-        sources, subject = draft_sources(draft=draft, mapping=mapping)
+        mapping = _mapping_of(draft, adapters)  # one read for both checks
+        sources, subject = draft_sources(draft=draft, adapters=adapters, mapping=mapping)
         if sends is None and draft.message_id:
-            sends = recent_sends(message_id=draft.message_id).sends
+            sends = recent_sends(message_id=draft.message_id, adapters=adapters).sends
         recent = [send.context for send in sends or ()]
         findings = check_sources(
             message_id=draft.message_id,
             sources=sources,
             subject=subject,
+            adapters=adapters,
             recent=recent,
             mapping=mapping,
         )
-        published = _published_sources(draft, sources)
+        published = _published_sources(draft, sources, adapters=adapters)
         before = (
             check_sources(
                 message_id=draft.message_id,
                 sources=published,
                 subject=mapping.subject if mapping else subject,
+                adapters=adapters,
                 recent=recent,
                 mapping=mapping,
             )
@@ -268,9 +285,9 @@ def draft_verdict(
         )
         return DraftVerdict([failed], frozenset(), "The check could not run.")
     inherited = frozenset(_identity(f) for f in warnings_of(before))
-    return DraftVerdict(findings, inherited, _basis(draft.message_id, sends))
+    return DraftVerdict(findings, inherited, _basis(draft.message_id, sends, adapters=adapters))
 
 
-def check_draft(*, draft: TemplateDraft) -> list[Finding]:
+def check_draft(*, draft: TemplateDraft, adapters: Container) -> list[Finding]:
     """The draft's findings (``draft_verdict`` has them judged against the published version)."""
-    return draft_verdict(draft=draft).findings
+    return draft_verdict(draft=draft, adapters=adapters).findings

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ImproperlyConfigured
 
-from emailops import container
 from emailops.core.compose import html_to_text, subject_source_for
 from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
@@ -29,6 +28,9 @@ from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import CONSUMER_KEYS
 
 if TYPE_CHECKING:
+    from emailops.aws.s3 import S3TemplateStore
+    from emailops.container import Container
+    from emailops.core.rendering import Renderer
     from templates_admin.models import TemplateDraft
 
 __all__ = [
@@ -80,19 +82,22 @@ class RecentSends:
         return next((s for s in self.sends if s.key == key), None)
 
 
-def recent_sends(*, message_id: str, limit: int = DEFAULT_REPLAY_COUNT) -> RecentSends:
+def recent_sends(
+    *, message_id: str, adapters: Container, limit: int = DEFAULT_REPLAY_COUNT
+) -> RecentSends:
     """The last ``limit`` sends of ``message_id``, newest first, contexts masked.
 
     The journal has no messageId index, so this is a bounded Scan (``OPS_SCAN_MAX_ITEMS`` items
-    read, as the bulk resend's); ``partial`` says when the bound cut it short.
+    read, as the bulk resend's); ``partial`` says when the bound cut it short. The scanner is
+    reached under the guard: an unset JOURNAL_TABLE is a page note, as an unreachable table is.
     """
     limit = max(1, min(limit, MAX_REPLAY_COUNT))
     try:
-        page = container.current().journal_scan.rows_of_message(
+        page = adapters.journal_scan.rows_of_message(
             message_id=message_id,
             since=0,
             until=int(time.time()),
-            max_read=container.current().config.ops.scan_max_items,
+            max_read=adapters.config.ops.scan_max_items,
         )
     except (EmailOpsError, ImproperlyConfigured) as exc:
         reason = exc.describe() if isinstance(exc, EmailOpsError) else str(exc)
@@ -219,11 +224,14 @@ class DraftPreview:
 
 
 def _render(
-    key: str | None, source: str | None, subject: str | None, context: dict[str, Any]
+    renderer: Renderer,
+    key: str | None,
+    source: str | None,
+    subject: str | None,
+    context: dict[str, Any],
 ) -> RenderSide:
     if key is None or source is None:
         return RenderSide(key=key, problem="no such template")
-    renderer = container.current().renderer
     subject_problem = ""
     subject_text = None
     if subject is not None:
@@ -264,13 +272,16 @@ def _resolve(files: Mapping[str, str], template_file: str, organization: str | N
     return key if key in files else None
 
 
-def _published_files(draft: Any, mapping: TemplateMapping | None) -> tuple[dict[str, str], list]:
+def _published_files(
+    draft: Any, mapping: TemplateMapping | None, *, store: S3TemplateStore
+) -> tuple[dict[str, str], list]:
     """The published sources of the file the draft belongs to, and the organizations to show."""
-    store = container.current().template_store
     if mapping is None:
         source = store.read_template(draft.key)
         return ({draft.key: source} if source is not None else {}), [organization_of_key(draft.key)]
-    orgs = list(mapping_selectors.override_index().get(mapping.template_file, ()))
+    orgs = list(
+        mapping_selectors.override_index(template_store=store).get(mapping.template_file, ())
+    )
     files = {}
     for org in [None, *orgs]:
         key = mapping_selectors.template_key(mapping=mapping, organization_id=org)
@@ -283,8 +294,7 @@ def _published_files(draft: Any, mapping: TemplateMapping | None) -> tuple[dict[
     return files, [None, *sorted(orgs, key=int)]
 
 
-def _variables(sources: Iterable[str | None]) -> set[str]:
-    renderer = container.current().renderer
+def _variables(sources: Iterable[str | None], *, renderer: Renderer) -> set[str]:
     found: set[str] = set()
     for source in sources:
         if source:
@@ -294,14 +304,22 @@ def _variables(sources: Iterable[str | None]) -> set[str]:
 
 
 def draft_preview(
-    *, draft: TemplateDraft, send_key: str | None = None, count: int = DEFAULT_REPLAY_COUNT
+    *,
+    draft: TemplateDraft,
+    adapters: Container,
+    send_key: str | None = None,
+    count: int = DEFAULT_REPLAY_COUNT,
 ) -> DraftPreview:
     """Published vs draft for the default and every branded organization, rendered with the send
     ``send_key`` (one of the last ``count``) or, when None, the manifest's sample context."""
     mapping = (
-        mapping_selectors.mapping_get(message_id=draft.message_id) if draft.message_id else None
+        mapping_selectors.mapping_get(
+            message_id=draft.message_id, mapping_store=adapters.mapping_store
+        )
+        if draft.message_id
+        else None
     )
-    published, orgs = _published_files(draft, mapping)
+    published, orgs = _published_files(draft, mapping, store=adapters.template_store)
     drafted = dict(published)
     if draft.source:
         drafted[draft.key] = draft.source
@@ -310,7 +328,7 @@ def draft_preview(
     draft_subject = (draft.subject or published_subject) if mapping else None
 
     sends = (
-        recent_sends(message_id=draft.message_id, limit=count)
+        recent_sends(message_id=draft.message_id, adapters=adapters, limit=count)
         if draft.message_id
         else RecentSends()
     )
@@ -319,8 +337,9 @@ def draft_preview(
         base = dict(selected.context)
     else:
         base = sample_context_for(
-            message_id=draft.message_id, sources=drafted, subject=draft_subject
+            message_id=draft.message_id, sources=drafted, subject=draft_subject, adapters=adapters
         )
+    renderer = adapters.renderer
 
     pairs = []
     for org in orgs:
@@ -333,8 +352,8 @@ def draft_preview(
             else (draft.key if published else None)
         )
         new_key = _resolve(drafted, template_file, org) if mapping else draft.key
-        old = _render(old_key, published.get(old_key or ""), published_subject, context)
-        new = _render(new_key, drafted.get(new_key or ""), draft_subject, context)
+        old = _render(renderer, old_key, published.get(old_key or ""), published_subject, context)
+        new = _render(renderer, new_key, drafted.get(new_key or ""), draft_subject, context)
         subject_note = _unrendered_note(old.subject_problem, new.subject_problem)
         body_note = _unrendered_note(old.body_problem, new.body_problem)
         pairs.append(
@@ -352,8 +371,8 @@ def draft_preview(
             )
         )
 
-    draft_used = _variables([*drafted.values(), draft_subject])
-    published_used = _variables([*published.values(), published_subject])
+    draft_used = _variables([*drafted.values(), draft_subject], renderer=renderer)
+    published_used = _variables([*published.values(), published_subject], renderer=renderer)
     contexts = [s.context for s in sends.sends]
     provided = set().union(*(c.keys() for c in contexts)) if contexts else set()
     report = ReplayVariableReport(

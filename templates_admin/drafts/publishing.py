@@ -24,8 +24,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import IntegrityError, transaction
 
-from emailops import container
-from emailops.aws.s3 import PublishedObject
+from emailops.aws.s3 import PublishedObject, S3TemplateStore
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
 from templates_admin.drafts.layout import history_object_key
@@ -112,11 +111,11 @@ def mark_published(version: TemplateVersion) -> None:
     version.save(update_fields=["state", "version_id", "etag"])
 
 
-def publish_file(change: FileChange) -> TemplateVersion:
+def publish_file(change: FileChange, *, template_store: S3TemplateStore) -> TemplateVersion:
     """Steps 1 and 2 (or what an earlier attempt left of them). Returns the version row with the
     written version and ETag; still pending unless an earlier attempt's file was settled.
     Raises DraftConflict (nothing of this attempt is left then)."""
-    store = container.current().template_store
+    store = template_store
     digest = content_digest(change.data)
     current = store.read_object(change.key)
     mine = _own_attempt(change, digest)
@@ -132,7 +131,7 @@ def publish_file(change: FileChange) -> TemplateVersion:
             raise DraftConflict(
                 key=change.key, base_version=change.base_version, current_version=current_version
             )
-        mine, original = _record_intent(change, current, digest)
+        mine, original = _record_intent(change, current, digest, store=store)
     elif mine.parent_version != _parent_of(change.key, current):
         _release(mine)
         raise DraftConflict(
@@ -141,16 +140,16 @@ def publish_file(change: FileChange) -> TemplateVersion:
             current_version=current_version,
             reason="the published file changed since the last attempt; reload and try again",
         )
-    written = _write(mine, change.data, current, original=original)
+    written = _write(mine, change.data, current, original=original, store=store)
     mine.version_id = written.version  # the S3 VersionId on a versioned bucket
     mine.etag = written.etag
     return mine
 
 
-def abandon_pending(version: TemplateVersion) -> None:
+def abandon_pending(version: TemplateVersion, *, template_store: S3TemplateStore) -> None:
     """An attempt nobody will finish (its draft is discarded): if its file is live it is recorded
     as published (it is what is sent), else its row goes and the key is free again."""
-    settled = _settle(version.key, container.current().template_store.read_object(version.key))
+    settled = _settle(version.key, template_store.read_object(version.key))
     if settled is None or settled.pk != version.pk:
         _release(version)
 
@@ -203,9 +202,8 @@ def _parent_of(key: str, current: PublishedObject | None) -> str:
 
 
 def _record_intent(
-    change: FileChange, current: PublishedObject | None, digest: str
+    change: FileChange, current: PublishedObject | None, digest: str, *, store: S3TemplateStore
 ) -> tuple[TemplateVersion, TemplateVersion | None]:
-    store = container.current().template_store
     key = change.key
     version_id = uuid.uuid4().hex
     history_key = history_object_key(key, version_id)
@@ -216,7 +214,7 @@ def _record_intent(
             original = None
             known = TemplateVersion.objects.filter(key=key, version_id=_version_of(current))
             if current is not None and not known.exists():
-                original = _record_original(key, current)
+                original = _record_original(key, current, store=store)
             version = TemplateVersion.objects.create(
                 key=key,
                 version_id=version_id,
@@ -231,10 +229,12 @@ def _record_intent(
     return version, original
 
 
-def _record_original(key: str, current: PublishedObject) -> TemplateVersion:
+def _record_original(
+    key: str, current: PublishedObject, *, store: S3TemplateStore
+) -> TemplateVersion:
     """The original-bytes rule: what was there before the console is history too."""
     original_key = history_object_key(key, current.version)
-    container.current().template_store.write_internal(original_key, current.data)
+    store.write_internal(original_key, current.data)
     latest = latest_published(key)
     return TemplateVersion.objects.create(
         key=key,
@@ -272,8 +272,8 @@ def _write(
     current: PublishedObject | None,
     *,
     original: TemplateVersion | None,
+    store: S3TemplateStore,
 ) -> PublishedObject:
-    store = container.current().template_store
     try:
         return store.publish_template(mine.key, data, version_id=mine.version_id, replacing=current)
     except ConcurrentUpdate as exc:

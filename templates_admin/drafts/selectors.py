@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import difflib
+from typing import TYPE_CHECKING
 
 from django.core.exceptions import ValidationError
 
-from emailops import container
-from emailops.aws.s3 import PublishedObject
+from emailops.aws.s3 import PublishedObject, S3TemplateStore
 from emailops.core.line_endings import ENDING_NAMES, line_ending, lines, only_line_endings_differ
 from emailops.core.ports import TemplateMapping
 from templates_admin.drafts.layout import validate_template_key
 from templates_admin.models import TemplateDraft, TemplateVersion
+
+if TYPE_CHECKING:
+    from emailops.aws.mappings import DynamoMappingStore
 
 __all__ = [
     "VersionNotFound",
@@ -56,35 +59,35 @@ def template_version_get(*, key: str, version_id: str) -> TemplateVersion | None
     return published.filter(key=key, version_id=version_id).first()
 
 
-def published_source(*, key: str) -> tuple[str | None, str]:
+def published_source(*, key: str, template_store: S3TemplateStore) -> tuple[str | None, str]:
     """(source, version_id) published at ``key`` now; (None, "") when there is no such file."""
     validate_template_key(key)
-    current = container.current().template_store.read_object(key)
+    current = template_store.read_object(key)
     if current is None:
         return None, ""
     return current.data.decode("utf-8"), current.version
 
 
-def version_source(*, key: str, version_id: str) -> str:
+def version_source(*, key: str, version_id: str, template_store: S3TemplateStore) -> str:
     """The exact source of one version: from the history, or the published file when it is that
     version and has no history yet (a file the console never replaced). Raises VersionNotFound."""
     version = template_version_get(key=key, version_id=version_id)
     if version is not None:
-        data = container.current().template_store.read_internal(version.history_key)
+        data = template_store.read_internal(version.history_key)
         if data is not None:
             return data.decode("utf-8")
     else:
-        source, current = published_source(key=key)
+        source, current = published_source(key=key, template_store=template_store)
         if source is not None and current == version_id:
             return source
     raise VersionNotFound(f"{key} has no version {version_id!r}")
 
 
-def version_diff(*, key: str, old: str, new: str) -> str:
+def version_diff(*, key: str, old: str, new: str, template_store: S3TemplateStore) -> str:
     """A unified diff between two versions of ``key`` (by version_id), line by line: a change of
     line endings alone is one line saying so, never every line removed and added again."""
-    before = version_source(key=key, version_id=old)
-    after = version_source(key=key, version_id=new)
+    before = version_source(key=key, version_id=old, template_store=template_store)
+    after = version_source(key=key, version_id=new, template_store=template_store)
     if only_line_endings_differ(before, after):
         return (
             f"@@ only the line endings differ: {ENDING_NAMES[line_ending(before)]} in {old}, "
@@ -105,13 +108,12 @@ def _is_template_key(key: str) -> bool:
     return True
 
 
-def published_files() -> list[PublishedObject]:
+def published_files(*, template_store: S3TemplateStore) -> list[PublishedObject]:
     """Every published template (``default/`` and ``custom/O{org}/``) with its exact bytes."""
-    store = container.current().template_store
-    keys = [k for prefix in ("default/", "custom/") for k in store.list_keys(prefix)]
-    found = (store.read_object(key) for key in sorted(keys) if _is_template_key(key))
+    keys = [k for prefix in ("default/", "custom/") for k in template_store.list_keys(prefix)]
+    found = (template_store.read_object(key) for key in sorted(keys) if _is_template_key(key))
     return [obj for obj in found if obj is not None]
 
 
-def published_mappings() -> list[TemplateMapping]:
-    return sorted(container.current().mapping_store.list_mappings(), key=lambda m: m.message_id)
+def published_mappings(*, mapping_store: DynamoMappingStore) -> list[TemplateMapping]:
+    return sorted(mapping_store.list_mappings(), key=lambda m: m.message_id)

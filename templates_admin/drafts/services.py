@@ -12,13 +12,13 @@ steps and their order (so that any failure leaves what the next attempt finishes
 from __future__ import annotations
 
 import logging
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from emailops import container
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
 from emailops.core.line_endings import with_line_endings_of
@@ -34,6 +34,10 @@ from templates_admin.drafts.publishing import (
 )
 from templates_admin.mappings import services as mapping_services
 from templates_admin.models import TemplateDraft, TemplateVersion
+
+if TYPE_CHECKING:
+    from emailops.aws.s3 import S3TemplateStore
+    from emailops.container import Container
 
 __all__ = [
     "CheckFailed",
@@ -80,6 +84,7 @@ def draft_create(
     subject: str | None,
     message_id: str,
     user: AbstractBaseUser | None,
+    adapters: Container,
     from_editor: bool = False,
 ) -> TemplateDraft:
     """A draft of ``key`` from the version published now. ``source`` None starts from the
@@ -89,10 +94,10 @@ def draft_create(
     subject = (subject or "").strip()
     if subject and not message_id:
         raise ValidationError("A subject change needs the messageId whose mapping it changes.")
-    mapping = container.current().mapping_store.get_mapping(message_id) if message_id else None
+    mapping = adapters.mapping_store.get_mapping(message_id) if message_id else None
     if message_id and mapping is None:
         raise ValidationError(f"There is no mapping for messageId {message_id!r}.")
-    current = container.current().template_store.read_object(key)
+    current = adapters.template_store.read_object(key)
     published = current.data.decode("utf-8") if current else None
     if source is None:
         source = published or ""
@@ -111,7 +116,7 @@ def draft_create(
             author=user,
         )
         if source:
-            container.current().template_store.write_internal(
+            adapters.template_store.write_internal(
                 draft_object_key(draft.pk, key), source.encode("utf-8")
             )
     log.info("template.draft_created", draft=draft.pk, key=key, user=_username(user))
@@ -126,10 +131,13 @@ def _open_draft(draft_id: int) -> TemplateDraft:
     return draft
 
 
-def draft_discard(*, draft_id: int, user: AbstractBaseUser | None) -> None:
+def draft_discard(
+    *, draft_id: int, user: AbstractBaseUser | None, template_store: S3TemplateStore
+) -> None:
     draft = _open_draft(draft_id)
     for stopped in draft.versions.filter(state=TemplateVersion.State.PENDING):
-        abandon_pending(stopped)  # a publish of it stopped part-way: the history stays true
+        # A publish of it stopped part-way: the history stays true.
+        abandon_pending(stopped, template_store=template_store)
     draft.discarded_at = timezone.now()
     draft.save(update_fields=["discarded_at"])
     log.info("template.draft_discarded", draft=draft_id, key=draft.key, user=_username(user))
@@ -140,6 +148,7 @@ def draft_publish(
     draft_id: int,
     user: AbstractBaseUser | None,
     reason: str,
+    adapters: Container,
     accept_warnings: bool = False,
 ) -> TemplateVersion | None:
     """Check, then publish the draft's file (if it changes one) and the mapping's subject (if it
@@ -147,14 +156,14 @@ def draft_publish(
     that only changed the subject. Raises CheckFailed, WarningsNotAccepted (warnings the draft
     introduces, unconfirmed), DraftConflict."""
     draft = _open_draft(draft_id)
-    verdict = draft_verdict(draft=draft)
+    verdict = draft_verdict(draft=draft, adapters=adapters)
     if verdict.errors:
         raise CheckFailed(verdict.errors)
     # Only what the draft introduces needs confirming: a warning the published version has
     # too is no news about this draft.
     if verdict.new_warnings and not accept_warnings:
         raise WarningsNotAccepted(verdict.new_warnings)
-    mapping = _subject_preflight(draft)
+    mapping = _subject_preflight(draft, adapters)
     version = None
     if draft.source:
         version = publish_file(
@@ -166,9 +175,12 @@ def draft_publish(
                 user=user,
                 reason=reason,
                 draft=draft,
-            )
+            ),
+            template_store=adapters.template_store,
         )
-    saved = _subject_update(draft, mapping, user=user, file_out=version is not None)
+    saved = _subject_update(
+        draft, mapping, user=user, file_out=version is not None, adapters=adapters
+    )
     published = version.version_id if version else ""
     # Ours changed it: written now, or by an earlier attempt (the version moved since the draft).
     if saved is not None and (
@@ -185,12 +197,12 @@ def draft_publish(
     return version
 
 
-def _subject_preflight(draft: TemplateDraft) -> TemplateMapping | None:
+def _subject_preflight(draft: TemplateDraft, adapters: Container) -> TemplateMapping | None:
     """Everything that could stop the subject change, checked before any file goes out: the
     mapping exists, has not changed since the draft was made, and takes the new subject."""
     if not draft.subject:
         return None
-    mapping = container.current().mapping_store.get_mapping(draft.message_id)
+    mapping = adapters.mapping_store.get_mapping(draft.message_id)
     if mapping is None:
         raise ValidationError(f"There is no mapping for messageId {draft.message_id!r}.")
     if mapping.subject == draft.subject:
@@ -207,7 +219,12 @@ def _subject_preflight(draft: TemplateDraft) -> TemplateMapping | None:
                 f"the draft started from {draft.mapping_version}); reload and try again"
             ),
         )
-    mapping_services.mapping_validate(template_file=mapping.template_file, subject=draft.subject)
+    mapping_services.mapping_validate(
+        template_file=mapping.template_file,
+        subject=draft.subject,
+        template_store=adapters.template_store,
+        renderer=adapters.renderer,
+    )
     return mapping
 
 
@@ -217,6 +234,7 @@ def _subject_update(
     *,
     user: AbstractBaseUser | None,
     file_out: bool,
+    adapters: Container,
 ) -> TemplateMapping | None:
     if mapping is None or mapping.subject == draft.subject:
         return mapping
@@ -227,6 +245,7 @@ def _subject_update(
             subject=draft.subject,
             expected_version=mapping.version,
             user=user,
+            adapters=adapters,
         )
     except ConcurrentUpdate as exc:
         # Someone saved the mapping between our read and our write. With the file out, the
@@ -253,7 +272,12 @@ def _log_published(version: TemplateVersion, *, user: AbstractBaseUser | None) -
 
 
 def template_rollback(
-    *, key: str, version_id: str, user: AbstractBaseUser | None, reason: str
+    *,
+    key: str,
+    version_id: str,
+    user: AbstractBaseUser | None,
+    reason: str,
+    template_store: S3TemplateStore,
 ) -> TemplateVersion:
     """Publish an older version's exact bytes as a new version (audited like a publish)."""
     validate_template_key(key)
@@ -263,7 +287,7 @@ def template_rollback(
         )
     except TemplateVersion.DoesNotExist:
         raise ValidationError(f"{key} has no version {version_id!r}.") from None
-    data = container.current().template_store.read_internal(target.history_key)
+    data = template_store.read_internal(target.history_key)
     if data is None:
         raise ValidationError(f"The bytes of {key} version {version_id} are missing from S3.")
     version = publish_file(
@@ -275,7 +299,8 @@ def template_rollback(
             user=user,
             reason=reason,
             restored_from=version_id,
-        )
+        ),
+        template_store=template_store,
     )
     with transaction.atomic():
         mark_published(version)

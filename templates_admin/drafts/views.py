@@ -15,7 +15,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_POST
 
 from audit.reads import read_by_console
-from emailops import container
 from emailops.core.template_findings import organization_of_key
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, console_view
@@ -28,7 +27,7 @@ from templates_admin.drafts.forms import (
     RollbackForm,
 )
 from templates_admin.mappings import selectors as mapping_selectors
-from templates_admin.mappings.views import mapping_or_404
+from templates_admin.mappings.views import mapping_or_404, override_orgs_of
 from templates_admin.models import TemplateDraft, TemplateMappingPage
 
 AREA = Area("templates_admin/drafts/", TemplateMappingPage, "templates_admin/mappings.css")
@@ -38,8 +37,8 @@ def _url(name: str, **kwargs: Any) -> str:
     return reverse(f"admin:templates_admin_draft_{name}", kwargs=kwargs)
 
 
-def _pickup_note() -> str:
-    seconds = container.current().config.sending.template_cache_seconds
+def _pickup_note(request: HttpRequest) -> str:
+    seconds = request.container.config.sending.template_cache_seconds
     if seconds <= 0:
         return "Consumers use it from their next email."
     return (
@@ -59,8 +58,8 @@ def _draft_or_404(draft_id: int) -> TemplateDraft:
 
 @console_view(roles.MANAGE_MAPPINGS)
 def draft_list(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
-    mapping = mapping_or_404(message_id)
-    override_orgs = mapping_selectors.override_index().get(mapping.template_file, ())
+    mapping = mapping_or_404(request, message_id)
+    override_orgs = override_orgs_of(request, mapping)
     keys = [mapping_selectors.template_key(mapping=mapping, organization_id=None)] + [
         mapping_selectors.template_key(mapping=mapping, organization_id=org)
         for org in override_orgs
@@ -78,8 +77,8 @@ def draft_list(request: HttpRequest, *, admin_site: AdminSite, message_id: str) 
 @console_view(roles.MANAGE_MAPPINGS)
 def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
     """Paste, upload, or (``?target=…&load=1``) edit the current source of the chosen file."""
-    mapping = mapping_or_404(message_id)
-    override_orgs = mapping_selectors.override_index().get(mapping.template_file, ())
+    mapping = mapping_or_404(request, message_id)
+    override_orgs = override_orgs_of(request, mapping)
     options = {"template_file": mapping.template_file, "override_orgs": override_orgs}
     if request.method == "POST":
         form = DraftCreateForm(request.POST, request.FILES, **options)
@@ -91,6 +90,7 @@ def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str
                     subject=form.cleaned_data["subject"] or None,
                     message_id=message_id,
                     user=request.user,
+                    adapters=request.container,
                     from_editor=form.cleaned_data["from_editor"],
                 )
             )
@@ -106,7 +106,9 @@ def draft_create(request: HttpRequest, *, admin_site: AdminSite, message_id: str
             key = form.target_key(target, request.GET.get("new_organization", ""))
             source = None
             if key is not None:
-                source, _version = selectors.published_source(key=key)
+                source, _version = selectors.published_source(
+                    key=key, template_store=request.container.template_store
+                )
             form = DraftCreateForm(
                 initial={
                     "target": target,
@@ -143,13 +145,15 @@ def _detail_page(
     if replay.is_valid():
         send_key = replay.cleaned_data["send"] or None
         count = replay.cleaned_data["count"] or count
-    result = preview.draft_preview(draft=draft, send_key=send_key, count=count)
+    result = preview.draft_preview(
+        draft=draft, adapters=request.container, send_key=send_key, count=count
+    )
     if result.sends.sends:  # recent recipients and their (masked) contexts: personal data
         read_by_console(
             request, "replay", draft.message_id, {"count": count}, rows=len(result.sends.sends)
         )
     # The sends the preview read already: one bounded journal Scan per page view, not two.
-    verdict = check.draft_verdict(draft=draft, sends=result.sends.sends)
+    verdict = check.draft_verdict(draft=draft, adapters=request.container, sends=result.sends.sends)
     context = {
         "title": f"Draft #{draft.pk}: {draft.key}",
         "draft": draft,
@@ -161,7 +165,7 @@ def _detail_page(
         "warnings": verdict.new_warnings,
         "inherited_warnings": verdict.inherited_warnings,
         "publish_form": publish_form,
-        "pickup_note": _pickup_note(),
+        "pickup_note": _pickup_note(request),
         "is_open": draft.is_open,
     }
     return AREA.page(request, admin_site, "detail.html", context)
@@ -181,6 +185,7 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
             draft_id=draft.pk,
             user=request.user,
             reason=form.cleaned_data["reason"],
+            adapters=request.container,
             accept_warnings=form.cleaned_data["accept_warnings"],
         ),
         also={
@@ -207,11 +212,12 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
     else:
         if version is None:  # the draft changed only the subject
             messages.success(
-                request, f"Published the new subject of {draft.message_id}. {_pickup_note()}"
+                request, f"Published the new subject of {draft.message_id}. {_pickup_note(request)}"
             )
             return HttpResponseRedirect(_url("list", message_id=draft.message_id))
         messages.success(
-            request, f"Published {draft.key} as version {version.version_id}. {_pickup_note()}"
+            request,
+            f"Published {draft.key} as version {version.version_id}. {_pickup_note(request)}",
         )
         return HttpResponseRedirect(_url("history", key=draft.key))
     return HttpResponseRedirect(back)
@@ -221,7 +227,11 @@ def draft_publish(request: HttpRequest, *, admin_site: AdminSite, draft_id: int)
 @console_view(roles.MANAGE_MAPPINGS)
 def draft_discard(request: HttpRequest, *, admin_site: AdminSite, draft_id: int) -> HttpResponse:
     draft = _draft_or_404(draft_id)
-    refused = attempt(lambda: services.draft_discard(draft_id=draft.pk, user=request.user))
+    refused = attempt(
+        lambda: services.draft_discard(
+            draft_id=draft.pk, user=request.user, template_store=request.container.template_store
+        )
+    )
     if isinstance(refused, Refusal):
         messages.error(request, refused.text)
         return HttpResponseRedirect(_url("detail", draft_id=draft.pk))
@@ -243,12 +253,15 @@ def template_history(request: HttpRequest, *, admin_site: AdminSite, key: str) -
     if not (old in ids and new in ids) and len(ids) >= 2 and not (old or new):
         old, new = ids[1], ids[0]  # by default, what the last publish changed
     diff, diff_error = None, ""
+    store = request.container.template_store
     if old in ids and new in ids:
         try:
-            diff = preview.diff_lines(selectors.version_diff(key=key, old=old, new=new))
+            diff = preview.diff_lines(
+                selectors.version_diff(key=key, old=old, new=new, template_store=store)
+            )
         except selectors.VersionNotFound as exc:
             diff_error = str(exc)
-    _source, current = selectors.published_source(key=key)
+    _source, current = selectors.published_source(key=key, template_store=store)
     context = {
         "title": f"History of {key}",
         "key": key,
@@ -259,7 +272,7 @@ def template_history(request: HttpRequest, *, admin_site: AdminSite, key: str) -
         "diff_error": diff_error,
         "current": current,
         "rollback_form": RollbackForm(),
-        "pickup_note": _pickup_note(),
+        "pickup_note": _pickup_note(request),
     }
     return AREA.page(request, admin_site, "history.html", context)
 
@@ -277,6 +290,7 @@ def template_rollback(request: HttpRequest, *, admin_site: AdminSite, key: str) 
                 version_id=form.cleaned_data["version"],
                 user=request.user,
                 reason=form.cleaned_data["reason"],
+                template_store=request.container.template_store,
             ),
             also={services.DraftConflict: str},
         )
@@ -286,6 +300,6 @@ def template_rollback(request: HttpRequest, *, admin_site: AdminSite, key: str) 
             messages.success(
                 request,
                 f"Rolled {key} back to {form.cleaned_data['version']} as version "
-                f"{version.version_id}. {_pickup_note()}",
+                f"{version.version_id}. {_pickup_note(request)}",
             )
     return HttpResponseRedirect(_url("history", key=key))

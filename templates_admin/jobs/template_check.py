@@ -64,7 +64,8 @@ def _finding_text(finding: Finding) -> str:
 
 
 def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]) -> TemplateCheck:
-    composer = container.current().composer()
+    adapters = container.current()
+    composer = adapters.composer()
     try:
         key, source = composer.template_for(mapping.template_file, organization)
     except EmailOpsError as exc:
@@ -81,12 +82,13 @@ def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]
         message_id=mapping.message_id,
         sources={key: source},
         subject=mapping.subject,
+        adapters=adapters,
         mapping=mapping,
     )
-    context = mapping_selectors.preview_initial_context(mapping=mapping)
+    context = mapping_selectors.preview_initial_context(mapping=mapping, adapters=adapters)
     if organization is not None:
         context["organizationId"] = organization
-    renderer = container.current().renderer
+    renderer = adapters.renderer
     used: set[str] = set()
     rendered_empty: list[str] = []
     for text, name in ((mapping.subject, "subject"), (source, key)):
@@ -125,8 +127,11 @@ def template_check(
     on_checked: Callable[[], None] = lambda: None,
 ) -> list[TemplateCheck]:
     """Every mapping, rendered with its default template and each branded copy of its file."""
-    manifest = template_manifest()
-    rows = mapping_selectors.mapping_list()
+    adapters = container.current()
+    manifest = template_manifest(adapters=adapters)
+    rows = mapping_selectors.mapping_list(
+        mapping_store=adapters.mapping_store, template_store=adapters.template_store
+    )
     pairs = [(row.mapping, org) for row in rows for org in (None, *row.override_orgs)]
     on_total(len(pairs))
     checks = []

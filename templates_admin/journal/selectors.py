@@ -331,7 +331,8 @@ def _recorded_source(row: JournalRow) -> tuple[str, str, str] | None:
     if not key or not version:
         return None
     try:
-        return key, version, version_source(key=key, version_id=version)
+        store = container.current().template_store
+        return key, version, version_source(key=key, version_id=version, template_store=store)
     except (VersionNotFound, ValidationError, EmailOpsError, UnicodeDecodeError):
         return None
 

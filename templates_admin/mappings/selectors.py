@@ -7,14 +7,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import quote
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ImproperlyConfigured
 from django.urls import reverse
 
-from emailops import container
 from emailops.core.compose import subject_source_for
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, custom_template_key, default_template_key
@@ -25,6 +24,13 @@ from templates_admin.mappings.variables import (
     variable_report,
 )
 from templates_admin.models import EmailAction, MappingChange
+
+if TYPE_CHECKING:
+    from emailops.aws.mappings import DynamoMappingStore
+    from emailops.aws.s3 import S3TemplateStore
+    from emailops.container import Container
+    from emailops.core.compose import Composer
+    from emailops.core.rendering import Renderer
 
 logger = logging.getLogger(__name__)
 
@@ -56,32 +62,34 @@ def parse_timestamp(value: str) -> datetime | None:
         return None
 
 
-def mapping_get(*, message_id: str) -> TemplateMapping | None:
-    return container.current().mapping_store.get_mapping(message_id)
+def mapping_get(*, message_id: str, mapping_store: DynamoMappingStore) -> TemplateMapping | None:
+    return mapping_store.get_mapping(message_id)
 
 
-def override_index() -> dict[str, tuple[str, ...]]:
+def override_index(*, template_store: S3TemplateStore) -> dict[str, tuple[str, ...]]:
     """template file → organizations overriding it, from ONE listing of ``custom/``."""
     orgs: dict[str, set[str]] = {}
-    for key in container.current().template_store.list_keys("custom/"):
+    for key in template_store.list_keys("custom/"):
         if match := _CUSTOM_KEY.match(key):
             orgs.setdefault(match[2], set()).add(match[1])
     return {file: tuple(sorted(ids, key=int)) for file, ids in orgs.items()}
 
 
-def default_template_files() -> list[str]:
+def default_template_files(*, template_store: S3TemplateStore) -> list[str]:
     """Files under ``default/`` (offered as suggestions in the mapping form)."""
-    keys = container.current().template_store.list_keys("default/")
+    keys = template_store.list_keys("default/")
     return sorted(match[1] for key in keys if (match := _DEFAULT_KEY.match(key)))
 
 
-def mapping_list(*, query: str = "") -> list[MappingRow]:
+def mapping_list(
+    *, query: str = "", mapping_store: DynamoMappingStore, template_store: S3TemplateStore
+) -> list[MappingRow]:
     """Every mapping sorted by messageId, narrowed to those whose messageId, file, subject or
     overriding organizations contain ``query`` (case-insensitive)."""
-    overrides = override_index()
+    overrides = override_index(template_store=template_store)
     needle = query.strip().lower()
     rows = []
-    for mapping in container.current().mapping_store.list_mappings():
+    for mapping in mapping_store.list_mappings():
         row = MappingRow(mapping=mapping, override_orgs=overrides.get(mapping.template_file, ()))
         haystack = " ".join(
             [mapping.message_id, mapping.template_file, mapping.subject]
@@ -136,10 +144,12 @@ def template_key(*, mapping: TemplateMapping, organization_id: str | None) -> st
     return custom_template_key(organization_id, mapping.template_file)
 
 
-def template_source(*, mapping: TemplateMapping, organization_id: str | None) -> str | None:
+def template_source(
+    *, mapping: TemplateMapping, organization_id: str | None, template_store: S3TemplateStore
+) -> str | None:
     """The raw source of the default (``organization_id=None``) or of one branded override."""
     key = template_key(mapping=mapping, organization_id=organization_id)
-    return container.current().template_store.read_template(key)
+    return template_store.read_template(key)
 
 
 @dataclass(frozen=True)
@@ -209,8 +219,9 @@ def _preview_pane(
     organization_id: str | None,
     subject_source: str,
     context: dict[str, Any],
+    composer: Composer,
+    renderer: Renderer,
 ) -> PreviewPane:
-    composer, renderer = container.current().composer(), container.current().renderer
     label = "Default" if organization_id is None else f"Organization {organization_id}"
     # The consumer's own resolution: the branded copy if the organization has one, else default.
     found, problem = _attempt(
@@ -240,25 +251,33 @@ def _preview_pane(
 
 
 def preview_render(
-    *, mapping: TemplateMapping, organization_id: str | None, context: dict[str, Any]
+    *,
+    mapping: TemplateMapping,
+    organization_id: str | None,
+    context: dict[str, Any],
+    adapters: Container,
 ) -> Preview:
     """Render the default and (when an organization is chosen) its branded email side by side.
 
     ``context`` is used as given: callers put the organization in ``organizationId`` themselves.
     """
     subject_source = subject_source_for(mapping, context)
+    composer, renderer = adapters.composer(), adapters.renderer
     panes = [
         _preview_pane(
-            mapping=mapping, organization_id=org, subject_source=subject_source, context=context
+            mapping=mapping,
+            organization_id=org,
+            subject_source=subject_source,
+            context=context,
+            composer=composer,
+            renderer=renderer,
         )
         for org in ([None] if organization_id is None else [None, organization_id])
     ]
-    subject_variables, _ = _attempt(
-        lambda: container.current().renderer.variables(subject_source), None
-    )
+    subject_variables, _ = _attempt(lambda: renderer.variables(subject_source), None)
     used = set(subject_variables or ()).union(*(pane.variables for pane in panes))
     report = variable_report(
-        expected=template_manifest().get(mapping.message_id),
+        expected=template_manifest(adapters=adapters).get(mapping.message_id),
         given=context,
         used=used,
         rendered_empty=[name for pane in panes for name in pane.missing],
@@ -272,13 +291,18 @@ def preview_render(
     )
 
 
-def preview_initial_context(*, mapping: TemplateMapping) -> dict[str, Any]:
+def preview_initial_context(*, mapping: TemplateMapping, adapters: Container) -> dict[str, Any]:
     """A sample value for each variable the manifest lists (else each the default template reads)."""
-    names = template_manifest().get(mapping.message_id)
-    read, _ = _attempt(lambda: template_source(mapping=mapping, organization_id=None), None)
+    names = template_manifest(adapters=adapters).get(mapping.message_id)
+    read, _ = _attempt(
+        lambda: template_source(
+            mapping=mapping, organization_id=None, template_store=adapters.template_store
+        ),
+        None,
+    )
     source = read or ""
     if names is None:
-        names, _ = _attempt(lambda: container.current().renderer.variables(source), None)
+        names, _ = _attempt(lambda: adapters.renderer.variables(source), None)
     return sample_context(names or (), sources=[source])
 
 
@@ -298,15 +322,19 @@ class SentTest:
     journal_url: str | None
 
 
-def sent_test_list(*, user: AbstractBaseUser, message_id: str, limit: int = 5) -> list[SentTest]:
-    """The user's latest test sends of this messageId, with their journal status when known."""
+def sent_test_list(
+    *, user: AbstractBaseUser, message_id: str, adapters: Container, limit: int = 5
+) -> list[SentTest]:
+    """The user's latest test sends of this messageId, with their journal status when known.
+    ``adapters``, not the journal reader: an unset JOURNAL_TABLE is one of the failures that must
+    not hide the list, so the reader is reached under the same guard as the read."""
     actions = EmailAction.objects.filter(
         kind=EmailAction.Kind.SEND_TEST, user=user, message_id=message_id
     )[:limit]
     sends = []
     for action in actions:
         try:
-            row = container.current().journal_reader.read(action.journal_key)
+            row = adapters.journal_reader.read(action.journal_key)
         except (EmailOpsError, ImproperlyConfigured):
             row = None  # the journal being unreachable must not hide the list
         status = row.status if row else None

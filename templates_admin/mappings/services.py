@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import uuid
 from dataclasses import asdict, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
@@ -14,7 +14,6 @@ from django.core.validators import validate_slug
 from django.db import transaction
 from django.utils import timezone
 
-from emailops import container
 from emailops.core.contract import (
     EmailRequest,
     Recipient,
@@ -27,12 +26,26 @@ from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.reputation import Priority
 from templates_admin.models import CategoryDefinition, EmailAction, MappingChange
 
+if TYPE_CHECKING:
+    from emailops.aws.mappings import DynamoMappingStore
+    from emailops.aws.s3 import S3TemplateStore
+    from emailops.aws.sqs import SqsQueue
+    from emailops.container import Container
+    from emailops.core.rendering import Renderer
+
 # A bare file name: it becomes part of an S3 key, so no folders and no "..".
 _TEMPLATE_FILE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 MAX_ID_LENGTH = 200  # MappingChange.message_id / EmailAction.message_id
 
 
-def mapping_validate(*, template_file: str, subject: str, message_id: str | None = None) -> None:
+def mapping_validate(
+    *,
+    template_file: str,
+    subject: str,
+    template_store: S3TemplateStore,
+    renderer: Renderer,
+    message_id: str | None = None,
+) -> None:
     """Raise ValidationError (keyed by field) unless the mapping would work for the consumer."""
     errors: dict[str, list[str]] = {}
     if message_id is not None:
@@ -44,10 +57,7 @@ def mapping_validate(*, template_file: str, subject: str, message_id: str | None
             errors["message_id"] = exc.messages
     if not _TEMPLATE_FILE.match(template_file):
         errors["template_file"] = ["Give a file name such as welcome.html (no folders)."]
-    elif (
-        container.current().template_store.read_template(default_template_key(template_file))
-        is None
-    ):
+    elif template_store.read_template(default_template_key(template_file)) is None:
         errors["template_file"] = [
             f"There is no {default_template_key(template_file)} in the templates bucket; "
             "upload the default template first."
@@ -58,7 +68,7 @@ def mapping_validate(*, template_file: str, subject: str, message_id: str | None
         errors["subject"] = ["The subject must be one line."]
     else:
         try:
-            container.current().renderer.check(subject, html=False, name="subject")
+            renderer.check(subject, html=False, name="subject")
         except TemplateError as exc:
             errors["subject"] = [f"The subject does not compile: {exc.reason}"]
     if errors:
@@ -83,6 +93,7 @@ def _audited_save(
     mapping: TemplateMapping,
     *,
     user: AbstractBaseUser,
+    mapping_store: DynamoMappingStore,
     before: TemplateMapping | None = None,
     expected_version: int | None = None,
 ) -> TemplateMapping:
@@ -97,7 +108,7 @@ def _audited_save(
             user=user,
             before=_snapshot(before),
         )
-        saved = container.current().mapping_store.save_mapping(
+        saved = mapping_store.save_mapping(
             _stamped(mapping, user), expected_version=expected_version
         )
         change.after = _snapshot(saved)
@@ -131,11 +142,18 @@ def mapping_create(
     template_file: str,
     subject: str,
     user: AbstractBaseUser,
+    adapters: Container,
     priority: str | None = None,
     category: str | None = None,
 ) -> TemplateMapping:
     """Raises ValidationError, or ConcurrentUpdate (with ``.current``) if it already exists."""
-    mapping_validate(message_id=message_id, template_file=template_file, subject=subject)
+    mapping_validate(
+        message_id=message_id,
+        template_file=template_file,
+        subject=subject,
+        template_store=adapters.template_store,
+        renderer=adapters.renderer,
+    )
     mapping = TemplateMapping(
         message_id=message_id,
         template_file=template_file,
@@ -143,11 +161,11 @@ def mapping_create(
         priority=_priority(priority),
         category=_category(category),
     )
-    return _audited_save(mapping, user=user)
+    return _audited_save(mapping, user=user, mapping_store=adapters.mapping_store)
 
 
-def _current_or_conflict(message_id: str) -> TemplateMapping:
-    current = container.current().mapping_store.get_mapping(message_id)
+def _current_or_conflict(message_id: str, mapping_store: DynamoMappingStore) -> TemplateMapping:
+    current = mapping_store.get_mapping(message_id)
     if current is None:
         raise ConcurrentUpdate(
             "save template mapping", key=message_id, reason="it was deleted since you opened it"
@@ -162,6 +180,7 @@ def mapping_update(
     subject: str,
     expected_version: int,
     user: AbstractBaseUser,
+    adapters: Container,
     priority: str | None = None,
     send_disabled: bool | None = None,
     category: str | None = None,
@@ -171,8 +190,13 @@ def mapping_update(
     ``priority``, ``send_disabled`` (sending off: log-only, obeyed by the Go service too) and
     ``category`` (what recipients may unsubscribe from; "" = uncategorised) None keep the
     current ones. A critical mapping may have a category: it is never held by a preference."""
-    mapping_validate(template_file=template_file, subject=subject)
-    current = _current_or_conflict(message_id)
+    mapping_validate(
+        template_file=template_file,
+        subject=subject,
+        template_store=adapters.template_store,
+        renderer=adapters.renderer,
+    )
+    current = _current_or_conflict(message_id, adapters.mapping_store)
     priority = _priority(priority, current.priority)
     send_disabled = current.send_disabled if send_disabled is None else send_disabled
     category = _category(category, current.category)
@@ -199,15 +223,25 @@ def mapping_update(
         send_disabled=send_disabled,
         category=category,
     )
-    return _audited_save(mapping, user=user, before=current, expected_version=expected_version)
+    return _audited_save(
+        mapping,
+        user=user,
+        mapping_store=adapters.mapping_store,
+        before=current,
+        expected_version=expected_version,
+    )
 
 
 def mapping_delete(
-    *, message_id: str, expected_version: int, user: AbstractBaseUser
+    *,
+    message_id: str,
+    expected_version: int,
+    user: AbstractBaseUser,
+    mapping_store: DynamoMappingStore,
 ) -> TemplateMapping:
     """Delete the mapping last seen at ``expected_version`` and return what was deleted; raises
     ConcurrentUpdate otherwise."""
-    current = _current_or_conflict(message_id)
+    current = _current_or_conflict(message_id, mapping_store)
     with transaction.atomic():  # as in _audited_save: no trail entry unless the delete happened
         MappingChange.objects.create(
             message_id=message_id,
@@ -215,14 +249,12 @@ def mapping_delete(
             user=user,
             before=_snapshot(current),
         )
-        container.current().mapping_store.delete_mapping(
-            message_id, expected_version=expected_version
-        )
+        mapping_store.delete_mapping(message_id, expected_version=expected_version)
     return current
 
 
 def send_test_email(
-    *, message_id: str, context: dict[str, Any], user: AbstractBaseUser
+    *, message_id: str, context: dict[str, Any], user: AbstractBaseUser, queue: SqsQueue
 ) -> EmailAction:
     """Queue a real request for ``message_id`` to the user's own address, through the normal
     contract with a fresh dedupeId, and audit it. Raises ValidationError when it cannot."""
@@ -255,6 +287,6 @@ def send_test_email(
             dedupe_id=request.dedupe_id,
             journal_key=dedupe_key(request, email),
         )
-        action.sqs_message_id = container.current().queue.send(body)
+        action.sqs_message_id = queue.send(body)
         action.save(update_fields=["sqs_message_id"])
     return action

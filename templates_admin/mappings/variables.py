@@ -9,9 +9,10 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from emailops import container
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 logger = logging.getLogger(__name__)
 
@@ -34,9 +35,9 @@ _HOSTS = {"discover": "discover.pennsieve.io"}  # discoverHost: the host of anot
 _NODE_ID = re.compile(r"(?i)^(?P<kind>.*?)nodeid$")
 
 
-def template_manifest() -> dict[str, list[str]]:
+def template_manifest(*, adapters: Container) -> dict[str, list[str]]:
     """The manifest at TEMPLATE_VARIABLES_PATH; empty (and logged) if unreadable."""
-    path = container.current().config.console.template_variables_path
+    path = adapters.config.console.template_variables_path
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:

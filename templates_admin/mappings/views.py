@@ -19,7 +19,6 @@ from django.urls import reverse
 from django.utils.html import format_html
 from django.views.decorators.http import require_POST
 
-from emailops import container
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.ports import TemplateMapping
 from templates_admin import roles
@@ -42,18 +41,28 @@ def _url(name: str, **kwargs: str) -> str:
     return reverse(f"admin:templates_admin_mapping_{name}", kwargs=kwargs)
 
 
-def mapping_or_404(message_id: str, *, missing_ok: bool = False) -> TemplateMapping | None:
+def mapping_or_404(
+    request: HttpRequest, message_id: str, *, missing_ok: bool = False
+) -> TemplateMapping | None:
     """The stored mapping; a 404 page without one, unless ``missing_ok`` (a form post still
     learns that the mapping was deleted meanwhile)."""
-    mapping = selectors.mapping_get(message_id=message_id)
+    mapping = selectors.mapping_get(
+        message_id=message_id, mapping_store=request.container.mapping_store
+    )
     if mapping is None and not missing_ok:
         raise Http404(f"No template mapping {message_id!r}.")
     return mapping
 
 
-def _pickup_note(*, deleted: bool = False) -> str:
+def override_orgs_of(request: HttpRequest, mapping: TemplateMapping) -> tuple[str, ...]:
+    """The organizations with a branded copy of ``mapping``'s template file."""
+    index = selectors.override_index(template_store=request.container.template_store)
+    return index.get(mapping.template_file, ())
+
+
+def _pickup_note(request: HttpRequest, *, deleted: bool = False) -> str:
     """How long running consumers may keep the old mapping: they cache lookups, hits and misses."""
-    seconds = container.current().config.sending.template_cache_seconds
+    seconds = request.container.config.sending.template_cache_seconds
     if seconds <= 0:
         return " Consumers use the change from their next email."
     if deleted:
@@ -75,7 +84,11 @@ def _permissions(request: HttpRequest) -> dict[str, bool]:
 @console_view(roles.MANAGE_MAPPINGS)
 def mapping_list(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
     query = request.GET.get("q", "")
-    rows = selectors.mapping_list(query=query)
+    rows = selectors.mapping_list(
+        query=query,
+        mapping_store=request.container.mapping_store,
+        template_store=request.container.template_store,
+    )
     context = {"title": "Template mappings", "rows": rows, "query": query}
     return AREA.page(request, admin_site, "list.html", context | _permissions(request))
 
@@ -93,6 +106,7 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
                 priority=form.cleaned_data["priority"],
                 category=form.cleaned_data["category"],
                 user=request.user,
+                adapters=request.container,
             ),
             also={ConcurrentUpdate: lambda _: "A mapping with this message id already exists."},
         )
@@ -107,14 +121,16 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
                 request,
                 f"Created the mapping {mapping.message_id}."
                 + _critical_note(mapping)
-                + _pickup_note(),
+                + _pickup_note(request),
             )
             return HttpResponseRedirect(_url("detail", message_id=mapping.message_id))
     context = {
         "title": "Add template mapping",
         "form": form,
         "conflict": conflict,
-        "template_files": selectors.default_template_files(),
+        "template_files": selectors.default_template_files(
+            template_store=request.container.template_store
+        ),
     }
     return AREA.page(request, admin_site, "add.html", context)
 
@@ -122,7 +138,7 @@ def mapping_add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
 @console_view(roles.MANAGE_MAPPINGS)
 def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
     """The mapping's page: its edit form, branded overrides and change history."""
-    mapping = mapping_or_404(message_id, missing_ok=request.method == "POST")
+    mapping = mapping_or_404(request, message_id, missing_ok=request.method == "POST")
     conflict = None
     stored_category = mapping.category if mapping else ""
     if request.method == "POST":
@@ -138,6 +154,7 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
                 category=data["category"],
                 expected_version=data["version"],
                 user=request.user,
+                adapters=request.container,
             ),
         )
         if isinstance(saved, Refusal):
@@ -149,12 +166,12 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
             messages.success(
                 request,
                 f"Saved {message_id} (version {saved.version}).{_critical_note(saved)}"
-                f"{_pickup_note()}",
+                f"{_pickup_note(request)}",
             )
             return HttpResponseRedirect(_url("detail", message_id=message_id))
     else:
         form = MappingEditForm(initial=_form_values(mapping), current_category=stored_category)
-    override_orgs = selectors.override_index().get(mapping.template_file, ()) if mapping else ()
+    override_orgs = override_orgs_of(request, mapping) if mapping else ()
     context = {
         "title": f"Template mapping {message_id}",
         "message_id": message_id,
@@ -163,7 +180,9 @@ def mapping_detail(request: HttpRequest, *, admin_site: AdminSite, message_id: s
         "conflict": conflict,
         "override_orgs": override_orgs,
         "history": selectors.mapping_history(message_id=message_id),
-        "template_files": selectors.default_template_files(),
+        "template_files": selectors.default_template_files(
+            template_store=request.container.template_store
+        ),
         "category_label": category_label(mapping.category) if mapping else "",
         "critical_categorised": bool(
             mapping and mapping.category and mapping.priority == "critical"
@@ -220,14 +239,17 @@ def _conflicting_edit(
 
 @console_view(roles.MANAGE_MAPPINGS)
 def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
-    mapping = mapping_or_404(message_id, missing_ok=request.method == "POST")
+    mapping = mapping_or_404(request, message_id, missing_ok=request.method == "POST")
     conflict = None
     if request.method == "POST":
         form = MappingDeleteForm(request.POST)
         deleted = _versioned_write(
             form,
             lambda data: services.mapping_delete(
-                message_id=message_id, expected_version=data["version"], user=request.user
+                message_id=message_id,
+                expected_version=data["version"],
+                user=request.user,
+                mapping_store=request.container.mapping_store,
             ),
         )
         if isinstance(deleted, Refusal):
@@ -238,7 +260,7 @@ def mapping_delete(request: HttpRequest, *, admin_site: AdminSite, message_id: s
                 form = MappingDeleteForm(initial={"version": conflict.current.version})
         elif deleted is not None:
             messages.success(
-                request, f"Deleted the mapping {message_id}." + _pickup_note(deleted=True)
+                request, f"Deleted the mapping {message_id}." + _pickup_note(request, deleted=True)
             )
             changelist = reverse("admin:templates_admin_templatemappingpage_changelist")
             return HttpResponseRedirect(changelist)
@@ -262,8 +284,10 @@ def template_source(
     request: HttpRequest, *, admin_site: AdminSite, message_id: str, org: str | None = None
 ) -> HttpResponse:
     """The raw template, read only: the default, or organization ``org``'s branded copy."""
-    mapping = mapping_or_404(message_id)
-    source = selectors.template_source(mapping=mapping, organization_id=org)
+    mapping = mapping_or_404(request, message_id)
+    source = selectors.template_source(
+        mapping=mapping, organization_id=org, template_store=request.container.template_store
+    )
     key = selectors.template_key(mapping=mapping, organization_id=org)
     context = {
         "title": f"{key}",
@@ -278,15 +302,15 @@ def template_source(
 
 @console_view(roles.PREVIEW_TEMPLATES)
 def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
-    mapping = mapping_or_404(message_id)
-    override_orgs = selectors.override_index().get(mapping.template_file, ())
+    mapping = mapping_or_404(request, message_id)
+    override_orgs = override_orgs_of(request, mapping)
     # The context travels in the POST body, never the URL (it would land in access logs); back
     # from a test send, it is the one stashed in the session.
     stashed = request.session.pop(_preview_stash(message_id), None)
     if request.method == "POST" or stashed:
         form = PreviewForm(request.POST or stashed, override_orgs=override_orgs)
     else:  # first visit: sample values, and the asked-for (or first) branded organization
-        sample = selectors.preview_initial_context(mapping=mapping)
+        sample = selectors.preview_initial_context(mapping=mapping, adapters=request.container)
         asked = request.GET.get("organization", "")
         org = asked if asked in override_orgs else (override_orgs or (DEFAULT_ORG,))[0]
         data = {"organization": org, "context": json.dumps(sample, indent=2)}
@@ -297,11 +321,14 @@ def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> 
             mapping=mapping,
             organization_id=form.cleaned_data["organization_id"],
             context=form.cleaned_data["context"],
+            adapters=request.container,
         )
     permissions = _permissions(request)
     sent = []
     if permissions["can_send_test"]:
-        sent = selectors.sent_test_list(user=request.user, message_id=message_id)
+        sent = selectors.sent_test_list(
+            user=request.user, message_id=message_id, adapters=request.container
+        )
     context = {
         "title": f"Preview {message_id}",
         "mapping": mapping,
@@ -317,15 +344,18 @@ def preview(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> 
 @console_view(roles.SEND_TEST_EMAIL)
 def send_test(request: HttpRequest, *, admin_site: AdminSite, message_id: str) -> HttpResponse:
     """Queue the previewed email to the signed-in user, then go back to the same preview."""
-    mapping = mapping_or_404(message_id)
-    override_orgs = selectors.override_index().get(mapping.template_file, ())
+    mapping = mapping_or_404(request, message_id)
+    override_orgs = override_orgs_of(request, mapping)
     form = PreviewForm(request.POST, override_orgs=override_orgs)
     if not form.is_valid():
         messages.error(request, "Not sent: fix the organization and context first.")
     else:
         action = attempt(
             lambda: services.send_test_email(
-                message_id=message_id, context=form.cleaned_data["context"], user=request.user
+                message_id=message_id,
+                context=form.cleaned_data["context"],
+                user=request.user,
+                queue=request.container.queue,
             )
         )
         if isinstance(action, Refusal):

@@ -57,7 +57,12 @@ def test_an_lf_file_round_trips_through_editor_publish_rollback_and_pull(
     assert published_bytes() == edited.encode()  # no CR crept in, one line changed
 
     [new, old] = template_history(key=KEY)
-    diff = version_diff(key=KEY, old=old.version_id, new=new.version_id)
+    diff = version_diff(
+        key=KEY,
+        old=old.version_id,
+        new=new.version_id,
+        template_store=container.current().template_store,
+    )
     changed = [line for line in diff.splitlines()[2:] if line.startswith(("-", "+"))]
     assert len(changed) == 2 and "(edited)" in changed[1]
 
@@ -94,7 +99,12 @@ def test_a_change_of_line_endings_alone_is_said_not_shown_as_a_rewrite(samples, 
     upload = SimpleUploadedFile("x.html", as_browser_sends(original).encode())
     edit_and_publish(owner_client, "", upload=upload)
     [new, old] = template_history(key=KEY)
-    diff = version_diff(key=KEY, old=old.version_id, new=new.version_id)
+    diff = version_diff(
+        key=KEY,
+        old=old.version_id,
+        new=new.version_id,
+        template_store=container.current().template_store,
+    )
     assert diff.splitlines() == [
         f"@@ only the line endings differ: LF in {old.version_id}, CRLF (Windows) in "
         f"{new.version_id} @@"

@@ -98,7 +98,12 @@ def assert_published(draft: TemplateDraft, source: str, *, subject: str = SUBJEC
     assert [v.kind for v in history] == ["publish", "original"]  # no bogus "original"
     assert history[0].draft_id == draft.pk and history[0].version_id == live.version
     assert history[0].parent_version == history[1].version_id
-    assert selectors.version_source(key=KEY, version_id=live.version) == source
+    assert (
+        selectors.version_source(
+            key=KEY, version_id=live.version, template_store=container.current().template_store
+        )
+        == source
+    )
     assert not TemplateVersion.objects.filter(state=TemplateVersion.State.PENDING).exists()
     assert container.current().mapping_store.get_mapping(TEAM).subject == subject
     draft.refresh_from_db()
@@ -108,7 +113,12 @@ def assert_published(draft: TemplateDraft, source: str, *, subject: str = SUBJEC
 def a_draft(owner, *, subject: str | None = SUBJECT) -> tuple[TemplateDraft, str]:
     source = new_source()
     draft = services.draft_create(
-        key=KEY, source=source, subject=subject, message_id=TEAM, user=owner
+        key=KEY,
+        source=source,
+        subject=subject,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     return draft, source
 
@@ -121,12 +131,14 @@ def test_a_failure_after_the_version_row_is_finished_by_the_next_attempt(
     fail_after(monkeypatch, container.current().template_store, "publish_template", before=True)
 
     with pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     assert published() == original
     assert TemplateVersion.objects.get(draft=draft).state == "pending"
     assert container.current().mapping_store.get_mapping(TEAM).subject != SUBJECT
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r", adapters=container.current())
     assert_published(draft, source)
 
 
@@ -137,11 +149,13 @@ def test_a_failure_after_the_s3_write_is_not_recorded_as_an_original(samples, ow
     fail_after(monkeypatch, container.current().template_store, "publish_template")
 
     with pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     assert published() == source.encode()
     assert TemplateDraft.objects.get(pk=draft.pk).is_open
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r", adapters=container.current())
     assert_published(draft, source)
 
 
@@ -152,10 +166,12 @@ def test_a_failure_after_the_mapping_update_is_finished_by_the_next_attempt(
     fail_after(monkeypatch, container.current().mapping_store, "save_mapping")
 
     with pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     assert container.current().mapping_store.get_mapping(TEAM).subject == SUBJECT
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r", adapters=container.current())
     assert_published(draft, source)
 
 
@@ -163,12 +179,14 @@ def test_a_failure_closing_the_draft_is_finished_by_the_next_attempt(samples, ow
     draft, source = a_draft(owner)
 
     with database_fails_on('UPDATE "templates_admin_templatedraft"'), pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     assert published() == source.encode()
     assert TemplateDraft.objects.get(pk=draft.pk).is_open
     assert TemplateVersion.objects.get(draft=draft).state == "pending"  # rolled back with it
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r", adapters=container.current())
     assert_published(draft, source)
 
 
@@ -177,11 +195,13 @@ def test_a_failure_recording_the_version_row_leaves_nothing_behind(samples, owne
     original = published()
 
     with database_fails_on('INSERT INTO "templates_admin_templateversion"'), pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     assert published() == original
     assert not TemplateVersion.objects.exists()
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r", adapters=container.current())
     assert_published(draft, source)
 
 
@@ -190,18 +210,27 @@ def test_another_publish_after_a_stopped_one_records_it_as_published(samples, ow
     that file a publish of its draft, and the stopped draft's retry still finishes."""
     draft, source = a_draft(owner, subject=None)
     other = services.draft_create(
-        key=KEY, source=source + "<!-- other -->", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source=source + "<!-- other -->",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     fail_after(monkeypatch, container.current().template_store, "publish_template")
     with pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     with pytest.raises(services.DraftConflict):  # it started from the version before ours
-        services.draft_publish(draft_id=other.pk, user=owner, reason="other")
+        services.draft_publish(
+            draft_id=other.pk, user=owner, reason="other", adapters=container.current()
+        )
 
     kinds = [(v.kind, v.draft_id) for v in selectors.template_history(key=KEY)]
     assert kinds == [("publish", draft.pk), ("original", None)]
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r", adapters=container.current())
     assert_published(
         draft, source, subject=container.current().mapping_store.get_mapping(TEAM).subject
     )
@@ -217,10 +246,13 @@ def test_a_mapping_changed_since_the_draft_stops_the_publish_before_the_file(sam
         subject="Theirs {{.teamName}}",
         expected_version=mapping.version,
         user=owner,
+        adapters=container.current(),
     )
 
     with pytest.raises(services.DraftConflict) as caught:
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     assert "changed since the draft" in caught.value.reason
     assert published() == original
@@ -234,13 +266,24 @@ def test_a_subject_the_mapping_refuses_stops_the_publish_before_the_file(samples
     hand): that is found before the branded file goes out, not after."""
     key = "custom/O42/added-to-team.html"
     draft = services.draft_create(
-        key=key, source="<p>O42 {{.teamName}}</p>", subject=SUBJECT, message_id=TEAM, user=owner
+        key=key,
+        source="<p>O42 {{.teamName}}</p>",
+        subject=SUBJECT,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     store = container.current().template_store
     store.client.delete_object(Bucket=store.bucket, Key=KEY)
 
     with pytest.raises(ValidationError, match="upload the default template"):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r", accept_warnings=True)
+        services.draft_publish(
+            draft_id=draft.pk,
+            user=owner,
+            reason="r",
+            accept_warnings=True,
+            adapters=container.current(),
+        )
 
     assert store.read_object(key) is None
     assert not TemplateVersion.objects.exists()
@@ -256,10 +299,12 @@ def test_a_mapping_saved_by_someone_else_mid_publish_is_finished_on_retry(
     someone_saves_the_mapping_first(monkeypatch)
 
     with pytest.raises(services.DraftConflict) as caught:
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     assert "publish again to finish" in caught.value.reason
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r", adapters=container.current())
     assert_published(draft, source)
 
 
@@ -271,9 +316,13 @@ def test_discarding_a_stopped_draft_keeps_the_history_true(samples, owner, monke
     draft, source = a_draft(owner)
     fail_after(monkeypatch, container.current().template_store, "publish_template", before=before)
     with pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
-    services.draft_discard(draft_id=draft.pk, user=owner)
+    services.draft_discard(
+        draft_id=draft.pk, user=owner, template_store=container.current().template_store
+    )
 
     assert published() == (original if before else source.encode())
     assert not TemplateVersion.objects.filter(state="pending").exists()
@@ -283,10 +332,21 @@ def test_discarding_a_stopped_draft_keeps_the_history_true(samples, owner, monke
     )
     base = container.current().template_store.read_object(KEY).version
     nxt = services.draft_create(
-        key=KEY, source="<p>next {{.teamName}}</p>", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source="<p>next {{.teamName}}</p>",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     assert nxt.base_version == base
-    services.draft_publish(draft_id=nxt.pk, user=owner, reason="next", accept_warnings=True)
+    services.draft_publish(
+        draft_id=nxt.pk,
+        user=owner,
+        reason="next",
+        accept_warnings=True,
+        adapters=container.current(),
+    )
     assert published() == b"<p>next {{.teamName}}</p>"
     assert [v.kind for v in selectors.template_history(key=KEY)].count("original") == 1
 
@@ -294,27 +354,48 @@ def test_discarding_a_stopped_draft_keeps_the_history_true(samples, owner, monke
 def test_a_stopped_draft_holds_the_key_with_a_clear_conflict(samples, owner, monkeypatch):
     draft, _ = a_draft(owner, subject=None)
     other = services.draft_create(
-        key=KEY, source="<p>other</p>", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source="<p>other</p>",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     fail_after(monkeypatch, container.current().template_store, "publish_template", before=True)
     with pytest.raises(Outage):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="r")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="r", adapters=container.current()
+        )
 
     with pytest.raises(services.DraftConflict, match=f"draft #{draft.pk}'s publish"):
-        services.draft_publish(draft_id=other.pk, user=owner, reason="other")
+        services.draft_publish(
+            draft_id=other.pk, user=owner, reason="other", adapters=container.current()
+        )
 
 
 @pytest.mark.parametrize("before", [True, False], ids=["before-s3", "after-s3"])
 def test_a_rollback_that_stopped_is_finished_by_clicking_again(samples, owner, monkeypatch, before):
     original = published()
     draft, _ = a_draft(owner, subject=None)
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r1")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r1", adapters=container.current())
     oldest = selectors.template_history(key=KEY)[-1]
     fail_after(monkeypatch, container.current().template_store, "publish_template", before=before)
 
     with pytest.raises(Outage):
-        services.template_rollback(key=KEY, version_id=oldest.version_id, user=owner, reason="u")
-    back = services.template_rollback(key=KEY, version_id=oldest.version_id, user=owner, reason="u")
+        services.template_rollback(
+            key=KEY,
+            version_id=oldest.version_id,
+            user=owner,
+            reason="u",
+            template_store=container.current().template_store,
+        )
+    back = services.template_rollback(
+        key=KEY,
+        version_id=oldest.version_id,
+        user=owner,
+        reason="u",
+        template_store=container.current().template_store,
+    )
 
     live = container.current().template_store.read_object(KEY)
     assert live.data == original and back.version_id == live.version

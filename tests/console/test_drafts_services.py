@@ -33,12 +33,21 @@ def test_publish_writes_exactly_the_drafts_bytes_and_keeps_the_original(samples,
     before = s3_objects(samples)
     original = before[KEY]
     source = edit(original.decode()) + "<!-- trailing \r\n bytes kept -->\r\n"
-    draft = services.draft_create(key=KEY, source=source, subject=None, message_id=TEAM, user=owner)
+    draft = services.draft_create(
+        key=KEY,
+        source=source,
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
+    )
 
     assert s3_objects(samples).keys() - before.keys() == {f"_emailops/drafts/{draft.pk}/{KEY}"}
     assert published() == original  # a draft never changes what is sent
 
-    version = services.draft_publish(draft_id=draft.pk, user=owner, reason="friendlier")
+    version = services.draft_publish(
+        draft_id=draft.pk, user=owner, reason="friendlier", adapters=container.current()
+    )
 
     assert published() == source.encode()
     changed = {k for k, v in s3_objects(samples).items() if before.get(k) != v}
@@ -47,24 +56,45 @@ def test_publish_writes_exactly_the_drafts_bytes_and_keeps_the_original(samples,
     assert [(v.kind, v.author) for v in history] == [("publish", owner), ("original", None)]
     assert history[0] == version and version.reason == "friendlier"
     assert version.parent_version == history[1].version_id
-    assert selectors.version_source(key=KEY, version_id=history[1].version_id) == original.decode()
-    assert selectors.published_source(key=KEY) == (source, version.version_id)
+    assert (
+        selectors.version_source(
+            key=KEY,
+            version_id=history[1].version_id,
+            template_store=container.current().template_store,
+        )
+        == original.decode()
+    )
+    assert selectors.published_source(
+        key=KEY, template_store=container.current().template_store
+    ) == (source, version.version_id)
     assert TemplateDraft.objects.get(pk=draft.pk).published_version == version.version_id
     assert "+  <h1" in selectors.version_diff(
-        key=KEY, old=history[1].version_id, new=version.version_id
+        key=KEY,
+        old=history[1].version_id,
+        new=version.version_id,
+        template_store=container.current().template_store,
     )
 
 
 def test_rollback_publishes_the_old_bytes_as_a_new_version(samples, owner):
     original = published()
     draft = services.draft_create(
-        key=KEY, source=edit(original.decode()), subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source=edit(original.decode()),
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
-    services.draft_publish(draft_id=draft.pk, user=owner, reason="r1")
+    services.draft_publish(draft_id=draft.pk, user=owner, reason="r1", adapters=container.current())
     oldest = selectors.template_history(key=KEY)[-1]
 
     back = services.template_rollback(
-        key=KEY, version_id=oldest.version_id, user=owner, reason="undo"
+        key=KEY,
+        version_id=oldest.version_id,
+        user=owner,
+        reason="undo",
+        template_store=container.current().template_store,
     )
 
     assert published() == original
@@ -80,15 +110,27 @@ def test_the_second_of_two_drafts_from_one_version_conflicts(samples, owner, mak
     other = make_user("Template owners", username="other-owner")
     text = published().decode()
     first = services.draft_create(
-        key=KEY, source=text + "<!-- a -->", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source=text + "<!-- a -->",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     second = services.draft_create(
-        key=KEY, source=text + "<!-- b -->", subject=None, message_id=TEAM, user=other
+        key=KEY,
+        source=text + "<!-- b -->",
+        subject=None,
+        message_id=TEAM,
+        user=other,
+        adapters=container.current(),
     )
-    services.draft_publish(draft_id=first.pk, user=owner, reason="a")
+    services.draft_publish(draft_id=first.pk, user=owner, reason="a", adapters=container.current())
 
     with pytest.raises(services.DraftConflict):
-        services.draft_publish(draft_id=second.pk, user=other, reason="b")
+        services.draft_publish(
+            draft_id=second.pk, user=other, reason="b", adapters=container.current()
+        )
 
     assert published() == (text + "<!-- a -->").encode()
     assert TemplateVersion.objects.filter(key=KEY, kind="publish").count() == 1
@@ -101,7 +143,12 @@ def test_a_write_to_the_key_between_check_and_publish_is_a_conflict(samples, own
     store = container.current().template_store
     text = published().decode()
     draft = services.draft_create(
-        key=KEY, source=text + "<!-- mine -->", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source=text + "<!-- mine -->",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     real_publish = store.publish_template
 
@@ -112,7 +159,9 @@ def test_a_write_to_the_key_between_check_and_publish_is_a_conflict(samples, own
     monkeypatch.setattr(store, "publish_template", upload_first)
 
     with pytest.raises(services.DraftConflict):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="mine")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="mine", adapters=container.current()
+        )
 
     assert published() == b"<p>uploaded by hand meanwhile</p>"
     assert not TemplateVersion.objects.filter(key=KEY).exists()
@@ -124,12 +173,24 @@ def test_a_concurrent_publish_committed_after_our_read_is_a_conflict(samples, ow
     store = container.current().template_store
     text = published().decode()
     draft = services.draft_create(
-        key=KEY, source=text + "<!-- mine -->", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source=text + "<!-- mine -->",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     baseline = services.draft_create(
-        key=KEY, source=text + "<!-- base -->", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source=text + "<!-- base -->",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
-    services.draft_publish(draft_id=baseline.pk, user=owner, reason="base")
+    services.draft_publish(
+        draft_id=baseline.pk, user=owner, reason="base", adapters=container.current()
+    )
     draft.base_version = baseline.published_version = published_version = (
         TemplateVersion.objects.get(kind="publish").version_id
     )
@@ -153,7 +214,9 @@ def test_a_concurrent_publish_committed_after_our_read_is_a_conflict(samples, ow
     monkeypatch.setattr(store, "read_object", read_then_other_commits)
 
     with pytest.raises(services.DraftConflict):
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="mine")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="mine", adapters=container.current()
+        )
 
     assert injected
     assert published() == (text + "<!-- base -->").encode()
@@ -161,10 +224,20 @@ def test_a_concurrent_publish_committed_after_our_read_is_a_conflict(samples, ow
 
 def test_a_subject_draft_goes_through_the_audited_mapping_service(samples, owner):
     draft = services.draft_create(
-        key=KEY, source="", subject="Welcome aboard {{.teamName}}", message_id=TEAM, user=owner
+        key=KEY,
+        source="",
+        subject="Welcome aboard {{.teamName}}",
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
 
-    assert services.draft_publish(draft_id=draft.pk, user=owner, reason="subject") is None
+    assert (
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="subject", adapters=container.current()
+        )
+        is None
+    )
 
     assert (
         container.current().mapping_store.get_mapping(TEAM).subject
@@ -178,11 +251,18 @@ def test_a_subject_draft_goes_through_the_audited_mapping_service(samples, owner
 def test_a_draft_with_a_render_error_is_not_published(samples, owner):
     original = published()
     draft = services.draft_create(
-        key=KEY, source="{{ if .x }}never closed", subject=None, message_id=TEAM, user=owner
+        key=KEY,
+        source="{{ if .x }}never closed",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
 
     with pytest.raises(services.CheckFailed) as caught:
-        services.draft_publish(draft_id=draft.pk, user=owner, reason="broken")
+        services.draft_publish(
+            draft_id=draft.pk, user=owner, reason="broken", adapters=container.current()
+        )
 
     assert caught.value.findings[0].file == KEY
     assert published() == original
@@ -191,23 +271,48 @@ def test_a_draft_with_a_render_error_is_not_published(samples, owner):
 def test_a_new_branded_file_and_discarding(samples, owner):
     key = "custom/O42/added-to-team.html"
     draft = services.draft_create(
-        key=key, source="<p>O42 {{.teamName}}</p>", subject=None, message_id=TEAM, user=owner
+        key=key,
+        source="<p>O42 {{.teamName}}</p>",
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     assert draft.base_version == "" and draft.organization == "42"
-    version = services.draft_publish(draft_id=draft.pk, user=owner, reason="brand O42")
+    version = services.draft_publish(
+        draft_id=draft.pk, user=owner, reason="brand O42", adapters=container.current()
+    )
     assert published(key) == b"<p>O42 {{.teamName}}</p>"
     assert [v.kind for v in selectors.template_history(key=key)] == ["publish"]
     assert version.parent_version == ""
 
-    other = services.draft_create(key=key, source=None, subject=None, message_id=TEAM, user=owner)
+    other = services.draft_create(
+        key=key,
+        source=None,
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
+    )
     assert other.source == "<p>O42 {{.teamName}}</p>"
-    services.draft_discard(draft_id=other.pk, user=owner)
+    services.draft_discard(
+        draft_id=other.pk, user=owner, template_store=container.current().template_store
+    )
     assert selectors.drafts_for_message(message_id=TEAM) == []
     with pytest.raises(ValidationError):
-        services.draft_publish(draft_id=other.pk, user=owner, reason="x")
+        services.draft_publish(
+            draft_id=other.pk, user=owner, reason="x", adapters=container.current()
+        )
 
 
 @pytest.mark.parametrize("key", ["_emailops/x.html", "default/../x", "custom/Oabc/x.html", "x"])
 def test_only_go_layout_keys_take_drafts(samples, owner, key):
     with pytest.raises(ValidationError):
-        services.draft_create(key=key, source="<p>x</p>", subject=None, message_id="", user=owner)
+        services.draft_create(
+            key=key,
+            source="<p>x</p>",
+            subject=None,
+            message_id="",
+            user=owner,
+            adapters=container.current(),
+        )

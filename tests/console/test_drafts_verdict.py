@@ -38,31 +38,40 @@ def published(samples, settings):
 
 
 def draft_of(owner, source: str):
-    return draft_create(key=KEY, source=source, subject=None, message_id=TEAM, user=owner)
+    return draft_create(
+        key=KEY,
+        source=source,
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
+    )
 
 
 def test_an_if_or_with_guarded_variable_is_optional_not_missing(published, owner):
     draft = draft_of(owner, PUBLISHED.replace("Hello", "Welcome"))
-    verdict = draft_verdict(draft=draft)
+    verdict = draft_verdict(draft=draft, adapters=container.current())
     missing = {f.message.split()[0] for f in verdict.findings if f.code == "missing-variable"}
     assert missing == {"nickname"}  # not organizationName, not inviter
 
 
 def test_a_warning_the_published_version_has_too_needs_no_confirming(published, owner):
     draft = draft_of(owner, PUBLISHED.replace("Hello", "Welcome"))
-    verdict = draft_verdict(draft=draft)
+    verdict = draft_verdict(draft=draft, adapters=container.current())
     assert verdict.new_warnings == []
     assert [f.code for f in verdict.inherited_warnings] == ["missing-variable"]
-    draft_publish(draft_id=draft.pk, user=owner, reason="wording")  # no confirmation asked
+    draft_publish(
+        draft_id=draft.pk, user=owner, reason="wording", adapters=container.current()
+    )  # no confirmation asked
     assert "Welcome" in container.current().template_store.read_template(KEY)
 
 
 def test_a_warning_the_draft_introduces_still_needs_confirming(published, owner):
     draft = draft_of(owner, PUBLISHED + "<p>{{ .discount }}</p>\n")
-    verdict = draft_verdict(draft=draft)
+    verdict = draft_verdict(draft=draft, adapters=container.current())
     assert [f.message.split()[0] for f in verdict.new_warnings] == ["discount"]
     with pytest.raises(WarningsNotAccepted):
-        draft_publish(draft_id=draft.pk, user=owner, reason="offer")
+        draft_publish(draft_id=draft.pk, user=owner, reason="offer", adapters=container.current())
 
 
 def test_the_page_says_what_the_verdict_used_and_a_refusal_keeps_the_reason(

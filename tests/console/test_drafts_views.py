@@ -106,6 +106,7 @@ def test_preview_replays_a_real_send_masked_with_both_renders_and_the_diff(
         subject=None,
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
     page = text(
         owner_client.post(f"{BASE}draft/{draft.pk}/", {"replay": "1", "send": key, "count": 20})
@@ -126,7 +127,7 @@ def response_raw(client, draft, key) -> str:
 def test_recent_sends_are_newest_first_bounded_and_masked(samples, settings):
     settings.JOURNAL_SENSITIVE_KEYS = ["password"]
     keys = sends(samples, settings, *[{"i": i, "password": "p"} for i in range(5)])
-    result = draft_preview.recent_sends(message_id=TEAM, limit=3)
+    result = draft_preview.recent_sends(message_id=TEAM, limit=3, adapters=container.current())
     assert [s.key for s in result.sends] == keys[::-1][:3]
     assert all(s.context["password"] != "p" for s in result.sends)
 
@@ -138,8 +139,9 @@ def test_a_branded_organization_gets_its_own_pair(samples, owner):
         subject="Accepted: {{ datasetName }}",
         message_id="dataset-publication-accepted",
         user=owner,
+        adapters=container.current(),
     )
-    result = draft_preview.draft_preview(draft=draft)
+    result = draft_preview.draft_preview(draft=draft, adapters=container.current())
     assert [p.organization for p in result.pairs] == [None, "367"]
     default, branded = result.pairs
     assert default.draft.key == "default/dataset-publication-accepted.html" and default.html_diff
@@ -156,8 +158,9 @@ def test_a_120_kb_draft_fails_the_check_and_cannot_be_published(samples, owner_c
         subject=None,
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
-    [size] = [f for f in check_draft(draft=draft) if f.code == "size"]
+    [size] = [f for f in check_draft(draft=draft, adapters=container.current()) if f.code == "size"]
     assert size.severity == "error" and "Gmail clips messages at 102 KB" in size.message
     page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
     assert "Gmail clips messages at 102 KB" in page and 'id="publish-button"' not in page
@@ -179,6 +182,7 @@ def test_publish_with_warnings_needs_confirming_then_history_diff_and_rollback(
         subject=None,
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
     page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
     assert "http-link" in page and "within 60 s" in page
@@ -212,8 +216,13 @@ def test_the_check_warns_of_variables_recent_sends_did_not_provide(samples, owne
         subject=None,
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
-    [missing] = [f for f in check_draft(draft=draft) if f.code == "missing-variable"]
+    [missing] = [
+        f
+        for f in check_draft(draft=draft, adapters=container.current())
+        if f.code == "missing-variable"
+    ]
     assert missing.severity == "warning" and missing.line == 2
     assert "nickname is missing in 1 of the last 2 sends" in missing.message
 
@@ -225,15 +234,25 @@ def test_a_subject_only_draft_is_checked_with_every_branded_copy(samples, owner)
         subject="x" * 999,
         message_id="dataset-publication-accepted",
         user=owner,
+        adapters=container.current(),
     )
-    found = {(f.code, f.organization) for f in check_draft(draft=draft) if f.severity == "error"}
+    found = {
+        (f.code, f.organization)
+        for f in check_draft(draft=draft, adapters=container.current())
+        if f.severity == "error"
+    }
     assert found == {("subject-length", None), ("subject-length", "367")}
 
 
 def test_an_unclosed_if_is_reported_on_the_line_that_opened_it(samples, owner_client, owner):
     source = "<p>a</p>\n<p>b</p>\n<p>c</p>\n<p>d</p>\n{{if .x}}\n<p>{{ .teamName }}</p>\n"
     draft = draft_create(
-        key="default/added-to-team.html", source=source, subject=None, message_id=TEAM, user=owner
+        key="default/added-to-team.html",
+        source=source,
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
     )
     page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
     finding = page.split('<tr class="finding-error">', 1)[1].split("</tr>", 1)[0]
@@ -248,6 +267,7 @@ def test_an_action_never_closed_is_reported_as_such(samples, owner_client, owner
         subject=None,
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
     page = text(owner_client.get(f"{BASE}draft/{draft.pk}/"))
     finding = page.split('<tr class="finding-error">', 1)[1].split("</tr>", 1)[0]
@@ -265,6 +285,7 @@ def broken_draft(owner, *, source: str | None, subject: str | None = None):
         subject=subject,
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
 
 
@@ -272,7 +293,7 @@ def test_a_broken_drafts_html_diff_is_a_note_not_the_published_email_removed(
     samples, owner_client, owner
 ):
     draft = broken_draft(owner, source="<p>Hi {{ .teamName }}</p>\n{{if .x}}\n<p>never ended</p>\n")
-    [pair] = draft_preview.draft_preview(draft=draft).pairs
+    [pair] = draft_preview.draft_preview(draft=draft, adapters=container.current()).pairs
     assert pair.published.html and pair.draft.html is None
     assert pair.html_diff == [] and pair.text_diff == []
     assert pair.body_note.startswith("The draft does not render: ")
@@ -296,7 +317,7 @@ def test_when_the_published_version_does_not_render_the_draft_is_not_all_added(s
         "default/added-to-team.html", "<p>{{ .teamName </p>\n"
     )
     draft = broken_draft(owner, source="<p>Fixed: {{ .teamName }}</p>\n")
-    [pair] = draft_preview.draft_preview(draft=draft).pairs
+    [pair] = draft_preview.draft_preview(draft=draft, adapters=container.current()).pairs
     assert pair.draft.html and pair.html_diff == [] and pair.text_diff == []
     assert pair.body_note.startswith("The published version does not render: ")
     assert "has no matching }}" in pair.body_note
@@ -304,7 +325,7 @@ def test_when_the_published_version_does_not_render_the_draft_is_not_all_added(s
 
 def test_a_subject_that_does_not_render_is_a_note_in_the_subject_diff(samples, owner):
     draft = broken_draft(owner, source=None, subject="Welcome to {{ .teamName")
-    [pair] = draft_preview.draft_preview(draft=draft).pairs
+    [pair] = draft_preview.draft_preview(draft=draft, adapters=container.current()).pairs
     assert pair.published.subject and pair.draft.subject is None
     assert pair.subject_diff == [] and pair.subject_note.startswith("The draft does not render: ")
     assert pair.html_diff == [] and pair.body_note == ""  # the body renders on both sides
@@ -317,7 +338,8 @@ def test_a_new_file_is_still_shown_all_added(samples, owner):
         subject=None,
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
-    pair = draft_preview.draft_preview(draft=draft).pairs[-1]
+    pair = draft_preview.draft_preview(draft=draft, adapters=container.current()).pairs[-1]
     assert pair.organization == "512" and pair.body_note == ""
     assert any(line.kind == "add" and "Branded" in line.text for line in pair.html_diff)

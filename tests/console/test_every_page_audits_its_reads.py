@@ -234,7 +234,7 @@ def sample(aws, make_user) -> Sample:
     )
     draft = draft_create(
         key="default/added-to-team.html", source="<p>x</p>", subject=None,
-        message_id="added-to-team", user=user,
+        message_id="added-to-team", user=user, adapters=container.current(),
     )  # fmt: skip
     CategoryDefinition.objects.get_or_create(slug="newsletters", defaults={"label": "News"})
     endpoint = WebhookEndpoint.objects.create(url="https://hooks.example.net/in", secret="s3")

@@ -29,9 +29,16 @@ def support(client, make_user):
 
 def publish(owner, html: str) -> str:
     draft = services.draft_create(
-        key=KEY, source=html, subject=None, message_id="added-to-team", user=owner
+        key=KEY,
+        source=html,
+        subject=None,
+        message_id="added-to-team",
+        user=owner,
+        adapters=container.current(),
     )
-    return services.draft_publish(draft_id=draft.pk, user=owner, reason="test").version_id
+    return services.draft_publish(
+        draft_id=draft.pk, user=owner, reason="test", adapters=container.current()
+    ).version_id
 
 
 def send(aws, address: str) -> dict:

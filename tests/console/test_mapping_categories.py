@@ -116,6 +116,7 @@ def test_an_undefined_category_is_refused_by_its_field(owner_client, samples, ac
             expected_version=1,
             user=None,
             category="made-up",
+            adapters=container.current(),
         )
     assert "category" in refused.value.message_dict
 

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from emailops import container
 from templates_admin.mappings.forms import MappingCreateForm, MappingEditForm, PreviewForm
 from templates_admin.mappings.variables import (
     sample_context,
@@ -95,11 +96,11 @@ def test_manifest_is_read_from_settings(settings, tmp_path):
     path = tmp_path / "vars.json"
     path.write_text(json.dumps({"welcome": ["name", "host"]}))
     settings.TEMPLATE_VARIABLES_PATH = path
-    assert template_manifest() == {"welcome": ["name", "host"]}
+    assert template_manifest(adapters=container.current()) == {"welcome": ["name", "host"]}
 
 
 def test_shipped_manifest_lists_the_sample_templates():
-    assert template_manifest()["dataset-publication-accepted"] == [
+    assert template_manifest(adapters=container.current())["dataset-publication-accepted"] == [
         "datasetName",
         "date",
         "reviewerName",
@@ -112,7 +113,7 @@ def test_unreadable_manifest_is_empty_not_an_error(settings, tmp_path, content):
     if content is not None:
         path.write_text(content)
     settings.TEMPLATE_VARIABLES_PATH = path
-    assert template_manifest() == {}
+    assert template_manifest(adapters=container.current()) == {}
 
 
 def test_sample_context_gives_every_name_a_plausible_value():

@@ -22,14 +22,19 @@ def upload(key: str, source: str) -> None:
 
 
 def mapping(message_id: str = ACCEPTED):
-    return selectors.mapping_get(message_id=message_id)
+    return selectors.mapping_get(
+        message_id=message_id, mapping_store=container.current().mapping_store
+    )
 
 
 # --- list and overrides ------------------------------------------------------------------------
 
 
 def test_list_has_every_mapping_sorted_with_its_overrides(samples):
-    rows = selectors.mapping_list()
+    rows = selectors.mapping_list(
+        mapping_store=container.current().mapping_store,
+        template_store=container.current().template_store,
+    )
 
     ids = [row.mapping.message_id for row in rows]
     assert ids == sorted(ids) and len(ids) == 6
@@ -51,7 +56,14 @@ def test_list_has_every_mapping_sorted_with_its_overrides(samples):
     ],
 )
 def test_list_filter(samples, query, expected):
-    assert [row.mapping.message_id for row in selectors.mapping_list(query=query)] == expected
+    assert [
+        row.mapping.message_id
+        for row in selectors.mapping_list(
+            query=query,
+            mapping_store=container.current().mapping_store,
+            template_store=container.current().template_store,
+        )
+    ] == expected
 
 
 def test_override_index_reads_only_well_formed_keys_and_sorts_orgs_numerically(samples):
@@ -61,7 +73,7 @@ def test_override_index_reads_only_well_formed_keys_and_sorts_orgs_numerically(s
     upload("custom/readme.txt", "x")
     upload("custom/Oabc/added-to-team.html", "x")
 
-    index = selectors.override_index()
+    index = selectors.override_index(template_store=container.current().template_store)
 
     assert index["added-to-team.html"] == ("9", "10")
     assert index[ACCEPTED_FILE] == ("367",)
@@ -69,17 +81,26 @@ def test_override_index_reads_only_well_formed_keys_and_sorts_orgs_numerically(s
 
 
 def test_default_template_files(samples):
-    files = selectors.default_template_files()
+    files = selectors.default_template_files(template_store=container.current().template_store)
     assert "added-to-team.html" in files and files == sorted(files)
     assert all("/" not in f for f in files)
 
 
 def test_template_source_of_default_and_override(samples):
     accepted = mapping()
-    default = selectors.template_source(mapping=accepted, organization_id=None)
-    branded = selectors.template_source(mapping=accepted, organization_id="367")
+    default = selectors.template_source(
+        mapping=accepted, organization_id=None, template_store=container.current().template_store
+    )
+    branded = selectors.template_source(
+        mapping=accepted, organization_id="367", template_store=container.current().template_store
+    )
     assert "Pennsieve" in default and "SPARC Portal" in branded
-    assert selectors.template_source(mapping=accepted, organization_id="1") is None
+    assert (
+        selectors.template_source(
+            mapping=accepted, organization_id="1", template_store=container.current().template_store
+        )
+        is None
+    )
 
 
 # --- history -----------------------------------------------------------------------------------
@@ -94,9 +115,14 @@ def test_history_lists_changed_fields_newest_first(samples, make_user):
         subject="New subject",
         expected_version=current.version,
         user=owner,
+        adapters=container.current(),
     )
     services.mapping_create(
-        message_id="other", template_file="added-to-team.html", subject="Hi", user=owner
+        message_id="other",
+        template_file="added-to-team.html",
+        subject="Hi",
+        user=owner,
+        adapters=container.current(),
     )
 
     [entry] = selectors.mapping_history(message_id=ACCEPTED)
@@ -114,7 +140,10 @@ def test_preview_renders_default_and_branded_side_by_side(samples):
     context = {"datasetName": "Rat atlas", "reviewerName": "Ada", "date": "May 1"}
 
     preview = selectors.preview_render(
-        mapping=mapping(), organization_id="367", context=context | {"organizationId": 367}
+        mapping=mapping(),
+        organization_id="367",
+        context=context | {"organizationId": 367},
+        adapters=container.current(),
     )
 
     default, branded = preview.panes
@@ -129,12 +158,16 @@ def test_preview_renders_default_and_branded_side_by_side(samples):
 
 
 def test_preview_without_an_organization_has_one_pane(samples):
-    preview = selectors.preview_render(mapping=mapping(), organization_id=None, context={})
+    preview = selectors.preview_render(
+        mapping=mapping(), organization_id=None, context={}, adapters=container.current()
+    )
     assert [pane.label for pane in preview.panes] == ["Default"]
 
 
 def test_preview_for_an_organization_without_override_shows_the_default_it_would_get(samples):
-    preview = selectors.preview_render(mapping=mapping(), organization_id="5", context={})
+    preview = selectors.preview_render(
+        mapping=mapping(), organization_id="5", context={}, adapters=container.current()
+    )
     branded = preview.panes[1]
     assert branded.template_key == f"default/{ACCEPTED_FILE}" and not branded.is_override
 
@@ -143,7 +176,10 @@ def test_preview_escapes_context_values_as_the_consumer_does(samples):
     payload = '<script>alert(1)</script><img src=x onerror="alert(2)">'
 
     preview = selectors.preview_render(
-        mapping=mapping(), organization_id=None, context={"datasetName": payload}
+        mapping=mapping(),
+        organization_id=None,
+        context={"datasetName": payload},
+        adapters=container.current(),
     )
 
     html = preview.panes[0].html
@@ -158,7 +194,9 @@ def test_a_broken_branded_template_is_a_problem_with_its_line_not_an_exception(s
         "<html>\n<body>\n<p>{{.datasetName}}</p>\n<p>{{if .date}}\n</body>\n</html>\n",
     )
 
-    preview = selectors.preview_render(mapping=mapping(), organization_id="367", context={})
+    preview = selectors.preview_render(
+        mapping=mapping(), organization_id="367", context={}, adapters=container.current()
+    )
 
     default, branded = preview.panes
     assert default.html and default.body_problem is None  # the other side still renders
@@ -173,7 +211,7 @@ def test_a_render_time_error_names_its_line(samples):
     upload(f"custom/O367/{ACCEPTED_FILE}", "line one\nline two\n{{ 1 // zero }}\nline four\n")
 
     preview = selectors.preview_render(
-        mapping=mapping(), organization_id="367", context={"zero": 0}
+        mapping=mapping(), organization_id="367", context={"zero": 0}, adapters=container.current()
     )
 
     problem = preview.panes[1].body_problem
@@ -184,14 +222,19 @@ def test_a_render_time_error_names_its_line(samples):
 def test_a_sandbox_escape_attempt_is_a_problem(samples):
     upload(f"custom/O367/{ACCEPTED_FILE}", "{{ ''.__class__.__mro__ }}")
 
-    preview = selectors.preview_render(mapping=mapping(), organization_id="367", context={})
+    preview = selectors.preview_render(
+        mapping=mapping(), organization_id="367", context={}, adapters=container.current()
+    )
 
     assert "sandbox" in preview.panes[1].body_problem.message
 
 
 def test_a_broken_subject_is_a_problem_in_each_pane(samples):
     preview = selectors.preview_render(
-        mapping=mapping(), organization_id="367", context={"subject": "Hi {{if .x}}"}
+        mapping=mapping(),
+        organization_id="367",
+        context={"subject": "Hi {{if .x}}"},
+        adapters=container.current(),
     )
     assert all(pane.subject is None and pane.subject_problem for pane in preview.panes)
     assert all(pane.html for pane in preview.panes)  # bodies still render
@@ -202,7 +245,9 @@ def test_a_missing_default_template_is_a_problem(samples):
         Bucket=container.current().template_store.bucket, Key=f"default/{ACCEPTED_FILE}"
     )
 
-    preview = selectors.preview_render(mapping=mapping(), organization_id=None, context={})
+    preview = selectors.preview_render(
+        mapping=mapping(), organization_id=None, context={}, adapters=container.current()
+    )
 
     assert "no such object" in preview.panes[0].body_problem.message
 
@@ -216,6 +261,7 @@ def test_preview_report_compares_manifest_context_and_templates(samples, setting
         mapping=mapping(),
         organization_id="367",
         context={"datasetName": "A", "date": "d", "color": "red", "organizationId": 367},
+        adapters=container.current(),
     )
 
     report = preview.report
@@ -226,7 +272,7 @@ def test_preview_report_compares_manifest_context_and_templates(samples, setting
 
 
 def test_initial_context_has_a_sample_for_each_manifest_variable(samples):
-    context = selectors.preview_initial_context(mapping=mapping())
+    context = selectors.preview_initial_context(mapping=mapping(), adapters=container.current())
     assert set(context) == {"datasetName", "date", "reviewerName"}
 
 
@@ -235,7 +281,7 @@ def test_initial_context_falls_back_to_the_template_variables(samples, settings,
     manifest.write_text("{}")
     settings.TEMPLATE_VARIABLES_PATH = manifest
 
-    context = selectors.preview_initial_context(mapping=mapping())
+    context = selectors.preview_initial_context(mapping=mapping(), adapters=container.current())
 
     assert set(context) == {"datasetName", "date", "reviewerName", "organizationName"}
 
@@ -245,9 +291,13 @@ def test_initial_context_falls_back_to_the_template_variables(samples, settings,
 
 def test_sent_tests_link_to_the_journal_once_the_row_exists(samples, make_user):
     owner = make_user("Template owners")
-    action = services.send_test_email(message_id=ACCEPTED, context={}, user=owner)
+    action = services.send_test_email(
+        message_id=ACCEPTED, context={}, user=owner, queue=container.current().queue
+    )
 
-    [before] = selectors.sent_test_list(user=owner, message_id=ACCEPTED)
+    [before] = selectors.sent_test_list(
+        user=owner, message_id=ACCEPTED, adapters=container.current()
+    )
     assert before.action == action and before.journal_url is None and before.status is None
 
     container.current().journal.claim(
@@ -261,7 +311,9 @@ def test_sent_tests_link_to_the_journal_once_the_row_exists(samples, make_user):
             ttl_seconds=3600,
         )
     )
-    [after] = selectors.sent_test_list(user=owner, message_id=ACCEPTED)
+    [after] = selectors.sent_test_list(
+        user=owner, message_id=ACCEPTED, adapters=container.current()
+    )
     assert after.status == "QUEUED"
     assert after.journal_url == (
         "/admin/templates_admin/emailjournalpage/entry/"
@@ -272,7 +324,12 @@ def test_sent_tests_link_to_the_journal_once_the_row_exists(samples, make_user):
 def test_sent_tests_are_the_users_own(samples, make_user):
     owner = make_user("Template owners")
     other = make_user(superuser=True)
-    services.send_test_email(message_id=ACCEPTED, context={}, user=other)
+    services.send_test_email(
+        message_id=ACCEPTED, context={}, user=other, queue=container.current().queue
+    )
 
-    assert selectors.sent_test_list(user=owner, message_id=ACCEPTED) == []
+    assert (
+        selectors.sent_test_list(user=owner, message_id=ACCEPTED, adapters=container.current())
+        == []
+    )
     assert EmailAction.objects.count() == 1

@@ -32,6 +32,7 @@ def test_create_writes_the_row_and_audits_it(samples, owner):
         template_file="added-to-team.html",
         subject="Welcome to {{.teamName}}",
         user=owner,
+        adapters=container.current(),
     )
 
     row = stored("team-welcome")
@@ -70,7 +71,7 @@ def test_create_refuses_what_the_consumer_could_not_use(samples, owner, fields, 
     } | fields
 
     with pytest.raises(ValidationError) as caught:
-        services.mapping_create(**values, user=owner)
+        services.mapping_create(**values, user=owner, adapters=container.current())
 
     assert set(caught.value.message_dict) == {bad_field}
     assert stored(values["message_id"]) is None
@@ -83,6 +84,7 @@ def test_create_accepts_jinja_subjects(samples, owner):
         template_file="added-to-team.html",
         subject="{% if teamName %}Welcome to {{ teamName }}{% endif %}",
         user=owner,
+        adapters=container.current(),
     )
     assert stored("jinja-subject").version == 1
 
@@ -90,7 +92,11 @@ def test_create_accepts_jinja_subjects(samples, owner):
 def test_create_of_an_existing_id_conflicts_and_carries_the_current_row(samples, owner):
     with pytest.raises(ConcurrentUpdate) as caught:
         services.mapping_create(
-            message_id=ACCEPTED, template_file="added-to-team.html", subject="x", user=owner
+            message_id=ACCEPTED,
+            template_file="added-to-team.html",
+            subject="x",
+            user=owner,
+            adapters=container.current(),
         )
 
     assert caught.value.current.template_file == "dataset-publication-accepted.html"
@@ -110,6 +116,7 @@ def test_update_bumps_the_version_and_audits_before_and_after(samples, owner):
         subject="Accepted: {{.datasetName}}",
         expected_version=before.version,
         user=owner,
+        adapters=container.current(),
     )
 
     assert saved.version == before.version + 1
@@ -131,6 +138,7 @@ def test_second_editor_with_a_stale_version_gets_a_conflict_not_an_overwrite(
         subject="First editor's subject",
         expected_version=opened.version,
         user=other,
+        adapters=container.current(),
     )
 
     with pytest.raises(ConcurrentUpdate) as caught:
@@ -140,6 +148,7 @@ def test_second_editor_with_a_stale_version_gets_a_conflict_not_an_overwrite(
             subject="Second editor's subject",
             expected_version=opened.version,
             user=owner,
+            adapters=container.current(),
         )
 
     assert "changed since you opened it" in caught.value.reason
@@ -158,6 +167,7 @@ def test_update_that_changes_nothing_writes_nothing(samples, owner):
         subject=current.subject,
         expected_version=current.version,
         user=owner,
+        adapters=container.current(),
     )
 
     assert result == current == stored(ACCEPTED)
@@ -175,6 +185,7 @@ def test_update_of_a_deleted_mapping_conflicts(samples, owner):
             subject="x",
             expected_version=current.version,
             user=owner,
+            adapters=container.current(),
         )
 
     assert caught.value.current is None and "deleted" in caught.value.reason
@@ -195,6 +206,7 @@ def test_a_failed_dynamodb_write_leaves_no_audit_entry(samples, owner, monkeypat
             subject="never stored",
             expected_version=current.version,
             user=owner,
+            adapters=container.current(),
         )
 
     assert not MappingChange.objects.exists()
@@ -207,7 +219,10 @@ def test_delete_removes_the_row_and_audits_what_it_was(samples, owner):
     current = stored(ACCEPTED)
 
     deleted = services.mapping_delete(
-        message_id=ACCEPTED, expected_version=current.version, user=owner
+        message_id=ACCEPTED,
+        expected_version=current.version,
+        user=owner,
+        mapping_store=container.current().mapping_store,
     )
 
     assert deleted == current  # the page's "deleted" step tells it from a form with errors
@@ -225,10 +240,16 @@ def test_delete_with_a_stale_version_conflicts_and_keeps_the_row(samples, owner)
         subject="changed meanwhile",
         expected_version=opened.version,
         user=owner,
+        adapters=container.current(),
     )
 
     with pytest.raises(ConcurrentUpdate):
-        services.mapping_delete(message_id=ACCEPTED, expected_version=opened.version, user=owner)
+        services.mapping_delete(
+            message_id=ACCEPTED,
+            expected_version=opened.version,
+            user=owner,
+            mapping_store=container.current().mapping_store,
+        )
 
     assert stored(ACCEPTED).subject == "changed meanwhile"
     assert list(MappingChange.objects.values_list("action", flat=True)) == ["update"]
@@ -240,7 +261,9 @@ def test_delete_with_a_stale_version_conflicts_and_keeps_the_row(samples, owner)
 def test_send_test_queues_a_contract_request_to_the_user_only(samples, owner):
     context = {"datasetName": "Rat brain atlas", "organizationId": 367}
 
-    action = services.send_test_email(message_id=ACCEPTED, context=context, user=owner)
+    action = services.send_test_email(
+        message_id=ACCEPTED, context=context, user=owner, queue=container.current().queue
+    )
 
     [message] = samples.queue_messages(samples.queue_url)
     request = parse_request(message["Body"])
@@ -256,8 +279,12 @@ def test_send_test_queues_a_contract_request_to_the_user_only(samples, owner):
 
 
 def test_each_test_send_gets_a_fresh_dedupe_id(samples, owner):
-    first = services.send_test_email(message_id=ACCEPTED, context={}, user=owner)
-    second = services.send_test_email(message_id=ACCEPTED, context={}, user=owner)
+    first = services.send_test_email(
+        message_id=ACCEPTED, context={}, user=owner, queue=container.current().queue
+    )
+    second = services.send_test_email(
+        message_id=ACCEPTED, context={}, user=owner, queue=container.current().queue
+    )
 
     assert first.dedupe_id != second.dedupe_id
     assert first.journal_key != second.journal_key
@@ -267,7 +294,10 @@ def test_the_consumer_delivers_a_test_send_under_its_journal_key(samples, owner)
     from emailops.container import current
 
     action = services.send_test_email(
-        message_id=ACCEPTED, context={"datasetName": "Atlas"}, user=owner
+        message_id=ACCEPTED,
+        context={"datasetName": "Atlas"},
+        user=owner,
+        queue=container.current().queue,
     )
     [message] = samples.queue_messages(samples.queue_url)
 
@@ -285,7 +315,9 @@ def test_send_test_refuses_a_user_without_an_email(samples, make_user):
     user.save()
 
     with pytest.raises(ValidationError, match="no email address"):
-        services.send_test_email(message_id=ACCEPTED, context={}, user=user)
+        services.send_test_email(
+            message_id=ACCEPTED, context={}, user=user, queue=container.current().queue
+        )
 
     assert samples.queue_messages(samples.queue_url) == []
     assert not EmailAction.objects.exists()
@@ -294,7 +326,10 @@ def test_send_test_refuses_a_user_without_an_email(samples, make_user):
 def test_send_test_refuses_what_the_consumer_would_refuse(samples, owner):
     with pytest.raises(ValidationError, match="organizationId"):
         services.send_test_email(
-            message_id=ACCEPTED, context={"organizationId": "O367"}, user=owner
+            message_id=ACCEPTED,
+            context={"organizationId": "O367"},
+            user=owner,
+            queue=container.current().queue,
         )
 
     assert samples.queue_messages(samples.queue_url) == []
@@ -308,13 +343,17 @@ def test_a_failed_enqueue_leaves_no_audit_entry(samples, owner, monkeypatch):
     monkeypatch.setattr(container.current().queue, "send", unavailable)
 
     with pytest.raises(TransientError):
-        services.send_test_email(message_id=ACCEPTED, context={}, user=owner)
+        services.send_test_email(
+            message_id=ACCEPTED, context={}, user=owner, queue=container.current().queue
+        )
 
     assert not EmailAction.objects.exists()
 
 
 def test_send_test_body_is_the_wire_format(samples, owner):
-    services.send_test_email(message_id=ACCEPTED, context={"a": 1}, user=owner)
+    services.send_test_email(
+        message_id=ACCEPTED, context={"a": 1}, user=owner, queue=container.current().queue
+    )
 
     [message] = samples.queue_messages(samples.queue_url)
     body = json.loads(message["Body"])
@@ -330,6 +369,7 @@ def test_sending_off_is_audited_and_kept_by_later_edits(samples, owner):
         send_disabled=True,
         expected_version=before.version,
         user=owner,
+        adapters=container.current(),
     )
     change = MappingChange.objects.get()
     assert (change.before["send_disabled"], change.after["send_disabled"]) == (False, True)
@@ -340,5 +380,6 @@ def test_sending_off_is_audited_and_kept_by_later_edits(samples, owner):
         subject="Accepted: {{.datasetName}}",
         expected_version=off.version,
         user=owner,
+        adapters=container.current(),
     )
     assert stored(ACCEPTED).send_disabled is True

@@ -491,6 +491,22 @@ def test_send_test_links_to_the_journal_row_once_it_exists(client, samples, make
     assert f'href="{link}"' in page
 
 
+def test_the_test_send_list_survives_a_journal_the_console_cannot_reach(
+    client, samples, make_user, settings
+):
+    """The list of one's test sends reads the journal for their status; a journal that is not
+    configured leaves each send without one, it does not take the preview page down."""
+    client.force_login(make_user("Template owners"))
+    client.post(f"{PAGE}send-test/", preview_query())
+    action = EmailAction.objects.get()
+    settings.JOURNAL_TABLE = ""
+
+    response = client.get(f"{PAGE}preview/")
+
+    assert response.status_code == 200
+    assert action.dedupe_id in text(response) and "not in the journal yet" in text(response)
+
+
 def test_send_test_refuses_a_user_without_email(client, samples, make_user):
     user = make_user("Template owners")
     user.email = ""

@@ -36,7 +36,7 @@ def test_the_replay_preview_is_audited(aws, client, make_user, settings):
     owner = make_user("Template owners")
     draft = draft_create(
         key="default/added-to-team.html", source="<p>x</p>", subject=None,
-        message_id="added-to-team", user=owner,
+        message_id="added-to-team", user=owner, adapters=container.current(),
     )  # fmt: skip
     client.force_login(owner)
     assert client.get(f"{DRAFTS}draft/{draft.pk}/").status_code == 200

@@ -36,11 +36,11 @@ def test_a_sample_value_fits_its_name(name, value):
 def test_no_sample_template_renders_a_doubled_scheme(samples):
     composer = container.current().composer()
     rendered = 0
-    for message_id in sorted(template_manifest()):
+    for message_id in sorted(template_manifest(adapters=container.current())):
         mapping = container.current().mapping_store.get_mapping(message_id)
         if mapping is None:
             continue
-        context = preview_initial_context(mapping=mapping)
+        context = preview_initial_context(mapping=mapping, adapters=container.current())
         composed = composer.compose(message_id, context, None)
         assert "https://https://" not in composed.html, message_id
         assert "://." not in composed.html and "https:///" not in composed.html, message_id
@@ -52,7 +52,7 @@ def test_the_printed_enqueue_line_renders_without_a_missing_variable(samples):
     line = try_it(Path(".devstack.env"), Path.cwd()).strip().splitlines()[-1]
     context = json.loads(shlex.split(line)[shlex.split(line).index("--context") + 1])
     assert context == TRY_CONTEXT
-    assert set(template_manifest()["added-to-team"]) <= set(context)
+    assert set(template_manifest(adapters=container.current())["added-to-team"]) <= set(context)
 
     composed = container.current().composer().compose("added-to-team", context, None)
 
@@ -61,5 +61,5 @@ def test_the_printed_enqueue_line_renders_without_a_missing_variable(samples):
 
 
 def test_a_sample_context_covers_the_manifest_names():
-    names = template_manifest()["added-to-organization"]
+    names = template_manifest(adapters=container.current())["added-to-organization"]
     assert set(sample_context(names)) == set(names)

@@ -37,15 +37,30 @@ def test_the_engine_warns_without_the_variable_and_without_a_base_url():
 def test_a_categorised_template_without_a_link_is_warned(samples, settings):
     settings.PUBLIC_BASE_URL = "https://email.example.org"
     found = check_sources(
-        message_id=MESSAGE, sources={KEY: "<p>Hi {{ userName }}</p>"}, subject="Hi"
+        message_id=MESSAGE,
+        sources={KEY: "<p>Hi {{ userName }}</p>"},
+        subject="Hi",
+        adapters=container.current(),
     )
     assert codes(found) == {"unsubscribe-link"}
-    assert codes(check_sources(message_id=MESSAGE, sources={KEY: WITH_LINK}, subject="Hi")) == set()
+    assert (
+        codes(
+            check_sources(
+                message_id=MESSAGE,
+                sources={KEY: WITH_LINK},
+                subject="Hi",
+                adapters=container.current(),
+            )
+        )
+        == set()
+    )
 
 
 def test_an_unset_base_url_is_warned(samples, settings):
     settings.PUBLIC_BASE_URL = ""
-    found = check_sources(message_id=MESSAGE, sources={KEY: WITH_LINK}, subject="Hi")
+    found = check_sources(
+        message_id=MESSAGE, sources={KEY: WITH_LINK}, subject="Hi", adapters=container.current()
+    )
     assert codes(found) == {"unsubscribe-base-url"}
 
 
@@ -53,11 +68,16 @@ def test_uncategorised_and_critical_mail_need_no_link(samples, settings):
     settings.PUBLIC_BASE_URL = ""
     accepted = "default/dataset-publication-accepted.html"
     found = check_sources(
-        message_id="dataset-publication-accepted", sources={accepted: "<p>Hi</p>"}, subject="Hi"
+        message_id="dataset-publication-accepted",
+        sources={accepted: "<p>Hi</p>"},
+        subject="Hi",
+        adapters=container.current(),
     )
     assert codes(found) == set()
     store = container.current().mapping_store
     mapping = store.get_mapping(MESSAGE)
     store.save_mapping(replace(mapping, priority="critical"), expected_version=mapping.version)
-    found = check_sources(message_id=MESSAGE, sources={KEY: "<p>Hi</p>"}, subject="Hi")
+    found = check_sources(
+        message_id=MESSAGE, sources={KEY: "<p>Hi</p>"}, subject="Hi", adapters=container.current()
+    )
     assert codes(found) == set()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from emailops import container
 from templates_admin.drafts.services import draft_create
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
@@ -35,6 +36,7 @@ def test_owner_replays_a_draft_on_a_recent_send(login, make_user, live_server, a
         subject="Join {{ teamName }}",
         message_id=TEAM,
         user=owner,
+        adapters=container.current(),
     )
     page = login(owner)
     violations: list[str] = []

@@ -17,6 +17,7 @@ from __future__ import annotations
 import getpass
 import json
 from dataclasses import asdict
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,8 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 
+from emailops import container
+from emailops.container import Container
 from emailops.core.errors import EmailOpsError
 from templates_admin.drafts import selectors, services
 from templates_admin.drafts.layout import validate_template_key
@@ -76,6 +79,12 @@ class Command(ActionCommand):
         rollback.add_argument("version")
         rollback.add_argument("--reason", default="")
 
+    @cached_property
+    def adapters(self) -> Container:
+        """The run's container (a command is its process's entry), built on first use: the
+        history needs none."""
+        return container.current()
+
     def handle(self, *args, action: str, **options):
         try:
             return self.run_action(action, options)
@@ -95,14 +104,14 @@ class Command(ActionCommand):
 
     def _pull(self, options) -> None:
         root: Path = options["directory"]
-        files = selectors.published_files()
+        files = selectors.published_files(template_store=self.adapters.template_store)
         for obj in files:
             path = root / obj.key
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_bytes(obj.data)
         mappings = [
             {"MessageId": m.message_id, "TemplateFile": m.template_file, "Subject": m.subject}
-            for m in selectors.published_mappings()
+            for m in selectors.published_mappings(mapping_store=self.adapters.mapping_store)
         ]
         root.mkdir(parents=True, exist_ok=True)
         (root / "mappings.json").write_text(json.dumps(mappings, indent=2) + "\n")
@@ -128,6 +137,7 @@ class Command(ActionCommand):
             subject=options["subject"],
             message_id=options["message_id"],
             user=self._user(options),
+            adapters=self.adapters,
         )
         self.emit(
             {"id": draft.pk, "key": draft.key, "base_version": draft.base_version},
@@ -138,7 +148,7 @@ class Command(ActionCommand):
         from templates_admin.drafts.check import draft_verdict
 
         draft = selectors.draft_get(draft_id=options["draft_id"])
-        verdict = draft_verdict(draft=draft)
+        verdict = draft_verdict(draft=draft, adapters=self.adapters)
         findings, errors = verdict.findings, verdict.errors
         inherited = {id(f) for f in verdict.inherited_warnings}
         lines = [
@@ -166,6 +176,7 @@ class Command(ActionCommand):
                 draft_id=options["draft_id"],
                 user=self._user(options),
                 reason=options["reason"],
+                adapters=self.adapters,
                 accept_warnings=options["accept_warnings"],
             )
         except (services.CheckFailed, services.WarningsNotAccepted) as exc:
@@ -197,5 +208,6 @@ class Command(ActionCommand):
             version_id=options["version"],
             user=self._user(options),
             reason=options["reason"],
+            template_store=self.adapters.template_store,
         )
         self.emit(version_json(version), version.version_id)
