@@ -83,7 +83,7 @@ def prune_audit_trails() -> dict[str, int]:
 @shared_task(name="worker.evaluate_reputation")
 def evaluate_reputation() -> list[str]:
     """Judge the bounce and complaint rates; set or lift the guard's automatic pauses."""
-    return guard.reputation_evaluate()["warnings"]
+    return guard.reputation_evaluate(adapters=container.current())["warnings"]
 
 
 @shared_task(name="worker.webhook_fan_out")
