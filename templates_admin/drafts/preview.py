@@ -101,7 +101,7 @@ def recent_sends(*, message_id: str, limit: int = DEFAULT_REPLAY_COUNT) -> Recen
     rows.sort(key=lambda row: row.timestamp or 0, reverse=True)
     sends = []
     for row in rows[:limit]:
-        context = mask_context(dict(row.context))
+        context = mask_context(dict(row.context), container.current().config.console.sensitive_keys)
         sends.append(
             RecentSend(
                 key=row.key,
