@@ -22,8 +22,9 @@ def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRow
     declared = set(manifest.get(row.message_id, ()))
     allowed: dict[str, Any] = {k: v for k, v in row.context.items() if k in declared}
     return journal_row_out(
-        mask_row(row),  # a sensitive value masked wherever the row carries it (the subject...)
-        context=mask_context(allowed),
+        # a sensitive value masked wherever the row carries it (the subject...)
+        mask_row(row, container.current().config.console.sensitive_keys),
+        context=mask_context(allowed, container.current().config.console.sensitive_keys),
         now=int(time.time()),
         lease=container.current().lease_policy,
     )

@@ -96,6 +96,7 @@ def page_view(params: dict[str, str]) -> Callable[[], object]:
     def render() -> object:
         request = factory.get("/admin/templates_admin/emailjournalpage/", params)
         request.user = user
+        request.container = container.current()  # as ContainerMiddleware sets it
         response = search(request, admin.site)
         response.render()
         assert response.status_code == 200, response.status_code
@@ -149,12 +150,14 @@ def main() -> None:
             cursor = None
             for _ in range(page_number - 1):
                 cursor = selectors.journal_search(
-                    query=RECIPIENT, cursor=cursor, **kwargs
+                    adapters=container.current(), query=RECIPIENT, cursor=cursor, **kwargs
                 ).next_cursor
-            result = selectors.journal_search(query=RECIPIENT, cursor=cursor, **kwargs)
+            result = selectors.journal_search(
+                adapters=container.current(), query=RECIPIENT, cursor=cursor, **kwargs
+            )
             calls, selector_ms, _ = counter.measure(
                 lambda kw=kwargs, c=cursor: selectors.journal_search(
-                    query=RECIPIENT, cursor=c, **kw
+                    adapters=container.current(), query=RECIPIENT, cursor=c, **kw
                 ),
                 args.repeat,
             )

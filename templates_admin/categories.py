@@ -4,15 +4,17 @@
 
 Shared (the bottom layer with ``display``, ``console`` and ``models``): the mappings, suppression,
 dashboard and drafts areas all show labels, and none of them should import another for it.
-``preference_store()`` is the one way the console reaches the recipients' preferences.
+``preference_store(adapters)`` is the one way the console reaches the recipients' preferences.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from emailops import container
 from templates_admin.models import CategoryDefinition
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["category_choices", "category_label", "category_labels", "preference_store"]
 
@@ -44,8 +46,8 @@ def category_choices(*, current: str = "") -> list[tuple[str, str]]:
     ]
 
 
-def preference_store() -> Any | None:
+def preference_store(adapters: Container) -> Any | None:
     """The recipients' preferences (``emailops.core.preferences.PreferenceStore``, plus
-    ``history(address)``), or None where this deployment has none: pages then say so instead of
-    failing."""
-    return getattr(container.current(), "preference_store", None)
+    ``history(address)``) of ``adapters``, or None where this deployment has none: pages then say
+    so instead of failing."""
+    return getattr(adapters, "preference_store", None)

@@ -6,7 +6,6 @@ from typing import Any
 
 from django.http import HttpRequest
 
-from emailops import container
 from emailops.core.errors import SharedStateUnavailable
 
 
@@ -15,6 +14,6 @@ def send_stop(request: HttpRequest) -> dict[str, Any]:
     if user is None or not user.is_authenticated or not user.is_staff:
         return {}
     try:
-        return {"send_stop": container.current().reputation_state.stop()}
+        return {"send_stop": request.container.reputation_state.stop()}
     except SharedStateUnavailable:  # a page renders without Redis; the consumers keep their last
         return {}

@@ -10,7 +10,6 @@ from typing import Any
 
 from django.utils import timezone
 
-from emailops import container
 from emailops.core import masking as core_masking
 from emailops.core.journal_row import JournalRow
 from emailops.core.masking import MASK, RowMask
@@ -25,31 +24,28 @@ __all__ = [
     "mask_row",
     "mask_stored",
     "moment",
-    "sensitive_keys",
     "utc_text",
 ]
 
 
-def sensitive_keys() -> tuple[str, ...]:
-    return container.current().config.console.sensitive_keys
+# ``sensitive`` below is the configured words (``config.console.sensitive_keys``), handed down by
+# the caller from its container.
 
 
-def mask_context(value: Any, sensitive: Iterable[str] | None = None) -> Any:
+def mask_context(value: Any, sensitive: Iterable[str]) -> Any:
     """A copy with the value of every key that contains a sensitive word masked, at any depth."""
-    return core_masking.mask_context(
-        value, sensitive if sensitive is not None else sensitive_keys()
-    )
+    return core_masking.mask_context(value, sensitive)
 
 
-def mask_row(row: JournalRow) -> JournalRow:
+def mask_row(row: JournalRow, sensitive: Iterable[str]) -> JournalRow:
     """The row as the console, ``email_log`` and the API show it: a sensitive value masked in
     its context and wherever else the row's text carries it (the subject, the error...)."""
-    return RowMask.masked(row, sensitive_keys())
+    return RowMask.masked(row, sensitive)
 
 
-def mask_stored(stored: StoredRow) -> StoredRow:
+def mask_stored(stored: StoredRow, sensitive: Iterable[str]) -> StoredRow:
     """The row and its stored attributes as the support view shows them, masked as ``mask_row``."""
-    mask = RowMask(stored.row.context, sensitive_keys())
+    mask = RowMask(stored.row.context, sensitive)
     return StoredRow(mask.row(stored.row), mask.stored(stored.attributes))
 
 

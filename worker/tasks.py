@@ -87,7 +87,7 @@ def prune_audit_trails() -> dict[str, int]:
 @shared_task(name="worker.evaluate_reputation")
 def evaluate_reputation() -> list[str]:
     """Judge the bounce and complaint rates; set or lift the guard's automatic pauses."""
-    return periodic.run("reputation")["warnings"]
+    return periodic.run("reputation", adapters=container.current())["warnings"]
 
 
 @shared_task(name="worker.webhook_fan_out")

@@ -14,12 +14,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 from urllib.parse import urlencode
 
 from django.urls import reverse
 
-from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.unsubscribes import UNSUBSCRIBED, category_of_counter
@@ -28,6 +27,9 @@ from monitoring.models import OpsReading
 from templates_admin.categories import category_labels
 from templates_admin.jobs.selectors import ops_readings
 from templates_admin.reputation import selectors as reputation
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = [
     "GMAIL_COMPLAINT",
@@ -234,12 +236,14 @@ def _quota(ses: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) -> dict[str, Any]:
+def dashboard(
+    *, adapters: Container, admin_site_name: str = "admin", now: datetime | None = None
+) -> dict[str, Any]:
     """Everything the front page shows: ``charts`` (JSON for the chart script), ``worst_*``
     tables, ``alerts`` (the banner), ``pauses`` and ``slowdowns``, ``ses`` (SES's own view) and ``problems``."""
     now = now or datetime.now(UTC)
-    days = container.current().config.ops.dashboard_days
-    window = container.current().config.reputation.window_hours
+    days = adapters.config.ops.dashboard_days
+    window = adapters.config.reputation.window_hours
     hours = hour_labels(now=now, hours=days * 24)
     problems: list[str] = []
 
@@ -248,7 +252,7 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
     counted = _read(
         "counters",
         problems,
-        lambda: reputation.hourly_counts(scope="account", days=read_days),
+        lambda: reputation.hourly_counts(stats=adapters.stats, scope="account", days=read_days),
         [],
     )
     counts = {item.hour: {k: int(v) for k, v in item.counts.items()} for item in counted}
@@ -265,14 +269,27 @@ def dashboard(*, admin_site_name: str = "admin", now: datetime | None = None) ->
         hour = latest.at.astimezone(UTC).strftime(_HOUR)
         if hour in hours:
             depth[hour] = max(depth.get(hour, 0), dlq_now)
-    ses = _read("SES account", problems, reputation.ses_account_view, {})
+    ses = _read("SES account", problems, lambda: reputation.ses_account_view(adapters=adapters), {})
     if ses.get("error"):
         problems.append(f"SES account: {ses['error']}")
     summary = _read(
-        "reputation", problems, lambda: reputation.reputation_summary(), {"account": {}}
+        "reputation",
+        problems,
+        lambda: reputation.reputation_summary(adapters=adapters),
+        {"account": {}},
     )
-    paused = _read("pauses", problems, reputation.pauses, [])
-    slowed = _read("slowdowns", problems, reputation.slowdowns, [])
+    paused = _read(
+        "pauses",
+        problems,
+        lambda: reputation.pauses(reputation_state=adapters.reputation_state),
+        [],
+    )
+    slowed = _read(
+        "slowdowns",
+        problems,
+        lambda: reputation.slowdowns(reputation_state=adapters.reputation_state),
+        [],
+    )
 
     since = (now - timedelta(hours=window)).date().isoformat()
     top = TOP_ROWS

@@ -35,7 +35,9 @@ def index_view(
     def index(request: HttpRequest, extra_context: dict[str, Any] | None = None) -> HttpResponse:
         context = dict(extra_context or {})
         if request.user.has_perm(roles.VIEW_JOBS):
-            context["dashboard"] = selectors.dashboard(admin_site_name=admin_site.name)
+            context["dashboard"] = selectors.dashboard(
+                adapters=request.container, admin_site_name=admin_site.name
+            )
             context["can_manage_pauses"] = request.user.has_perm(roles.MANAGE_REPUTATION)
             if context["can_manage_pauses"]:
                 context["pause_form"] = PauseForm()
@@ -51,6 +53,7 @@ def pause(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
     def change(data: dict[str, Any]) -> Any:
         change = reputation_services.pause_set if _setting(data) else reputation_services.pause_lift
         return change(
+            reputation_state=request.container.reputation_state,
             priority=data["priority"],
             organization=data["organization"] or None,
             reason=data["reason"],
@@ -74,7 +77,11 @@ def send_stop(request: HttpRequest, admin_site: AdminSite) -> HttpResponse:
             if _setting(data)
             else reputation_services.send_stop_lift
         )
-        return stop(reason=data["reason"], user=request.user)
+        return stop(
+            reputation_state=request.container.reputation_state,
+            reason=data["reason"],
+            user=request.user,
+        )
 
     def done(data: dict[str, Any]) -> str:
         seconds = int(REPUTATION_REFRESH_SECONDS)

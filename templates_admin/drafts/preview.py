@@ -106,7 +106,7 @@ def recent_sends(
     rows.sort(key=lambda row: row.timestamp or 0, reverse=True)
     sends = []
     for row in rows[:limit]:
-        context = mask_context(dict(row.context))
+        context = mask_context(dict(row.context), adapters.config.console.sensitive_keys)
         sends.append(
             RecentSend(
                 key=row.key,

@@ -97,6 +97,7 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[JournalRow], bool]:
             cursor = None
             for _ in range(_SEARCH_PAGES):
                 result = journal_selectors.journal_search(
+                    adapters=container.current(),
                     query=recipient,
                     message_id=inputs["message_id"],
                     since=datetime.fromtimestamp(inputs["since"], UTC),
@@ -178,7 +179,11 @@ def bulk_resend_run(job: Job, progress) -> dict[str, Any]:
         pacer.wait()
         try:
             action = email_resend(
-                key=step.key, reason=reason, user=job.created_by, dedupe_id=dedupe_id
+                adapters=container.current(),
+                key=step.key,
+                reason=reason,
+                user=job.created_by,
+                dedupe_id=dedupe_id,
             )
         except ValidationError as exc:
             progress.step(

@@ -108,7 +108,9 @@ def masked_body(body: str) -> str:
         data = json.loads(body)
     except ValueError:
         return f"{MASK} ({len(body)} characters, not JSON)"
-    return json.dumps(mask_context(data), ensure_ascii=False)[:4000]
+    return json.dumps(
+        mask_context(data, container.current().config.console.sensitive_keys), ensure_ascii=False
+    )[:4000]
 
 
 def dead_letter_of(message: QueueMessage) -> DeadLetter:
@@ -121,7 +123,9 @@ def dead_letter_of(message: QueueMessage) -> DeadLetter:
         request = {
             "messageId": parsed.message_id,
             "recipients": [r.email for r in parsed.recipients],
-            "context": mask_context(parsed.context),
+            "context": mask_context(
+                parsed.context, container.current().config.console.sensitive_keys
+            ),
             "dedupeId": parsed.dedupe_id,
         }
     return DeadLetter(

@@ -182,7 +182,10 @@ def erasure_run(job: Job, progress: Any) -> dict[str, Any]:
     actor = job.created_by.get_username() if job.created_by else job.origin
     address = unsealed_address(job)
     report = recipient_erase(
-        address=address, actor=actor, keep_preferences=bool(job.inputs.get("keepPreferences"))
+        adapters=container.current(),
+        address=address,
+        actor=actor,
+        keep_preferences=bool(job.inputs.get("keepPreferences")),
     )
     rewritten, dropped = erase_dead_letters(address)
     jobs = erase_from_jobs(address, own=job.pk)

@@ -18,11 +18,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING
 
 from django.db.models import Q
 
 from audit.models import JournalReadAudit
-from emailops import container
 from emailops.aws.erasure import RecipientRows
 from emailops.core.contract import address_key, address_spellings
 from emailops.core.erasure import masked_address
@@ -30,6 +30,9 @@ from emailops.core.events import EventLog
 from templates_admin.categories import preference_store
 from templates_admin.journal.selectors import looks_like_email
 from templates_admin.suppression.selectors import address_suppression
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["ErasureReport", "recipient_erase", "recipient_erase_preview"]
 
@@ -101,18 +104,20 @@ def _api_audits(address: str):
     return JournalReadAudit.objects.filter(match, channel=JournalReadAudit.Channel.API)
 
 
-def _preference_count(address: str) -> int:
-    store = preference_store()
+def _preference_count(address: str, *, adapters: Container) -> int:
+    store = preference_store(adapters)
     return len(store.of_address(address)) if store is not None else 0
 
 
 def _report(
-    address: str, *, dry_run: bool, keep_preferences: bool = False
+    address: str, *, adapters: Container, dry_run: bool, keep_preferences: bool = False
 ) -> tuple[ErasureReport, RecipientRows, list[str]]:
-    eraser = container.current().recipient_eraser
+    eraser = adapters.recipient_eraser
     rows = eraser.journal_rows(address)
     events = eraser.unmatched_events(address)
-    suppression = address_suppression(address=address_key(address))
+    suppression = address_suppression(
+        suppression_list=adapters.suppression_list, address=address_key(address)
+    )
     report = ErasureReport(
         address_masked=masked_address(address),
         journal_rows=len(rows.rows),
@@ -121,35 +126,43 @@ def _report(
         api_read_audits=_api_audits(address).count(),
         suppression_kept=(suppression.reason or "suppressed") if suppression else "",
         dry_run=dry_run,
-        preferences=_preference_count(address) if dry_run or keep_preferences else 0,
+        preferences=(
+            _preference_count(address, adapters=adapters) if dry_run or keep_preferences else 0
+        ),
         preferences_kept=keep_preferences,
     )
     return report, rows, events
 
 
-def recipient_erase_preview(*, address: str, keep_preferences: bool = False) -> ErasureReport:
+def recipient_erase_preview(
+    *, adapters: Container, address: str, keep_preferences: bool = False
+) -> ErasureReport:
     """What ``recipient_erase`` would remove, removing nothing. Raises ValueError, EmailOpsError."""
-    return _report(checked_address(address), dry_run=True, keep_preferences=keep_preferences)[0]
+    address = checked_address(address)
+    return _report(address, adapters=adapters, dry_run=True, keep_preferences=keep_preferences)[0]
 
 
-def recipient_erase(*, address: str, actor: str, keep_preferences: bool = False) -> ErasureReport:
+def recipient_erase(
+    *, adapters: Container, address: str, actor: str, keep_preferences: bool = False
+) -> ErasureReport:
     """Write the tombstone, then delete it all (see the module); safe to repeat. Raises
     ValueError or EmailOpsError (then run it again: what was deleted stays deleted). ``actor`` is
     who asked, for the log."""
     address = checked_address(address)
-    built = container.current()
     # The tombstone first: an event landing while the rows are deleted already meets it.
-    built.tombstones.add(address, now=int(time.time()))
-    report, rows, events = _report(address, dry_run=False, keep_preferences=keep_preferences)
-    eraser = built.recipient_eraser
-    eraser.delete(built.config.aws.journal_table, rows.all)
+    adapters.tombstones.add(address, now=int(time.time()))
+    report, rows, events = _report(
+        address, adapters=adapters, dry_run=False, keep_preferences=keep_preferences
+    )
+    eraser = adapters.recipient_eraser
+    eraser.delete(adapters.config.aws.journal_table, rows.all)
     if events:
-        eraser.delete(built.config.events.unmatched_table, events)
+        eraser.delete(adapters.config.events.unmatched_table, events)
     _api_audits(address).delete()
-    store = preference_store()
+    store = preference_store(adapters)
     if store is not None:
         if keep_preferences:  # kept under the tombstone's name: no address stays in the table
-            kept = built.tombstones.name(address)
+            kept = adapters.tombstones.name(address)
             for preference in store.of_address(address):
                 store.set(replace(preference, address=kept))
             store.remove_address(address)
@@ -159,7 +172,7 @@ def recipient_erase(*, address: str, actor: str, keep_preferences: bool = False)
     EventLog(logger).info(
         "recipient.erased",
         actor=actor,
-        addressHash=built.tombstones.hash(address)[:16],
+        addressHash=adapters.tombstones.hash(address)[:16],
         journalRows=report.journal_rows,
         goJournalRows=report.go_journal_rows,
         unmatchedEvents=report.unmatched_events,

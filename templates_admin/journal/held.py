@@ -11,11 +11,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from emailops import container
 from emailops.aws.rate_counter import HeldRequest
 from emailops.core.journal_row import JournalRow
 from emailops.core.log_only import LogOnlyReason
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["GuardView", "guard_view"]
 
@@ -30,9 +33,8 @@ class GuardView:
     complete: bool  # the Scan reached the end of the journal within its bound
 
 
-def guard_view(*, reason: str = "", max_read: int = 20_000) -> GuardView:
+def guard_view(*, adapters: Container, reason: str = "", max_read: int = 20_000) -> GuardView:
     """Held requests, and log-only rows (of ``reason`` when it is one of LogOnlyReason)."""
-    adapters = container.current()
     reason = reason if reason in REASONS else ""
     counters = adapters.rate_counters
     held = counters.held(now=int(time.time())) if counters is not None else []

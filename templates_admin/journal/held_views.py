@@ -30,7 +30,9 @@ def held(request: HttpRequest, admin_site) -> HttpResponse:
         done, refusals = 0, []
         for key in keys:
             result = attempt(
-                lambda key=key: logged_only_release(key=key, reason=why, user=request.user),
+                lambda key=key: logged_only_release(
+                    adapters=request.container, key=key, reason=why, user=request.user
+                ),
                 unavailable="The release could not be queued",
             )
             if isinstance(result, Refusal):
@@ -44,7 +46,7 @@ def held(request: HttpRequest, admin_site) -> HttpResponse:
         error = "; ".join(refusals) or "select at least one row to release"
         status = 400
     found = attempt(
-        lambda: guard_view(reason=request.GET.get("reason", "")),
+        lambda: guard_view(adapters=request.container, reason=request.GET.get("reason", "")),
         unavailable="The journal could not be read",
     )
     if isinstance(found, Refusal):

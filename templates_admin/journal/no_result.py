@@ -10,11 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from emailops.core.journal_row import JournalRow
 from templates_admin.display import local_text
 from templates_admin.journal import selectors
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["EmptyReason", "Why", "journal_search_empty_reason"]
 
@@ -53,7 +56,7 @@ def _within(row: JournalRow, since: int | None, until: int | None) -> bool:
 
 
 def journal_search_empty_reason(
-    result: selectors.JournalSearchResult, arguments: dict[str, Any]
+    result: selectors.JournalSearchResult, arguments: dict[str, Any], *, adapters: Container
 ) -> EmptyReason | None:
     """Why ``result`` (a search made with ``arguments``, journal_search's keywords) is empty;
     None when it is not empty, is not a recipient search, or stopped at its read budget."""
@@ -65,7 +68,9 @@ def journal_search_empty_reason(
     windowed = any(arguments.get(name) for name in _WINDOW)
     if not filtered and not windowed:
         return EmptyReason(Why.NO_ROWS)
-    everything = selectors.journal_search(query=arguments["query"], limit=_SAMPLE)
+    everything = selectors.journal_search(
+        adapters=adapters, query=arguments["query"], limit=_SAMPLE
+    )
     rows = everything.rows
     if not rows:
         return EmptyReason(Why.NO_ROWS)

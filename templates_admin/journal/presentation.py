@@ -7,7 +7,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from emailops import container
 from emailops.core.journal_row import JournalRow
 from emailops.core.journal_words import (
     ClaimWords,
@@ -26,7 +25,6 @@ from templates_admin.display import (  # noqa: F401
     local_text,
     mask_context,
     moment,
-    sensitive_keys,
     utc_text,
 )
 from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
@@ -34,12 +32,6 @@ from templates_admin.journal.delivery import DeliveryOutcome, delivery_outcome
 EXCERPT_LENGTH = 140
 
 _CUSTOM_TEMPLATE = re.compile(r"^custom/O(?P<org>[^/]+)/")
-
-
-def lease_policy() -> LeasePolicy:
-    """When a claim ends: the container's one policy, the consumer's, the API's and the
-    stuck-claims check's too."""
-    return container.current().lease_policy
 
 
 def branding(template_key: str | None) -> str:
@@ -107,10 +99,11 @@ class StatusPill:
     secondary: str = ""
 
 
-def status_pill(row: JournalRow, *, now: int) -> StatusPill:
+def status_pill(row: JournalRow, *, now: int, lease: LeasePolicy) -> StatusPill:
     """The pill from the one state function (``journal_words.row_state``): a delivery outcome when
-    there is one (DELIVERED, BOUNCED, COMPLAINED, DELAYED...), else the row's status."""
-    state = row_state(row, now=now, lease=lease_policy())
+    there is one (DELIVERED, BOUNCED, COMPLAINED, DELAYED...), else the row's status. ``lease``:
+    the container's one policy of when a claim ends (the consumer's too)."""
+    state = row_state(row, now=now, lease=lease)
     words = delivery_words(row)
     if state in _STATUS_STATES or not state:
         label = row.status or state.upper() or "?"
@@ -133,16 +126,16 @@ def status_pill(row: JournalRow, *, now: int) -> StatusPill:
 _AS_STORED = ("key", "recipient", "message_id", "status", "subject", "timestamp")
 
 
-def summarize(row: JournalRow, *, now: int) -> RowSummary:
+def summarize(row: JournalRow, *, now: int, lease: LeasePolicy) -> RowSummary:
     return RowSummary(
         **{name: getattr(row, name) for name in _AS_STORED},
         branding=branding(row.template_key),
         error=excerpt(row.error),
         local_time=local_text(row.timestamp),
         utc_time=utc_text(row.timestamp),
-        stuck=lease_policy().stuck(row, now=now),
+        stuck=lease.stuck(row, now=now),
         delivery=delivery_outcome(row),
-        pill=status_pill(row, now=now),
+        pill=status_pill(row, now=now, lease=lease),
     )
 
 
@@ -153,7 +146,7 @@ class StatusExplanation:
     details: list[str] = field(default_factory=list)
 
 
-def explain_status(row: JournalRow, *, now: int) -> StatusExplanation:
+def explain_status(row: JournalRow, *, now: int, lease: LeasePolicy) -> StatusExplanation:
     """What the row's status means for the person asking "did they get the email?"."""
     status = row.status
     claimed = local_text(row.timestamp)
@@ -183,7 +176,7 @@ def explain_status(row: JournalRow, *, now: int) -> StatusExplanation:
                 "then resend.",
             ],
         )
-    claim = claim_words(row, now=now, lease=lease_policy())
+    claim = claim_words(row, now=now, lease=lease)
     if claim is not None:
         return _explain_queued(claimed, claim)
     if status == Status.FAILED:

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from emailops import container
 from emailops.core.contract import EmailRequest, Recipient, request_to_json
 from emailops.core.dedupe import dedupe_key
 from emailops.core.events import EventLog
@@ -27,6 +27,9 @@ from emailops.core.retry import STATE_ATTRIBUTE, RetryState
 from emailops.queue_state import state_seal
 from templates_admin import roles
 from templates_admin.models import EmailAction
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["RELEASABLE", "logged_only_release"]
 
@@ -56,7 +59,9 @@ def _original_request(key: str, message_id: str, recipient: str, context: dict) 
     return request
 
 
-def logged_only_release(*, key: str, reason: str, user: AbstractBaseUser) -> EmailAction:
+def logged_only_release(
+    *, adapters: Container, key: str, reason: str, user: AbstractBaseUser
+) -> EmailAction:
     """Release one log-only row (reason rate safeguard or loop) to be sent. Raises
     PermissionDenied, ValidationError (no reason, no such row, not releasable) or EmailOpsError
     (the journal or the queue refused; no audit row is kept then)."""
@@ -65,7 +70,6 @@ def logged_only_release(*, key: str, reason: str, user: AbstractBaseUser) -> Ema
     reason = reason.strip()
     if not reason:
         raise ValidationError("say why you are releasing it: the reason is kept in the audit trail")
-    adapters = container.current()
     row = adapters.journal_reader.read(key)
     if row is None:
         raise ValidationError(f"there is no journal row {key!r}")

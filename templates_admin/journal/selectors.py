@@ -15,12 +15,11 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core import signing
 from django.core.exceptions import ValidationError
 
-from emailops import container
 from emailops.aws.journal_search import (
     NO_DELIVERY_REPORT,
     JournalCriteria,
@@ -37,8 +36,12 @@ from emailops.core.stored_attributes import StoredAttributes, StoredRow
 from templates_admin.display import mask_stored
 from templates_admin.drafts.selectors import VersionNotFound, version_source
 from templates_admin.journal.delivery import DELIVERY_STATUSES
-from templates_admin.journal.presentation import branding, lease_policy, mask_context
+from templates_admin.journal.presentation import branding, mask_context
 from templates_admin.models import EmailAction
+
+if TYPE_CHECKING:
+    from emailops.container import Container
+    from emailops.core.ports import MappingStore
 
 __all__ = [
     "EXPORT_MAX_ROWS",
@@ -129,6 +132,7 @@ class JournalSearchResult:
 
 def journal_search(
     *,
+    adapters: Container,
     query: str,
     message_id: str | None = None,
     status: str | None = None,
@@ -167,17 +171,18 @@ def journal_search(
     ):
         raise JournalSearchError("the date range ends before it starts")
     if ":" in query or not looks_like_email(query):
-        return replace(_lookup(query), filters_ignored=criteria != JournalCriteria())
+        found = _lookup(query, adapters=adapters)
+        return replace(found, filters_ignored=criteria != JournalCriteria())
 
     fingerprint = _fingerprint(query, criteria, oldest_first)
     position = _decode_cursor(cursor, fingerprint) if cursor else None
-    page = container.current().journal_search.recipient_page(
+    page = adapters.journal_search.recipient_page(
         query, criteria, position=position, limit=limit, newest_first=not oldest_first
     )
     return JournalSearchResult(
         query=query,
         kind=SearchKind.RECIPIENT,
-        **_masked(page.rows, page.stored),
+        **_masked(page.rows, page.stored, adapters.config.console.sensitive_keys),
         runs=page.runs,
         next_cursor=_encode_cursor(page.next, fingerprint),
         previous_cursor=_encode_cursor(page.previous, fingerprint),
@@ -188,6 +193,7 @@ def journal_search(
 
 def journal_search_pages(
     *,
+    adapters: Container,
     query: str,
     max_rows: int | None = None,
     page_size: int = MAX_LIMIT,
@@ -206,7 +212,9 @@ def journal_search_pages(
     cursor, seen = None, 0
     while True:
         wanted = page_size if max_rows is None else min(page_size, max_rows - seen)
-        page = journal_search(query=query, cursor=cursor, limit=wanted, **criteria)
+        page = journal_search(
+            adapters=adapters, query=query, cursor=cursor, limit=wanted, **criteria
+        )
         seen += len(page.rows)
         yield page
         cursor = page.next_cursor
@@ -214,26 +222,29 @@ def journal_search_pages(
             return
 
 
-def _masked(rows: Sequence[JournalRow], stored: Sequence[StoredAttributes]) -> dict[str, Any]:
+def _masked(
+    rows: Sequence[JournalRow], stored: Sequence[StoredAttributes], sensitive: Sequence[str]
+) -> dict[str, Any]:
     """JournalSearchResult's ``rows`` and ``stored``, each row's mask applied to both."""
-    found = [mask_stored(StoredRow(r, s)) for r, s in zip(rows, stored, strict=True)]
+    pairs = zip(rows, stored, strict=True)
+    found = [mask_stored(StoredRow(r, s), sensitive) for r, s in pairs]
     return {"rows": [f.row for f in found], "stored": tuple(f.attributes for f in found)}
 
 
-def _lookup(query: str) -> JournalSearchResult:
+def _lookup(query: str, *, adapters: Container) -> JournalSearchResult:
     """A journal Id (GetItem) or, failing that, an SES message id (SesMessageIdIndex)."""
-    found = container.current().journal_reader.read_stored(query)
-    table = container.current().journal.table
+    sensitive = adapters.config.console.sensitive_keys
+    found = adapters.journal_reader.read_stored(query)
+    table = adapters.journal.table
     get = QueryRun("GetItem", table, f'Id = "{query}"', calls=1, matched=int(found is not None))
     if found is not None:
-        return JournalSearchResult(
-            query=query, kind=SearchKind.ID, **_masked([found.row], [found.attributes]), runs=(get,)
-        )
-    page: JournalPage = container.current().journal_search.by_ses_message_id(query)
+        masked = _masked([found.row], [found.attributes], sensitive)
+        return JournalSearchResult(query=query, kind=SearchKind.ID, **masked, runs=(get,))
+    page: JournalPage = adapters.journal_search.by_ses_message_id(query)
     return JournalSearchResult(
         query=query,
         kind=SearchKind.SES_MESSAGE_ID if page.rows else SearchKind.ID_OR_SES_MESSAGE_ID,
-        **_masked(page.rows, page.stored),
+        **_masked(page.rows, page.stored, sensitive),
         runs=(get, *page.runs),
         problems=page.problems,
     )
@@ -296,10 +307,11 @@ class JournalEntry:
     stored: StoredAttributes = field(default_factory=StoredAttributes)
 
 
-def journal_entry(*, key: str) -> JournalEntry:
+def journal_entry(*, adapters: Container, key: str) -> JournalEntry:
     """The row at ``key`` (masked) with its resends and its stored attributes: one read."""
-    found = container.current().journal_reader.read_stored(key)
-    found = mask_stored(found) if found is not None else None
+    found = adapters.journal_reader.read_stored(key)
+    if found is not None:
+        found = mask_stored(found, adapters.config.console.sensitive_keys)
     row = found.row if found is not None else None
     actions = EmailAction.objects.filter(kind=EmailAction.Kind.RESEND).select_related("user")
     return JournalEntry(
@@ -307,7 +319,7 @@ def journal_entry(*, key: str) -> JournalEntry:
         row=row,
         resends=list(actions.filter(original_key=key)),
         resent_from=actions.filter(journal_key=key).first(),
-        lease_ends_at=lease_policy().ends_at(row) if row else None,
+        lease_ends_at=adapters.lease_policy.ends_at(row) if row else None,
         stored=found.attributes if found is not None else StoredAttributes(),
     )
 
@@ -325,33 +337,31 @@ class EmailPreview:
     sent_version: bool = False  # rendered with the version the row records
 
 
-def _recorded_source(row: JournalRow) -> tuple[str, str, str] | None:
+def _recorded_source(row: JournalRow, adapters: Container) -> tuple[str, str, str] | None:
     """(key, version, source) of the template version the row was sent with, if known."""
     key, version = row.template_key, row.template_version
     if not key or not version:
         return None
     try:
-        store = container.current().template_store
+        store = adapters.template_store
         return key, version, version_source(key=key, version_id=version, template_store=store)
     except (VersionNotFound, ValidationError, EmailOpsError, UnicodeDecodeError):
         return None
 
 
-def journal_email_renderable(*, row: JournalRow) -> bool:
+def journal_email_renderable(*, row: JournalRow, mapping_store: MappingStore) -> bool:
     """Whether "View email" can show something: the row records its template version, or its
     messageId still has a mapping (one GetItem). A row for an unknown messageId cannot be."""
     if row.template_key and row.template_version:
         return True
-    return bool(row.message_id) and (
-        container.current().mapping_store.get_mapping(row.message_id) is not None
-    )
+    return bool(row.message_id) and (mapping_store.get_mapping(row.message_id) is not None)
 
 
-def journal_email_preview(*, row: JournalRow) -> EmailPreview:
-    context = mask_context(dict(row.context))
+def journal_email_preview(*, adapters: Container, row: JournalRow) -> EmailPreview:
+    context = mask_context(dict(row.context), adapters.config.console.sensitive_keys)
     message_id = row.message_id
-    composer = container.current().composer()
-    recorded = _recorded_source(row)
+    composer = adapters.composer()
+    recorded = _recorded_source(row, adapters)
     try:
         if recorded is not None:
             key, version, source = recorded

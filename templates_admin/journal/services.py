@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import logging
 import uuid
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from emailops import container
 from emailops.core.contract import (
     EmailRequest,
     Recipient,
@@ -23,6 +23,9 @@ from emailops.core.errors import InvalidRequest
 from emailops.core.events import EventLog
 from templates_admin import roles
 from templates_admin.models import EmailAction
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = [
     "email_resend",
@@ -37,7 +40,12 @@ def new_resend_dedupe_id() -> str:
 
 
 def email_resend(
-    *, key: str, reason: str, user: AbstractBaseUser, dedupe_id: str | None = None
+    *,
+    adapters: Container,
+    key: str,
+    reason: str,
+    user: AbstractBaseUser,
+    dedupe_id: str | None = None,
 ) -> EmailAction:
     """Put the row's messageId and context back on the queue for the same recipient.
 
@@ -57,7 +65,7 @@ def email_resend(
     if done is not None:
         return done
 
-    row = container.current().journal_reader.read(key)
+    row = adapters.journal_reader.read(key)
     if row is None:
         raise ValidationError(f"there is no journal row {key!r} to resend")
     if row.context_trimmed:
@@ -66,7 +74,7 @@ def email_resend(
             "to fit the journal; send the original request again instead"
         )
     recipient = row.recipient
-    tombstones = container.current().tombstones
+    tombstones = adapters.tombstones
     if recipient.startswith(ERASED_PREFIX) or tombstones.erased_at(recipient) is not None:
         raise ValidationError(
             "this row's recipient was erased: the journal keeps nothing to resend to them (a new "
@@ -96,7 +104,7 @@ def email_resend(
             journal_key=dedupe_key(request, recipient),
             original_key=key,
         )
-        action.sqs_message_id = container.current().queue.send(body)
+        action.sqs_message_id = adapters.queue.send(body)
         action.save(update_fields=["sqs_message_id"])
     EventLog(logger).info(
         "email.resent",

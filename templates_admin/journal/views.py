@@ -8,7 +8,7 @@ from __future__ import annotations
 import itertools
 import json
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.http import HttpRequest, HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect
@@ -18,7 +18,6 @@ from django.utils.http import urlencode
 
 from audit.reads import read_by_console as _audit
 from audit.reads import read_counted
-from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from emailops.core.stored_attributes import AttributeRole, StoredAttribute, StoredAttributes
@@ -34,6 +33,9 @@ from templates_admin.models import EmailJournalPage
 from templates_admin.suppression import selectors as suppression_selectors
 from templates_admin.webhooks import selectors as webhook_selectors
 
+if TYPE_CHECKING:
+    from emailops.container import Container
+
 AREA = Area("templates_admin/journal/", EmailJournalPage, "templates_admin/journal.css")
 
 
@@ -44,11 +46,12 @@ def _entry_url(admin_site, name: str, key: str) -> str:
 @console_view(roles.SEARCH_JOURNAL)
 def search(request: HttpRequest, admin_site) -> HttpResponse:
     form = JournalSearchForm(request.GET or None)
+    adapters = request.container
     result, error, status, empty = None, "", 200, None
     if form.is_valid() and form.cleaned_data["q"].strip():
         _audit(request, "search", form.cleaned_data["q"], form.search_arguments())
         found = attempt(
-            lambda: selectors.journal_search(**form.search_arguments()),
+            lambda: selectors.journal_search(adapters=adapters, **form.search_arguments()),
             unavailable="The journal could not be read",
             also={selectors.JournalSearchError: str},
         )
@@ -57,14 +60,19 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
         else:
             result = found
             empty = attempt(
-                lambda: no_result.journal_search_empty_reason(found, form.search_arguments()),
+                lambda: no_result.journal_search_empty_reason(
+                    found, form.search_arguments(), adapters=adapters
+                ),
                 unavailable="Why nothing matched could not be read",
             )
             if isinstance(empty, Refusal):
                 error, empty = empty.text, None
     now = int(time.time())
     rows = [
-        (presentation.summarize(row, now=now), _entry_url(admin_site, "detail", row.key))
+        (
+            presentation.summarize(row, now=now, lease=adapters.lease_policy),
+            _entry_url(admin_site, "detail", row.key),
+        )
         for row in (result.rows if result else [])
     ]
     return AREA.page(
@@ -77,7 +85,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             "result": result,
             "rows": rows,
             "error": error,
-            "ttl_days": container.current().config.sending.journal_ttl_days,
+            "ttl_days": adapters.config.sending.journal_ttl_days,
             "older_url": _page_url(request, result.next_cursor) if result else "",
             "newer_url": _page_url(request, result.previous_cursor) if result else "",
             "export_url": _export_url(admin_site, request) if rows else "",
@@ -110,7 +118,9 @@ def export(request: HttpRequest, admin_site) -> HttpResponse:
         return redirect(f"{search_page}?{request.GET.urlencode()}")  # which says what is wrong
     arguments = form.search_arguments()
     del arguments["cursor"]
-    pages = selectors.journal_search_pages(max_rows=selectors.EXPORT_MAX_ROWS, **arguments)
+    pages = selectors.journal_search_pages(
+        adapters=request.container, max_rows=selectors.EXPORT_MAX_ROWS, **arguments
+    )
     try:
         first = next(pages)  # errors in the search itself still get a page, not half a file
     except selectors.JournalSearchError:
@@ -140,7 +150,8 @@ def _page_url(request: HttpRequest, cursor: str | None) -> str:
 @console_view(roles.SEARCH_JOURNAL)
 def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     _audit(request, "detail", key)
-    entry = selectors.journal_entry(key=key)
+    adapters = request.container
+    entry = selectors.journal_entry(adapters=adapters, key=key)
     context: dict[str, Any] = {
         "title": "Journal row",
         "key": key,
@@ -159,8 +170,10 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     row = entry.row
     context |= {
         "subtitle": f"{row.message_id} to {row.recipient}",
-        "explanation": presentation.explain_status(row, now=int(time.time())),
-        "pill": presentation.status_pill(row, now=int(time.time())),
+        "explanation": presentation.explain_status(
+            row, now=int(time.time()), lease=adapters.lease_policy
+        ),
+        "pill": presentation.status_pill(row, now=int(time.time()), lease=adapters.lease_policy),
         "attributes": _attributes(entry.stored),
         "delivery": delivery.delivery_outcome(row),
         "timeline": delivery.timeline(row),
@@ -169,7 +182,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         + "?"
         + urlencode({"q": row.recipient}),
         "email_url": _entry_url(admin_site, "email", key)
-        if selectors.journal_email_renderable(row=row)
+        if selectors.journal_email_renderable(row=row, mapping_store=adapters.mapping_store)
         else "",
         "resend_url": _entry_url(admin_site, "resend", key),
         "template_version_url": _template_version_url(admin_site, row),
@@ -268,10 +281,10 @@ def _attributes(stored: StoredAttributes) -> list[dict[str, str]]:
 @console_view(roles.SEARCH_JOURNAL)
 def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     _audit(request, "email", key)
-    entry = selectors.journal_entry(key=key)
+    entry = selectors.journal_entry(adapters=request.container, key=key)
     if entry.row is None:
         return redirect(_entry_url(admin_site, "detail", key))  # which explains
-    preview = selectors.journal_email_preview(row=entry.row)
+    preview = selectors.journal_email_preview(adapters=request.container, row=entry.row)
     return AREA.page(
         request,
         admin_site,
@@ -292,7 +305,8 @@ def email(request: HttpRequest, admin_site, key: str) -> HttpResponse:
 @console_view(roles.SEARCH_JOURNAL, roles.RESEND_EMAIL)
 def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
     _audit(request, "resend", key)  # the page shows the row, as the detail page does
-    entry = selectors.journal_entry(key=key)
+    adapters = request.container
+    entry = selectors.journal_entry(adapters=adapters, key=key)
     detail_url = _entry_url(admin_site, "detail", key)
     if entry.row is None:
         return redirect(detail_url)
@@ -303,7 +317,11 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
             request,
             form,
             lambda data: email_resend(
-                key=key, reason=data["reason"], user=request.user, dedupe_id=data["dedupe_id"]
+                adapters=adapters,
+                key=key,
+                reason=data["reason"],
+                user=request.user,
+                dedupe_id=data["dedupe_id"],
             ),
             unavailable="The request could not be queued",
             done=lambda action: (
@@ -325,21 +343,27 @@ def resend(request: HttpRequest, admin_site, key: str) -> HttpResponse:
             "title": "Resend this email?",
             "key": key,
             "row": entry.row,
-            "summary": presentation.summarize(entry.row, now=int(time.time())),
-            "explanation": presentation.explain_status(entry.row, now=int(time.time())),
+            "summary": presentation.summarize(
+                entry.row, now=int(time.time()), lease=adapters.lease_policy
+            ),
+            "explanation": presentation.explain_status(
+                entry.row, now=int(time.time()), lease=adapters.lease_policy
+            ),
             "form": form,
             "error": error,
             "detail_url": detail_url,
-            "suppression": _recipient_suppression(entry.row),
+            "suppression": _recipient_suppression(adapters, entry.row),
             "suppression_url": _suppression_url(request, admin_site, entry.row, always=True),
         },
         status=400 if error else 200,
     )
 
 
-def _recipient_suppression(row: JournalRow):
+def _recipient_suppression(adapters: Container, row: JournalRow):
     """A resend to a suppressed address is not sent (the row says SUPPRESSED): warn first."""
     try:
-        return suppression_selectors.address_suppression(address=row.recipient)
+        return suppression_selectors.address_suppression(
+            suppression_list=adapters.suppression_list, address=row.recipient
+        )
     except EmailOpsError:
         return None  # the warning is a courtesy; the consumer checks the list anyway

@@ -13,17 +13,19 @@ For the account and each organization over the window:
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from emailops import container
 from emailops.alerts import post_alert
 from emailops.core.events import EventLog
 from emailops.core.reputation import Priority, State
 from monitoring.models import OpsReading
 from templates_admin.reputation import selectors
 from templates_admin.reputation.services import now_text
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["READING", "reputation_evaluate"]
 
@@ -43,11 +45,11 @@ def _describe(where: str, figures: dict[str, Any]) -> str:
     )
 
 
-def reputation_evaluate() -> dict[str, Any]:
+def reputation_evaluate(*, adapters: Container) -> dict[str, Any]:
     """Judge the rates, set or lift the automatic pauses, warn. Returns what it stored."""
-    summary = selectors.reputation_summary()
-    ses = selectors.ses_account_view()
-    state = container.current().reputation_state
+    summary = selectors.reputation_summary(adapters=adapters)
+    ses = selectors.ses_account_view(adapters=adapters)
+    state = adapters.reputation_state
     scopes: list[tuple[str | None, dict[str, Any]]] = [(None, summary["account"])]
     scopes += [(org, figures) for org, figures in summary["organizations"].items()]
 
@@ -99,7 +101,7 @@ def reputation_evaluate() -> dict[str, Any]:
     )
     state.store_evaluation({(org or "account"): figures for org, figures in scopes})
     new = [w for w in warnings if w not in before]
-    webhook = container.current().config.reputation.alert_webhook_url
+    webhook = adapters.config.reputation.alert_webhook_url
     if new and webhook:
         text = "emailops reputation warning:\n" + "\n".join(f"• {w}" for w in new)
         if acting:

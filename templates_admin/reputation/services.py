@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import logging
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from emailops import container
 from emailops.core.events import EventLog
 from emailops.core.reputation import Priority
 from templates_admin.models import ReputationPauseChange
+
+if TYPE_CHECKING:
+    from emailops.redis.reputation import ReputationState
 
 __all__ = ["pause_lift", "pause_set"]
 
@@ -62,7 +64,13 @@ def _audit(
 
 
 def pause_set(
-    *, priority: str, organization: str | None, reason: str, user: Any, actor: str = ""
+    *,
+    reputation_state: ReputationState,
+    priority: str,
+    organization: str | None,
+    reason: str,
+    user: Any,
+    actor: str = "",
 ) -> None:
     """Pause ``priority`` mail (account-wide, or one organization's): its records wait on the
     queue until the pause is lifted. Audited."""
@@ -70,7 +78,7 @@ def pause_set(
     who = _who(user, actor)
     with transaction.atomic():
         _audit(ReputationPauseChange.Action.PAUSE, priority, organization, reason, user, actor)
-        container.current().reputation_state.set(
+        reputation_state.set(
             priority=priority,
             organization=organization,
             reason=reason,
@@ -85,7 +93,13 @@ def pause_set(
 
 
 def pause_lift(
-    *, priority: str, organization: str | None, reason: str, user: Any, actor: str = ""
+    *,
+    reputation_state: ReputationState,
+    priority: str,
+    organization: str | None,
+    reason: str,
+    user: Any,
+    actor: str = "",
 ) -> dict[str, Any] | None:
     """Lift the pause (or slowdown) of ``priority`` mail; the automatic guard does not set it
     again for RESUME_HOLD_SECONDS. Audited. Returns the entry lifted, if any."""
@@ -93,7 +107,7 @@ def pause_lift(
     who = _who(user, actor)
     with transaction.atomic():
         _audit(ReputationPauseChange.Action.RESUME, priority, organization, reason, user, actor)
-        lifted = container.current().reputation_state.lift(
+        lifted = reputation_state.lift(
             priority=priority,
             organization=organization,
             hold_seconds=RESUME_HOLD_SECONDS,
@@ -113,7 +127,9 @@ def pause_lift(
 ALL_MAIL = "all"
 
 
-def send_stop_set(*, reason: str, user: Any, actor: str = "") -> None:
+def send_stop_set(
+    *, reputation_state: ReputationState, reason: str, user: Any, actor: str = ""
+) -> None:
     """Stop all sending: every consumer journals each request log-only (reason service-stop)
     within REPUTATION_REFRESH_SECONDS, critical mail included. Audited."""
     if not reason.strip():
@@ -121,17 +137,19 @@ def send_stop_set(*, reason: str, user: Any, actor: str = "") -> None:
     who = _who(user, actor)
     with transaction.atomic():
         _audit(ReputationPauseChange.Action.PAUSE, ALL_MAIL, None, reason, user, actor)
-        container.current().reputation_state.set_stop(reason=reason, by=who, since=now_text())
+        reputation_state.set_stop(reason=reason, by=who, since=now_text())
     log.error("send_stop.set", by=who, reason=reason)
 
 
-def send_stop_lift(*, reason: str, user: Any, actor: str = "") -> dict[str, Any] | None:
+def send_stop_lift(
+    *, reputation_state: ReputationState, reason: str, user: Any, actor: str = ""
+) -> dict[str, Any] | None:
     """Lift the emergency stop; returns the stop lifted, if any. Audited."""
     if not reason.strip():
         raise ValidationError("a reason is required")
     who = _who(user, actor)
     with transaction.atomic():
         _audit(ReputationPauseChange.Action.RESUME, ALL_MAIL, None, reason, user, actor)
-        lifted = container.current().reputation_state.lift_stop()
+        lifted = reputation_state.lift_stop()
     log.warning("send_stop.lifted", by=who, reason=reason, was=bool(lifted))
     return lifted

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from emailops import container
 from emailops.aws.suppression import Suppression
 from emailops.core.contract import address_key
 from emailops.core.errors import EmailOpsError
 from emailops.core.preferences import how_text
-from templates_admin.categories import category_labels, preference_store
+from templates_admin.categories import category_labels
 from templates_admin.display import local_text, utc_text
 from templates_admin.models import PreferenceResubscribe, SuppressionRemoval
+
+if TYPE_CHECKING:
+    from emailops.aws.suppression import DynamoSuppressionList
+    from emailops.core.preferences import PreferenceStore
 
 __all__ = [
     "PAGE_SIZE",
@@ -43,15 +47,17 @@ class SuppressionPage:
 
 
 def suppression_search(
-    *, prefix: str = "", cursor: str | None = None, limit: int = PAGE_SIZE
+    *,
+    suppression_list: DynamoSuppressionList,
+    prefix: str = "",
+    cursor: str | None = None,
+    limit: int = PAGE_SIZE,
 ) -> SuppressionPage:
     """One page of entries whose address starts with ``prefix`` (any case), and the latest
     removals. Raises InvalidCursor for a damaged page link; EmailOpsError when AWS fails."""
     prefix = prefix.strip()  # the table is searched as typed and lowercased (Go rows keep case)
     try:
-        entries, next_cursor = container.current().suppression_list.search(
-            prefix=prefix, cursor=cursor, limit=limit
-        )
+        entries, next_cursor = suppression_list.search(prefix=prefix, cursor=cursor, limit=limit)
     except ValueError as exc:  # the store's cursor did not decode
         raise InvalidCursor("this page link is damaged; start the search again") from exc
     removals = SuppressionRemoval.objects.select_related("user")
@@ -74,10 +80,10 @@ class SuppressionEntry:
     removals: list[SuppressionRemoval] = field(default_factory=list)
 
 
-def suppression_entry(*, address: str) -> SuppressionEntry:
+def suppression_entry(*, suppression_list: DynamoSuppressionList, address: str) -> SuppressionEntry:
     address = address.strip()  # as given: the table tries the spelling, then its address_key
     removals = SuppressionRemoval.objects.filter(address=address_key(address))
-    suppression = container.current().suppression_list.get(address)
+    suppression = suppression_list.get(address)
     return SuppressionEntry(
         address=suppression.address if suppression else address,  # the row's own spelling
         suppression=suppression,
@@ -85,9 +91,11 @@ def suppression_entry(*, address: str) -> SuppressionEntry:
     )
 
 
-def address_suppression(*, address: str) -> Suppression | None:
+def address_suppression(
+    *, suppression_list: DynamoSuppressionList, address: str
+) -> Suppression | None:
     """The address's suppression, or None: for pages that warn before sending to it."""
-    return container.current().suppression_list.get(address)
+    return suppression_list.get(address)
 
 
 # --- Preferences (docs/preferences.md) ---------------------------------------------------------
@@ -128,14 +136,17 @@ def _row(labels: dict[str, str], *, category: str, subscribed: bool, how: str, a
     )
 
 
-def address_preferences(*, address: str) -> AddressPreferences:
+def address_preferences(
+    *, preference_store: PreferenceStore | None, address: str
+) -> AddressPreferences:
     """The address's preference per category and their history (newest first), from the
-    preference store, with the console's labels; and Support's re-subscriptions of it."""
+    preference store (None: this deployment has none), with the console's labels; and Support's
+    re-subscriptions of it."""
     key = address_key(address.strip())
     resubscribes = list(
         PreferenceResubscribe.objects.filter(address=key).select_related("user")[:50]
     )
-    store = preference_store()
+    store = preference_store
     if store is None:
         return AddressPreferences(available=False, resubscribes=resubscribes)
     labels = category_labels()

@@ -5,18 +5,22 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 
-from emailops import container
 from emailops.core.contract import address_key
 from emailops.core.events import EventLog
 from emailops.core.preferences import HowChanged, Preference
 from templates_admin import roles
-from templates_admin.categories import category_label, preference_store
+from templates_admin.categories import category_label
 from templates_admin.models import PreferenceResubscribe, SuppressionRemoval
+
+if TYPE_CHECKING:
+    from emailops.aws.suppression import DynamoSuppressionList
+    from emailops.core.preferences import PreferenceStore
 
 __all__ = ["preference_resubscribe", "suppression_remove"]
 
@@ -24,7 +28,12 @@ logger = logging.getLogger("templates_admin.suppression")
 
 
 def suppression_remove(
-    *, address: str, reason: str, user: AbstractBaseUser, recipient_asked: bool = False
+    *,
+    suppression_list: DynamoSuppressionList,
+    address: str,
+    reason: str,
+    user: AbstractBaseUser,
+    recipient_asked: bool = False,
 ) -> SuppressionRemoval:
     """Remove ``address`` from the suppression list, so the consumer sends to it again.
 
@@ -39,7 +48,7 @@ def suppression_remove(
     if not reason:
         raise ValidationError("say why you are removing it: the reason is kept in the audit trail")
     address = address.strip()  # as given: a Go-written row may be in any case
-    store = container.current().suppression_list
+    store = suppression_list
     current = store.get(address)
     if current is None:
         raise ValidationError(f"{address} is not on the suppression list")
@@ -72,7 +81,13 @@ def suppression_remove(
 
 
 def preference_resubscribe(
-    *, address: str, category: str, reason: str, user: AbstractBaseUser, recipient_asked: bool
+    *,
+    preference_store: PreferenceStore | None,
+    address: str,
+    category: str,
+    reason: str,
+    user: AbstractBaseUser,
+    recipient_asked: bool,
 ) -> PreferenceResubscribe:
     """Subscribe ``address`` to ``category`` again (Preference subscribed, how ``support``), so
     its categorised mail is sent again. Like lifting a complaint, only at the recipient's own
@@ -88,7 +103,7 @@ def preference_resubscribe(
         raise ValidationError(
             "only the recipient may ask to be subscribed again: confirm that they asked"
         )
-    store = preference_store()
+    store = preference_store
     if store is None:
         raise ValidationError("this deployment keeps no recipient preferences")
     address = address.strip()

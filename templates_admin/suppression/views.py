@@ -18,6 +18,7 @@ from audit.reads import read_by_console
 from emailops.aws.suppression import Suppression
 from emailops.core.journal_words import suppression_reason
 from templates_admin import roles
+from templates_admin.categories import preference_store
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
 from templates_admin.display import category_label, local_text, utc_text
 from templates_admin.models import SuppressionListPage
@@ -60,7 +61,9 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
         prefix, cursor = form.cleaned_data["q"], form.cleaned_data["cursor"] or None
     error, status, page = "", 200, None
     found = attempt(
-        lambda: selectors.suppression_search(prefix=prefix, cursor=cursor),
+        lambda: selectors.suppression_search(
+            suppression_list=request.container.suppression_list, prefix=prefix, cursor=cursor
+        ),
         also={selectors.InvalidCursor: str},
     )
     if isinstance(found, Refusal):
@@ -104,10 +107,14 @@ def _detail_page(
     status: int = 200,
 ) -> HttpResponse:
     """The address's page: its suppression, its removals, and its preferences per category."""
-    found = selectors.suppression_entry(address=address)
+    found = selectors.suppression_entry(
+        suppression_list=request.container.suppression_list, address=address
+    )
     read_by_console(request, "suppression-entry", address, rows=int(bool(found.suppression)))
     context: dict[str, Any] = {
-        "preferences": selectors.address_preferences(address=found.address),
+        "preferences": selectors.address_preferences(
+            preference_store=preference_store(request.container), address=found.address
+        ),
         "resubscribe_url": _url(admin_site, "resubscribe", found.address),
         "resubscribe_form": resubscribe_form or ResubscribeForm(),
         "resubscribe_error": resubscribe_error,
@@ -133,6 +140,7 @@ def resubscribe(request: HttpRequest, admin_site, address: str) -> HttpResponse:
         request,
         form,
         lambda data: preference_resubscribe(
+            preference_store=preference_store(request.container),
             address=address,
             category=data["category"],
             reason=data["reason"],
@@ -160,7 +168,9 @@ def resubscribe(request: HttpRequest, admin_site, address: str) -> HttpResponse:
 
 @console_view(roles.VIEW_SUPPRESSIONS, roles.REMOVE_SUPPRESSION)
 def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
-    found = selectors.suppression_entry(address=address)
+    found = selectors.suppression_entry(
+        suppression_list=request.container.suppression_list, address=address
+    )
     read_by_console(request, "suppression-entry", address, rows=int(bool(found.suppression)))
     detail_url = _url(admin_site, "detail", found.address)
     if found.suppression is None:
@@ -174,6 +184,7 @@ def remove(request: HttpRequest, admin_site, address: str) -> HttpResponse:
             request,
             form,
             lambda data: suppression_remove(
+                suppression_list=request.container.suppression_list,
                 address=found.address,
                 reason=data["reason"],
                 user=request.user,

@@ -14,7 +14,7 @@ from django.db.models import OuterRef, QuerySet, Subquery
 from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.masking import RowMask
-from templates_admin.display import mask_context, sensitive_keys
+from templates_admin.display import mask_context
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
 __all__ = [
@@ -71,7 +71,7 @@ def masked_payload(body: str, context: Any = None) -> Any:
         data = json.loads(body)
     except ValueError:
         data = body
-    words = sensitive_keys()
+    words = container.current().config.console.sensitive_keys
     kept: dict[str, Any] = {}
     if isinstance(data, dict) and isinstance(data.get("data"), dict):
         kept = {k: data["data"][k] for k in _NOT_SECRET if k in data["data"]}

@@ -112,13 +112,26 @@ def test_the_service_checks_permission_request_and_state_itself(store, make_user
     support, lead = make_user("Support"), make_user("Support leads")
     asked = {"address": ADDRESS, "reason": "ticket", "recipient_asked": True}
     with pytest.raises(PermissionDenied):
-        preference_resubscribe(category="dataset-activity", user=support, **asked)
+        preference_resubscribe(
+            preference_store=container.current().preference_store,
+            category="dataset-activity",
+            user=support,
+            **asked,
+        )
     with pytest.raises(ValidationError, match="confirm that they asked"):
         preference_resubscribe(
-            category="dataset-activity", user=lead, **(asked | {"recipient_asked": False})
+            preference_store=container.current().preference_store,
+            category="dataset-activity",
+            user=lead,
+            **(asked | {"recipient_asked": False}),
         )
     with pytest.raises(ValidationError, match="not unsubscribed"):
-        preference_resubscribe(category="newsletter", user=lead, **asked)
+        preference_resubscribe(
+            preference_store=container.current().preference_store,
+            category="newsletter",
+            user=lead,
+            **asked,
+        )
     assert not PreferenceResubscribe.objects.exists()
 
 

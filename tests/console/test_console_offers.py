@@ -10,6 +10,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
+from emailops import container
 from monitoring import checks as monitoring
 from tests.journal_factory import send_through_pipeline
 
@@ -56,7 +57,7 @@ def failed(aws):
     )
     from templates_admin.journal.selectors import journal_search
 
-    return journal_search(query="kim@example.com").rows[0]
+    return journal_search(adapters=container.current(), query="kim@example.com").rows[0]
 
 
 def test_a_failed_row_for_an_unknown_message_id_says_what_to_do(failed, client, make_user):
@@ -82,7 +83,7 @@ def test_view_email_is_offered_for_a_row_that_renders(aws, client, make_user):
     )
     from templates_admin.journal.selectors import journal_search
 
-    row = journal_search(query="dana@example.com").rows[0]
+    row = journal_search(adapters=container.current(), query="dana@example.com").rows[0]
     url = reverse("admin:templates_admin_journal_detail", args=[row.key])
     assert 'id="journal-email-link"' in text(signed_in(client, make_user, "Support").get(url))
 

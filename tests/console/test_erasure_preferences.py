@@ -41,7 +41,7 @@ def erase(client, make_user, django_capture_on_commit_callbacks, **extra) -> Job
 def test_erasure_removes_the_preferences_and_reports_the_count(
     store, client, make_user, django_capture_on_commit_callbacks
 ):
-    assert recipient_erase_preview(address=DANA).preferences == 2
+    assert recipient_erase_preview(adapters=container.current(), address=DANA).preferences == 2
     job = erase(client, make_user, django_capture_on_commit_callbacks)
     assert store.of_address(DANA) == []
     assert len(store.of_address("eve@example.com")) == 1

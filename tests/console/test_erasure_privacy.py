@@ -70,7 +70,9 @@ def test_unmatched_events_are_erased_in_every_spelling_of_the_address(aws_events
             TableName=UNMATCHED,
             Item={"Id": {"S": f"evt-{i}"}, "Recipients": {"L": [{"S": spelling}]}},
         )
-    assert recipient_erase(address=DANA, actor="t").unmatched_events == 3
+    assert (
+        recipient_erase(adapters=container.current(), address=DANA, actor="t").unmatched_events == 3
+    )
     left = aws_events.dynamodb.scan(TableName=UNMATCHED)["Items"]
     assert [item["Id"]["S"] for item in left] == ["evt-3"]
 
@@ -91,7 +93,7 @@ def _open_event(recipient: str) -> str:
 
 
 def test_an_event_landing_after_the_erasure_stores_nothing_personal(aws_events):
-    recipient_erase(address=DANA, actor="t")
+    recipient_erase(adapters=container.current(), address=DANA, actor="t")
     handler = container.current().delivery_event_handler
     outcome = handler.handle(_open_event('"Dana Example" <Dana@example.com>'), receive_count=9)
     assert outcome.result == "stored"
@@ -168,7 +170,7 @@ def test_a_new_request_after_the_erasure_is_sent_and_journalled_with_the_address
         expected_version=None,
     )
     built.template_store.write_template("default/added-to-team.html", "<p>{{.name}}</p>")
-    recipient_erase(address=DANA, actor="t")
+    recipient_erase(adapters=container.current(), address=DANA, actor="t")
     request = {
         "messageId": "added-to-team",
         "recipients": [{"email": '"Dana"@Example.com'}],
@@ -216,7 +218,7 @@ def test_a_console_resend_to_an_erased_address_is_refused(aws, client, make_user
     from templates_admin.models import EmailAction
     from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
-    recipient_erase(address=DANA, actor="t")
+    recipient_erase(adapters=container.current(), address=DANA, actor="t")
     # A row naming her in clear after the erasure: the Go consumer, still running, wrote it.
     row = journal_row("Dana@Example.com", at=BASE_TIME, go_row=True)
     put_rows(aws.dynamodb, "email-journal", [row])

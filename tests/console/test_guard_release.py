@@ -89,14 +89,16 @@ def test_a_release_is_refused_without_permission_reason_or_a_releasable_row(
 ):
     lead, support = make_user("Support leads"), make_user("Support")
     with pytest.raises(PermissionDenied):
-        logged_only_release(key=key_of(2), reason="x", user=support)
+        logged_only_release(adapters=container.current(), key=key_of(2), reason="x", user=support)
     with pytest.raises(ValidationError, match="why"):
-        logged_only_release(key=key_of(2), reason=" ", user=lead)
+        logged_only_release(adapters=container.current(), key=key_of(2), reason=" ", user=lead)
     with pytest.raises(ValidationError, match="only a row made log-only"):
-        logged_only_release(key=key_of(1), reason="x", user=lead)  # it was sent
-    logged_only_release(key=key_of(2), reason="x", user=lead)
+        logged_only_release(
+            adapters=container.current(), key=key_of(1), reason="x", user=lead
+        )  # it was sent
+    logged_only_release(adapters=container.current(), key=key_of(2), reason="x", user=lead)
     with pytest.raises(ValidationError):
-        logged_only_release(key=key_of(2), reason="again", user=lead)
+        logged_only_release(adapters=container.current(), key=key_of(2), reason="again", user=lead)
     assert EmailAction.objects.count() == 1
 
 

@@ -7,6 +7,7 @@ import io
 
 import pytest
 
+from emailops import container
 from templates_admin.journal import selectors
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
 
@@ -104,7 +105,7 @@ def test_a_read_failure_part_way_is_written_into_the_file(rows):
     from emailops.core.errors import TransientError
     from templates_admin.journal.csv_export import csv_lines
 
-    first = selectors.journal_search(query="joe@example.com", limit=4)
+    first = selectors.journal_search(adapters=container.current(), query="joe@example.com", limit=4)
 
     def pages():
         yield first

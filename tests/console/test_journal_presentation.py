@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from emailops import container
 from emailops.aws.journal_codec import row_from_item as typed
 from templates_admin.journal.delivery import bounce_reason, delivery_outcome, timeline
 from templates_admin.journal.presentation import (
@@ -41,7 +42,7 @@ def test_masking_matches_key_substrings_in_any_case_at_any_depth(settings):
         "teamName": "Curators",
     }
 
-    assert mask_context(context) == {
+    assert mask_context(context, container.current().config.console.sensitive_keys) == {
         "inviteToken": MASK,
         "user": {"Password": MASK, "name": "Ann"},
         "items": [{"apiTOKEN": MASK, "title": "x"}],
@@ -51,7 +52,10 @@ def test_masking_matches_key_substrings_in_any_case_at_any_depth(settings):
 
 
 def test_default_sensitive_keys_cover_links_and_keys():
-    masked = mask_context({"setupAccountLink": "https://x/?t=1", "apiKey": "k", "host": "h"})
+    masked = mask_context(
+        {"setupAccountLink": "https://x/?t=1", "apiKey": "k", "host": "h"},
+        container.current().config.console.sensitive_keys,
+    )
     assert masked == {"setupAccountLink": MASK, "apiKey": MASK, "host": "h"}
 
 
@@ -67,13 +71,13 @@ def test_failure_kind_is_read_from_the_row_not_from_its_text(facts, headline):
     # The same text as the old string matching called permanent: only the row's facts decide.
     error = "render template [default/a.html]: 'dict object' has no attribute"
     row = journal_row("a@b.org", at=BASE_TIME, status="FAILED", Error=error, **facts)
-    explanation = explain_status(typed(row), now=NOW)
+    explanation = explain_status(typed(row), now=NOW, lease=container.current().lease_policy)
     assert explanation.headline == headline + error
 
 
 def test_sent_without_a_delivery_report_says_so():
     row = journal_row("a@b.org", at=BASE_TIME)
-    explanation = explain_status(typed(row), now=NOW)
+    explanation = explain_status(typed(row), now=NOW, lease=container.current().lease_policy)
     assert explanation.headline == (
         "Accepted by SES at 2026-05-28 20:26:41 UTC; no delivery report yet."
     )
@@ -85,13 +89,16 @@ def test_queued_in_progress_then_stuck():
     row = journal_row("a@b.org", at=BASE_TIME, status="QUEUED")
     lease = row["ClaimExpiresAt"]
 
-    live = explain_status(typed(row), now=lease - 1)
-    stuck = explain_status(typed(row), now=lease + 1)
+    live = explain_status(typed(row), now=lease - 1, lease=container.current().lease_policy)
+    stuck = explain_status(typed(row), now=lease + 1, lease=container.current().lease_policy)
 
     assert live.headline.startswith("In progress") and live.tone == "pending"
     assert stuck.headline.startswith("Stuck since 2026-05-28 20:27:10")
     assert any("retried" in line for line in stuck.details)
-    assert summarize(typed(row), now=lease + 1).stuck and not summarize(typed(row), now=lease).stuck
+    assert (
+        summarize(typed(row), now=lease + 1, lease=container.current().lease_policy).stuck
+        and not summarize(typed(row), now=lease, lease=container.current().lease_policy).stuck
+    )
 
 
 def test_failed_transient_will_be_retried():
@@ -102,14 +109,14 @@ def test_failed_transient_will_be_retried():
         Error="send email [a]: Throttling",
         Permanent=False,
     )
-    explanation = explain_status(typed(row), now=NOW)
+    explanation = explain_status(typed(row), now=NOW, lease=container.current().lease_policy)
     assert explanation.headline.startswith("Failed for now, will be retried")
     assert "dead-letter queue" in explanation.details[0]
 
 
 def test_failed_go_row_says_it_cannot_tell():
     row = journal_row("a@b.org", at=BASE_TIME, status="FAILED", go_row=True, Error="boom")
-    explanation = explain_status(typed(row), now=NOW)
+    explanation = explain_status(typed(row), now=NOW, lease=container.current().lease_policy)
     assert explanation.headline == "Failed: boom"
     assert "does not say whether" in explanation.details[0]
 
@@ -180,7 +187,7 @@ def test_a_permanent_bounce_is_explained_with_the_servers_words():
         BounceSubType="General",
         DiagnosticCode="smtp; 550 5.1.1 user unknown",
     )
-    explanation = explain_status(typed(row), now=NOW)
+    explanation = explain_status(typed(row), now=NOW, lease=container.current().lease_policy)
     assert explanation.tone == "error"
     assert explanation.headline == "Bounced: mailbox does not exist."
     assert explanation.details[0].startswith("Reported by SES at 2026-05-28 20:30:00 UTC")
@@ -191,7 +198,7 @@ def test_a_permanent_bounce_is_explained_with_the_servers_words():
 
 def test_a_suppressed_row_says_it_was_never_sent_and_why():
     row = journal_row("a@b.org", at=BASE_TIME, status="SUPPRESSED", Error="complaint: abuse")
-    explanation = explain_status(typed(row), now=NOW)
+    explanation = explain_status(typed(row), now=NOW, lease=container.current().lease_policy)
     assert explanation.headline == "Not sent: a@b.org is on the suppression list."
     assert "complaint: abuse" in explanation.details[0]
 

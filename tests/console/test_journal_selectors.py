@@ -35,18 +35,20 @@ def rows(aws):
 
 
 def test_an_address_is_a_recipient_search(rows):
-    result = journal_search(query="  Gil@Example.com ")
+    result = journal_search(adapters=container.current(), query="  Gil@Example.com ")
     assert result.kind is SearchKind.RECIPIENT and len(result.rows) == 4
 
 
 def test_a_dedupe_key_with_an_address_in_it_is_an_id_lookup(rows):
-    result = journal_search(query="signup-7:gil@example.com", status="SENT")
+    result = journal_search(
+        adapters=container.current(), query="signup-7:gil@example.com", status="SENT"
+    )
     assert result.kind is SearchKind.ID and [r.key for r in result.rows] == [rows[3]["Id"]]
     assert result.filters_ignored
 
 
 def test_an_unknown_id_is_looked_up_as_both_kinds(aws):
-    result = journal_search(query="f" * 64)
+    result = journal_search(adapters=container.current(), query="f" * 64)
     assert result.kind is SearchKind.ID_OR_SES_MESSAGE_ID and result.rows == []
     assert [run.operation for run in result.runs] == ["GetItem", "Query"]
 
@@ -70,22 +72,35 @@ def test_an_unknown_id_is_looked_up_as_both_kinds(aws):
 )
 def test_bad_input_is_refused_before_any_call(kwargs, message):
     with pytest.raises(JournalSearchError, match=message):
-        journal_search(**kwargs)  # no `aws` fixture: a call to AWS would fail differently
+        journal_search(
+            adapters=container.current(), **kwargs
+        )  # no `aws` fixture: a call to AWS would fail differently
 
 
 def test_cursors_are_signed_and_tied_to_their_search(rows):
-    page = journal_search(query="gil@example.com", limit=2)
+    page = journal_search(adapters=container.current(), query="gil@example.com", limit=2)
     cursor = page.next_cursor
     assert cursor and "gil@example.com" not in cursor  # opaque
 
-    assert len(journal_search(query="gil@example.com", limit=2, cursor=cursor).rows) == 2
+    assert (
+        len(
+            journal_search(
+                adapters=container.current(), query="gil@example.com", limit=2, cursor=cursor
+            ).rows
+        )
+        == 2
+    )
     with pytest.raises(InvalidCursor, match="damaged or was altered"):
-        journal_search(query="gil@example.com", cursor=cursor[:-4] + "AAAA")
+        journal_search(
+            adapters=container.current(), query="gil@example.com", cursor=cursor[:-4] + "AAAA"
+        )
     with pytest.raises(InvalidCursor, match="different search"):
-        journal_search(query="gil@example.com", status="SENT", cursor=cursor)
+        journal_search(
+            adapters=container.current(), query="gil@example.com", status="SENT", cursor=cursor
+        )
     forged = signing.dumps({"f": "x"}, salt="another.salt")
     with pytest.raises(InvalidCursor):
-        journal_search(query="gil@example.com", cursor=forged)
+        journal_search(adapters=container.current(), query="gil@example.com", cursor=forged)
 
 
 def test_a_go_rows_claim_lasts_the_consumers_lease_read_once_from_the_queue(
@@ -101,11 +116,15 @@ def test_a_go_rows_claim_lasts_the_consumers_lease_read_once_from_the_queue(
     monkeypatch.setattr(SqsQueue, "describe", lambda self: asked.append(1) or describe(self))
 
     settings.CLAIM_LEASE_SECONDS = 45
-    assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + 45
+    assert (
+        journal_entry(adapters=container.current(), key=row["Id"]).lease_ends_at == BASE_TIME + 45
+    )
     assert asked == []
     settings.CLAIM_LEASE_SECONDS = 0
     for _ in range(2):
-        assert journal_entry(key=row["Id"]).lease_ends_at == BASE_TIME + queue_visibility(aws)
+        assert journal_entry(
+            adapters=container.current(), key=row["Id"]
+        ).lease_ends_at == BASE_TIME + queue_visibility(aws)
     assert asked == [1]
 
 
@@ -113,11 +132,11 @@ def test_resend_requires_permission_reason_and_a_row(rows, make_user):
     lead, support = make_user("Support leads"), make_user("Support")
 
     with pytest.raises(PermissionDenied):
-        email_resend(key=rows[0]["Id"], reason="x", user=support)
+        email_resend(adapters=container.current(), key=rows[0]["Id"], reason="x", user=support)
     with pytest.raises(ValidationError, match="reason"):
-        email_resend(key=rows[0]["Id"], reason="  ", user=lead)
+        email_resend(adapters=container.current(), key=rows[0]["Id"], reason="  ", user=lead)
     with pytest.raises(ValidationError, match="no journal row"):
-        email_resend(key="nope", reason="x", user=lead)
+        email_resend(adapters=container.current(), key="nope", reason="x", user=lead)
     assert not EmailAction.objects.exists()
 
 
@@ -126,7 +145,9 @@ def test_resend_of_a_request_that_cannot_parse_is_refused(aws, make_user):
     put_rows(aws.dynamodb, "email-journal", [row])
 
     with pytest.raises(ValidationError, match="organizationId"):
-        email_resend(key=row["Id"], reason="x", user=make_user("Support leads"))
+        email_resend(
+            adapters=container.current(), key=row["Id"], reason="x", user=make_user("Support leads")
+        )
 
 
 def test_a_resend_the_queue_refuses_leaves_no_audit_row(rows, make_user, settings):
@@ -134,18 +155,30 @@ def test_a_resend_the_queue_refuses_leaves_no_audit_row(rows, make_user, setting
     container.reset()
 
     with pytest.raises(EmailOpsError):
-        email_resend(key=rows[0]["Id"], reason="x", user=make_user("Support leads"))
+        email_resend(
+            adapters=container.current(),
+            key=rows[0]["Id"],
+            reason="x",
+            user=make_user("Support leads"),
+        )
     assert not EmailAction.objects.exists()
 
 
 def test_entries_link_resends_both_ways(rows, aws, make_user):
-    action = email_resend(key=rows[0]["Id"], reason="lost it", user=make_user("Support leads"))
+    action = email_resend(
+        adapters=container.current(),
+        key=rows[0]["Id"],
+        reason="lost it",
+        user=make_user("Support leads"),
+    )
 
-    original = journal_entry(key=rows[0]["Id"])
-    new = journal_entry(key=action.journal_key)
+    original = journal_entry(adapters=container.current(), key=rows[0]["Id"])
+    new = journal_entry(adapters=container.current(), key=action.journal_key)
 
     assert original.resends == [action] and original.resent_from is None
     assert new.row is None and new.resent_from == action
     (message,) = aws.queue_messages(aws.queue_url)
     assert json.loads(message["Body"])["dedupeId"] == action.dedupe_id
-    assert selectors.journal_search(query=action.journal_key).rows == []  # not consumed yet
+    assert (
+        selectors.journal_search(adapters=container.current(), query=action.journal_key).rows == []
+    )  # not consumed yet

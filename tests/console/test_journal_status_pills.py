@@ -10,6 +10,7 @@ from html import unescape
 import pytest
 from django.urls import reverse
 
+from emailops import container
 from emailops.aws.journal_codec import row_from_item
 from templates_admin.journal.presentation import status_pill
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
@@ -21,7 +22,11 @@ NOW = BASE_TIME + 3600
 
 
 def pill(**extra):
-    return status_pill(row_from_item(journal_row("a@example.com", at=BASE_TIME, **extra)), now=NOW)
+    return status_pill(
+        row_from_item(journal_row("a@example.com", at=BASE_TIME, **extra)),
+        now=NOW,
+        lease=container.current().lease_policy,
+    )
 
 
 @pytest.mark.parametrize(

@@ -46,7 +46,7 @@ def send(aws, address: str) -> dict:
         aws,
         {"messageId": "added-to-team", "recipients": [{"email": address}], "context": CONTEXT},
     )
-    (row,) = journal_search(query=address).rows
+    (row,) = journal_search(adapters=container.current(), query=address).rows
     # As stored, to compare with what was published.
     return container.current().journal_reader.read_stored(row.key).attributes.as_dict()
 

@@ -72,7 +72,7 @@ def rows_for(address: str) -> list[dict]:
     reader = container.current().journal_reader
     return [
         reader.read_stored(row.key).attributes.as_dict()
-        for row in journal_search(query=address).rows
+        for row in journal_search(adapters=container.current(), query=address).rows
     ]
 
 

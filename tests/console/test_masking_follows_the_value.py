@@ -85,6 +85,9 @@ def test_the_api_never_returns_it(aws, client):
 def test_a_short_value_is_masked_only_under_its_key(sent):
     from templates_admin.display import mask_row
 
-    masked = mask_row(replace(sent, subject="Room 42, code 981276"))
+    masked = mask_row(
+        replace(sent, subject="Room 42, code 981276"),
+        container.current().config.console.sensitive_keys,
+    )
     assert masked.context["pin"] == "••••••"
     assert masked.subject == "Room 42, code ••••••"

@@ -68,16 +68,31 @@ def decide(priority, organization=None):
 
 def test_a_support_lead_pauses_and_resumes_with_a_reason_audited(guard_env, make_user):
     lead = make_user("Support leads")
-    services.pause_set(priority="bulk", organization=None, reason="list cleanup", user=lead)
+    services.pause_set(
+        reputation_state=container.current().reputation_state,
+        priority="bulk",
+        organization=None,
+        reason="list cleanup",
+        user=lead,
+    )
     assert decide("bulk") is GateDecision.PAUSE
     assert decide("bulk", "7") is GateDecision.PAUSE  # account-wide covers every organization
     assert decide("normal") is GateDecision.GO and decide("critical") is GateDecision.GO
-    [paused] = selectors.pauses()
+    [paused] = selectors.pauses(reputation_state=container.current().reputation_state)
     assert paused["priority"] == "bulk" and paused["organization"] is None
     assert paused["reason"] == "list cleanup" and paused["since"]
 
-    services.pause_lift(priority="bulk", organization=None, reason="cleaned", user=lead)
-    assert decide("bulk") is GateDecision.GO and selectors.pauses() == []
+    services.pause_lift(
+        reputation_state=container.current().reputation_state,
+        priority="bulk",
+        organization=None,
+        reason="cleaned",
+        user=lead,
+    )
+    assert (
+        decide("bulk") is GateDecision.GO
+        and selectors.pauses(reputation_state=container.current().reputation_state) == []
+    )
     trail = list(
         ReputationPauseChange.objects.order_by("at", "id").values_list(
             "action", "priority", "reason", "user__username"
@@ -92,9 +107,21 @@ def test_a_support_lead_pauses_and_resumes_with_a_reason_audited(guard_env, make
 def test_critical_mail_is_never_paused_and_a_reason_is_required(guard_env, make_user):
     lead = make_user("Support leads")
     with pytest.raises(ValidationError, match="never paused"):
-        services.pause_set(priority="critical", organization=None, reason="x", user=lead)
+        services.pause_set(
+            reputation_state=container.current().reputation_state,
+            priority="critical",
+            organization=None,
+            reason="x",
+            user=lead,
+        )
     with pytest.raises(ValidationError, match="reason"):
-        services.pause_set(priority="bulk", organization=None, reason=" ", user=lead)
+        services.pause_set(
+            reputation_state=container.current().reputation_state,
+            priority="bulk",
+            organization=None,
+            reason=" ",
+            user=lead,
+        )
     assert not ReputationPauseChange.objects.exists()
 
 
@@ -137,7 +164,7 @@ def test_past_the_act_line_bulk_pauses_normal_slows_and_both_lift_when_rates_rec
 ):
     count(delivered=190, bounced_permanent=10)  # 5 % of 200
     with caplog.at_level(logging.ERROR, logger="templates_admin.reputation"):
-        reading = guard.reputation_evaluate()
+        reading = guard.reputation_evaluate(adapters=container.current())
     assert reading["acting"] == ["account"] and reading["states"]["account"] == "act"
     assert decide("bulk") is GateDecision.PAUSE
     assert decide("normal") is GateDecision.SLOW
@@ -148,11 +175,13 @@ def test_past_the_act_line_bulk_pauses_normal_slows_and_both_lift_when_rates_rec
     banner = selectors.reputation_banner()
     assert banner["acting"] == ["account"] and "bounce rate 5.00 %" in banner["warnings"][0]
 
-    guard.reputation_evaluate()  # the same warning again: no second alert
+    guard.reputation_evaluate(
+        adapters=container.current()
+    )  # the same warning again: no second alert
     assert len(webhook.posts) == 1
 
     count(delivered=2000)  # the rates recover: 10 / 2200 = 0.45 %
-    guard.reputation_evaluate()
+    guard.reputation_evaluate(adapters=container.current())
     assert decide("bulk") is GateDecision.GO and decide("normal") is GateDecision.GO
     assert selectors.reputation_banner() is None
 
@@ -161,22 +190,26 @@ def test_one_organizations_bad_list_pauses_only_its_own_bulk_mail(guard_env, set
     settings.ALERT_WEBHOOK_URL = ""
     count(organization="7", delivered=190, bounced_permanent=10)
     count(organization="8", delivered=5000)
-    reading = guard.reputation_evaluate()
+    reading = guard.reputation_evaluate(adapters=container.current())
     assert reading["states"] == {"account": "ok", "7": "act", "8": "ok"}
     assert decide("bulk", "7") is GateDecision.PAUSE
     assert decide("bulk", "8") is GateDecision.GO and decide("bulk") is GateDecision.GO
-    [paused] = selectors.pauses()
+    [paused] = selectors.pauses(reputation_state=container.current().reputation_state)
     assert paused["organization"] == "7" and paused["reason"].startswith("automatic")
 
 
 def test_a_pause_lifted_by_hand_is_not_set_again_by_the_guard(guard_env, settings, make_user):
     settings.ALERT_WEBHOOK_URL = ""
     count(delivered=190, bounced_permanent=10)
-    guard.reputation_evaluate()
+    guard.reputation_evaluate(adapters=container.current())
     services.pause_lift(
-        priority="bulk", organization=None, reason="reviewed", user=make_user("Support leads")
+        reputation_state=container.current().reputation_state,
+        priority="bulk",
+        organization=None,
+        reason="reviewed",
+        user=make_user("Support leads"),
     )
-    guard.reputation_evaluate()
+    guard.reputation_evaluate(adapters=container.current())
     assert decide("bulk") is GateDecision.GO
     assert decide("normal") is GateDecision.SLOW  # only what the person lifted
 
@@ -184,14 +217,21 @@ def test_a_pause_lifted_by_hand_is_not_set_again_by_the_guard(guard_env, setting
 def test_ses_probation_warns_without_acting(guard_env, settings):
     settings.ALERT_WEBHOOK_URL = ""
     guard_env.status = "PROBATION"
-    reading = guard.reputation_evaluate()
+    reading = guard.reputation_evaluate(adapters=container.current())
     assert reading["warnings"] == ["SES enforcement status is PROBATION"]
     assert reading["acting"] == [] and decide("bulk") is GateDecision.GO
 
 
 def test_reputation_json_has_the_issues_keys(guard_env):
     count(message_id="reset", organization="7", sent=3, delivered=2, bounced_permanent=1)
-    services.pause_set(priority="bulk", organization="7", reason="r", user=None, actor="cli:t")
+    services.pause_set(
+        reputation_state=container.current().reputation_state,
+        priority="bulk",
+        organization="7",
+        reason="r",
+        user=None,
+        actor="cli:t",
+    )
     out = StringIO()
     call_command("reputation", "--json", stdout=out)
     data = json.loads(out.getvalue())
@@ -236,7 +276,7 @@ def test_the_consumers_metrics_carry_the_guards_rates_and_pauses(guard_env, sett
 
     settings.ALERT_WEBHOOK_URL = ""
     count(delivered=190, bounced_permanent=10)
-    guard.reputation_evaluate()
+    guard.reputation_evaluate(adapters=container.current())
     state = container.current().reputation_state
     families = {
         f.name: f for f in _reputation_metrics(lambda: (state.evaluation(), state.entries()))

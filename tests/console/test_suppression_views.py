@@ -174,12 +174,27 @@ def test_a_complaint_needs_the_recipients_request(suppressed, client, make_user)
 
 def test_the_service_checks_permission_and_complaints_itself(suppressed, make_user):
     with pytest.raises(PermissionDenied):
-        suppression_remove(address="bob@example.com", reason="x", user=make_user("Support"))
+        suppression_remove(
+            suppression_list=container.current().suppression_list,
+            address="bob@example.com",
+            reason="x",
+            user=make_user("Support"),
+        )
     lead = make_user("Support leads")
     with pytest.raises(ValidationError, match="confirm that they asked"):
-        suppression_remove(address="carol@example.com", reason="x", user=lead)
+        suppression_remove(
+            suppression_list=container.current().suppression_list,
+            address="carol@example.com",
+            reason="x",
+            user=lead,
+        )
     with pytest.raises(ValidationError, match="not on the suppression list"):
-        suppression_remove(address="nobody@example.com", reason="x", user=lead)
+        suppression_remove(
+            suppression_list=container.current().suppression_list,
+            address="nobody@example.com",
+            reason="x",
+            user=lead,
+        )
     assert suppressed.get("carol@example.com") is not None
     assert not SuppressionRemoval.objects.exists()
 

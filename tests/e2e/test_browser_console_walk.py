@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 import pytest
 from playwright.sync_api import expect
 
+from emailops import container
 from monitoring.models import OpsReading
 from templates_admin.journal.selectors import journal_search
 from tests.journal_factory import BASE_TIME, journal_row, put_rows, send_through_pipeline
@@ -45,7 +46,10 @@ def console(aws):
         aws, {"messageId": "no-such-message", "recipients": [{"email": "kim@example.com"}]}
     )
     OpsReading.objects.create(name="dlq_depth", value={"depth": 1}, at=datetime.now(UTC))
-    return {"bounced": bounced["Id"], "failed": journal_search(query="kim@example.com").rows[0].key}
+    return {
+        "bounced": bounced["Id"],
+        "failed": journal_search(adapters=container.current(), query="kim@example.com").rows[0].key,
+    }
 
 
 def _open(page, live_server, path: str):

@@ -96,7 +96,12 @@ def test_the_consoles_release_of_a_loop_held_send_goes_past_the_guard_once(aws, 
         enqueue(aws, n)
     consume(aws)
     assert held_as_loop(stack, 6)
-    logged_only_release(key=key(6), reason="a real burst", user=make_user("Support leads"))
+    logged_only_release(
+        adapters=container.current(),
+        key=key(6),
+        reason="a real burst",
+        user=make_user("Support leads"),
+    )
     [message] = aws.queue_messages(aws.queue_url)
     text = message["MessageAttributes"][STATE_ATTRIBUTE]["StringValue"]
     assert state_seal().open(text, message["Body"]).state.released == (key(6),)

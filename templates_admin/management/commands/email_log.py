@@ -24,6 +24,7 @@ from django.utils import timezone
 
 from audit.models import JournalReadAudit
 from audit.reads import read_record
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.journal_row import JournalRow
 from emailops.core.stored_attributes import AttributeRole, StoredAttributes
@@ -102,6 +103,7 @@ class Command(BaseCommand):
             query=options.get("id") or options.get("email") or "",
             filters={k: options.get(k) for k in _FILTERS},
         )
+        self.adapters = container.current()  # the run's adapters, handed to every read below
         try:
             if command == "id":
                 self._one(options["id"], options)
@@ -127,6 +129,7 @@ class Command(BaseCommand):
             "until": options.get("until"),
         }
         pages = selectors.journal_search_pages(
+            adapters=self.adapters,
             query=email,
             max_rows=limit,
             oldest_first=options.get("oldest_first", False),
@@ -175,7 +178,7 @@ class Command(BaseCommand):
             raise CommandError("give a journal Id or an SES message id")
         if ":" not in key and selectors.looks_like_email(key):
             raise CommandError(f"{key!r} is an address: use `email_log recipient {key}`")
-        result = selectors.journal_search(query=key)
+        result = selectors.journal_search(adapters=self.adapters, query=key)
         self._warn(result)
         if not result.rows:
             self._no_rows(f"no row has Id or SES message id {key}", result, options["json"])
@@ -193,7 +196,11 @@ class Command(BaseCommand):
         # With --json, stdout stays pure JSON lines (none); the message goes to stderr.
         out = self.stderr if as_json else self.stdout
         out.write(f"{message}. Searched: " + "; ".join(r.describe() for r in runs))
-        reason = no_result.journal_search_empty_reason(result, arguments) if arguments else None
+        reason = (
+            no_result.journal_search_empty_reason(result, arguments, adapters=self.adapters)
+            if arguments
+            else None
+        )
         if reason is not None and reason.why == no_result.Why.FILTERED:
             out.write(
                 f"The filters hid {reason.hidden_text} to this address: run it again without "
@@ -224,7 +231,7 @@ class Command(BaseCommand):
     def _lines(self, rows: list[JournalRow]) -> None:
         now = int(timezone.now().timestamp())
         for row in rows:
-            line = presentation.summarize(row, now=now)
+            line = presentation.summarize(row, now=now, lease=self.adapters.lease_policy)
             cells = (
                 line.local_time,
                 line.status_label,
@@ -245,8 +252,10 @@ class Command(BaseCommand):
         if as_json:
             self._json([row], [stored])
             return
-        entry = selectors.journal_entry(key=row.key)
-        explanation = presentation.explain_status(row, now=int(timezone.now().timestamp()))
+        entry = selectors.journal_entry(adapters=self.adapters, key=row.key)
+        explanation = presentation.explain_status(
+            row, now=int(timezone.now().timestamp()), lease=self.adapters.lease_policy
+        )
         self.stdout.write(explanation.headline)
         for detail in explanation.details:
             self.stdout.write(f"  {detail}")

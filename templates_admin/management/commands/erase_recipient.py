@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from jobs.models import Job
 from templates_admin.jobs import erasure
@@ -59,7 +60,7 @@ class Command(BaseCommand):
             )
             if not yes:
                 preview = recipient_erase_preview(
-                    address=address, keep_preferences=keep_preferences
+                    adapters=container.current(), address=address, keep_preferences=keep_preferences
                 )
                 for line in preview.lines():
                     self.stdout.write(f"  {line}")

@@ -17,6 +17,8 @@ import json
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from emailops import container
+from emailops.container import Container
 from emailops.core.errors import EmailOpsError
 from templates_admin.reputation import guard, selectors, services
 
@@ -46,25 +48,27 @@ class Command(BaseCommand):
         sub.add_parser("evaluate", help="judge the rates now; set or lift automatic pauses")
 
     def handle(self, *args, action: str | None = None, **options):
+        adapters = container.current()
         try:
             if action in ("pause", "resume"):
-                return self._change(action, options)
+                return self._change(action, options, adapters)
             if action == "evaluate":
-                reading = guard.reputation_evaluate()
+                reading = guard.reputation_evaluate(adapters=adapters)
                 for warning in reading["warnings"]:
                     self.stdout.write(f"warn: {warning}")
                 acting = ", ".join(reading["acting"]) or "nothing"
                 self.stdout.write(f"acting on: {acting}")
                 return None
-            return self._show(options["json"], options["window_hours"])
+            return self._show(options["json"], options["window_hours"], adapters)
         except ValidationError as exc:
             raise CommandError("; ".join(exc.messages)) from exc
         except EmailOpsError as exc:
             raise CommandError(exc.describe()) from exc
 
-    def _change(self, action: str, options: dict) -> None:
+    def _change(self, action: str, options: dict, adapters: Container) -> None:
         change = services.pause_set if action == "pause" else services.pause_lift
         change(
+            reputation_state=adapters.reputation_state,
             priority=options["priority"],
             organization=options["organization"],
             reason=options["reason"],
@@ -75,8 +79,8 @@ class Command(BaseCommand):
         done = "paused" if action == "pause" else "resumed"
         self.stdout.write(f"{options['priority']} mail {done} ({where})")
 
-    def _show(self, as_json: bool, window_hours: int | None) -> None:
-        summary = selectors.reputation_summary(window_hours=window_hours)
+    def _show(self, as_json: bool, window_hours: int | None, adapters: Container) -> None:
+        summary = selectors.reputation_summary(adapters=adapters, window_hours=window_hours)
         if as_json:
             self.stdout.write(json.dumps(summary, indent=2, sort_keys=True))
             return
