@@ -100,6 +100,8 @@ MIDDLEWARE = [
     # host check and the HTTPS redirect could refuse them.
     "emailops.health.HealthCheckMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # request.container: the process's adapters, which views hand down (emailops/middleware.py).
+    "emailops.middleware.ContainerMiddleware",
     # One Content-Security-Policy on every response; pages may set a stricter one.
     "emailops.security.ContentSecurityPolicyMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn, no nginx needed

@@ -548,3 +548,62 @@ def test_the_bench_check_catches_a_deferred_redis_import(tmp_path):
         "bench/x.py:3 imports redis",
         "bench/x.py:4 imports botocore.config",
     ]
+
+
+# --- The container is reached only where a process (or a request) starts --------------------------
+
+# Where a process or a request begins, and so may ask for the process's container; everything
+# below takes its collaborators as arguments (docs/architecture.md, "Composed once per process").
+ENTRY_MODULES = {
+    "emailops.container",  # defines it
+    "emailops.middleware",  # a web request: request.container
+    "emailops.wsgi",  # the web process's start
+    "emailops.celery",  # the Celery app's start
+    "worker.tasks",  # each Celery task is a start
+}
+
+
+def is_entry(module: str) -> bool:
+    """An entry module: one listed above, or a management command (each run is a process)."""
+    return module in ENTRY_MODULES or ".management.commands." in module
+
+
+def current_calls(root: Path = ROOT) -> list[str]:
+    """module:line of every ``current()`` call (``container.current()`` or a bare imported one)."""
+    found = []
+    for package in PACKAGES:
+        for path in sorted((root / package).rglob("*.py")):
+            module = ".".join(path.relative_to(root).with_suffix("").parts).removesuffix(
+                ".__init__"
+            )
+            for node in ast.walk(ast.parse(path.read_text(), str(path))):
+                if not isinstance(node, ast.Call):
+                    continue
+                called = node.func
+                name = (
+                    called.attr if isinstance(called, ast.Attribute) else getattr(called, "id", "")
+                )
+                if name == "current" and not node.args and not node.keywords:
+                    found.append(f"{module}:{node.lineno}")
+    return found
+
+
+def test_the_container_is_reached_only_in_entry_modules():
+    calls = current_calls()
+    assert any(c.startswith("worker.tasks:") for c in calls)  # the walk does see the entries
+    assert [c for c in calls if not is_entry(c.split(":")[0])] == []
+
+
+def test_the_entry_check_catches_a_selector_reaching_for_the_container(tmp_path):
+    for package in PACKAGES:
+        (tmp_path / package).mkdir()
+    (tmp_path / "templates_admin" / "selectors.py").write_text(
+        "from emailops import container\ndef rows():\n    return container.current().journal\n"
+    )
+    (tmp_path / "worker" / "management" / "commands").mkdir(parents=True)
+    (tmp_path / "worker" / "management" / "commands" / "go.py").write_text(
+        "from emailops.container import current\ncurrent()\n"
+    )
+    calls = current_calls(tmp_path)
+    assert calls == ["templates_admin.selectors:3", "worker.management.commands.go:2"]
+    assert [c for c in calls if not is_entry(c.split(":")[0])] == ["templates_admin.selectors:3"]
