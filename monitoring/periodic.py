@@ -14,10 +14,12 @@ _REGISTERED: dict[str, str] = {}
 
 
 def register(name: str, function: str) -> None:
-    """``function`` (a dotted path to a callable taking no argument) is the periodic ``name``."""
+    """``function`` (a dotted path to a callable taking keyword arguments only: those its task
+    passes to ``run``) is the periodic ``name``."""
     _REGISTERED[name] = function
 
 
-def run(name: str) -> Any:
-    """Run the periodic work registered as ``name``; a name nobody registered is a KeyError."""
-    return import_string(_REGISTERED[name])()
+def run(name: str, **arguments: Any) -> Any:
+    """Run the periodic work registered as ``name`` with ``arguments`` (the task's collaborators,
+    e.g. ``adapters=``); a name nobody registered is a KeyError."""
+    return import_string(_REGISTERED[name])(**arguments)

@@ -21,9 +21,8 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from emailops import container
 from emailops.aws.sqs import (
     FAILURE_REASON_ATTRIBUTE,
     QueueDepth,
@@ -39,6 +38,9 @@ from emailops.queue_state import state_seal
 from jobs.models import Job, JobStep
 from monitoring.queues import dead_letter_queues
 from templates_admin.display import MASK, mask_context
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = [
     "DeadLetter",
@@ -154,9 +156,10 @@ def _collect(queue: SqsQueue, limit: int, hide_seconds: int) -> tuple[list[Queue
     return list(found.values()), True
 
 
-def dead_letter_list(*, limit: int = 100) -> DeadLetterListing:
-    """The messages on the dead-letter queue (up to ``limit``), without consuming any."""
-    source, dlq = dead_letter_queues()
+def dead_letter_list(*, queue: SqsQueue, limit: int = 100) -> DeadLetterListing:
+    """The messages on the request queue's (``queue``) dead-letter queue (up to ``limit``),
+    without consuming any."""
+    source, dlq = dead_letter_queues(queue=queue)
     limit = max(1, min(MAX_LIST, limit))
     messages, truncated = _collect(dlq, limit, PEEK_HIDE_SECONDS)
     try:
@@ -173,9 +176,9 @@ def dead_letter_list(*, limit: int = 100) -> DeadLetterListing:
         dlq.release(messages)
 
 
-def dead_letter_list_run(job: Job, progress) -> dict[str, Any]:
+def dead_letter_list_run(job: Job, progress, *, adapters: Container) -> dict[str, Any]:
     """The listing job: read the queue once and keep what was read (masked) as the result."""
-    listing = dead_letter_list(limit=int(job.inputs.get("limit") or 100))
+    listing = dead_letter_list(queue=adapters.queue, limit=int(job.inputs.get("limit") or 100))
     progress.set_total(len(listing.messages))
     progress.set_done(len(listing.messages))
     return {
@@ -226,8 +229,8 @@ def redrive_inputs(*, ids: list[str] | None, redrive_all: bool, rate: float) -> 
     return {"all": redrive_all, "ids": ids, "rate": rate}
 
 
-def redrive_run(job: Job, progress) -> dict[str, Any]:
-    source, dlq = dead_letter_queues()
+def redrive_run(job: Job, progress, *, adapters: Container) -> dict[str, Any]:
+    source, dlq = dead_letter_queues(queue=adapters.queue)
     inputs = job.inputs
     rate = float(inputs.get("rate") or 1)
     wanted = set(inputs.get("ids") or [])
@@ -273,7 +276,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                 if not mine or (redrive_all and len(copied) >= total):
                     held[message.message_id] = message
                     continue
-                body = without_erased(message.body)
+                body = without_erased(message.body, adapters=adapters)
                 if body is None:  # every recipient was erased since: nothing is sent or kept
                     progress.step(message.message_id, JobStep.Outcome.SKIPPED, erased=True)
                     copied.add(message.message_id)
@@ -322,9 +325,10 @@ def as_json_lines(listing: DeadLetterListing) -> str:
     return json.dumps([m.as_json() for m in listing.messages], indent=2, ensure_ascii=False)
 
 
-def without_erased(body: str) -> str | None:
+def without_erased(body: str, *, adapters: Container) -> str | None:
     """The request without its erased recipients (erasure's tombstones); None when every
-    recipient was erased. A body that is not a request is left as it is."""
+    recipient was erased. A body that is not a request is left as it is (and reads no
+    tombstone: ``adapters.tombstones`` is reached only for a request with recipients)."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -332,7 +336,7 @@ def without_erased(body: str) -> str | None:
     recipients = data.get("recipients") if isinstance(data, dict) else None
     if not isinstance(recipients, list) or not recipients:
         return body
-    tombstones = container.current().tombstones
+    tombstones = adapters.tombstones
     kept = [
         r
         for r in recipients

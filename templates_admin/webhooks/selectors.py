@@ -7,15 +7,17 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.masking import RowMask
 from templates_admin.display import mask_context, sensitive_keys
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+if TYPE_CHECKING:
+    from emailops.core.ports import JournalReader
 
 __all__ = [
     "DeliveryDetail",
@@ -93,10 +95,10 @@ class DeliveryDetail:
     masked_by_value: bool
 
 
-def delivery_detail(delivery: WebhookDelivery) -> DeliveryDetail:
+def delivery_detail(delivery: WebhookDelivery, *, journal_reader: JournalReader) -> DeliveryDetail:
     context, by_value = None, False
     try:
-        row = container.current().journal_reader.read(delivery.journal_key)
+        row = journal_reader.read(delivery.journal_key)
     except EmailOpsError:
         row = None
     if row is not None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError
 
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from jobs.models import Job
 from templates_admin.jobs import erasure
@@ -50,8 +51,10 @@ class Command(BaseCommand):
         keep_preferences: bool = False,
         **options,
     ) -> None:
+        adapters = container.current()
         try:
             inputs = erasure.erasure_inputs(
+                adapters=adapters,
                 address=address,
                 reason=reason,
                 also_suppress=also_suppress,
@@ -72,6 +75,7 @@ class Command(BaseCommand):
             raise CommandError(exc.describe()) from None
         job = cli_job_run(
             cli_job_create(kind=Job.Kind.ERASE_RECIPIENT, inputs=inputs),
+            adapters=adapters,
             failure="job #{job.pk} failed: {job.error} (run the command again)",
         )
         self.stdout.write(f"Erased {inputs['addressMasked']} (job #{job.pk}):")
