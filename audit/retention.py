@@ -12,13 +12,15 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import models
 from django.utils import timezone
 
-from emailops import container
 from emailops.core.events import EventLog
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["audit_prune", "trail"]
 
@@ -41,10 +43,12 @@ def trail(name: str, model: type[models.Model], at: str, **only: Any) -> None:
     _TRAILS[name] = _Trail(model, at, only)
 
 
-def audit_prune(*, days: int | None = None, now: datetime | None = None) -> dict[str, int]:
+def audit_prune(
+    *, adapters: Container, days: int | None = None, now: datetime | None = None
+) -> dict[str, int]:
     """Delete audit rows older than ``days`` (AUDIT_RETENTION_DAYS); returns how many, per
     trail. ``days`` 0 or less keeps everything."""
-    days = container.current().config.ops.audit_retention_days if days is None else days
+    days = adapters.config.ops.audit_retention_days if days is None else days
     if days <= 0:
         return {}
     cutoff = (now or timezone.now()) - timedelta(days=days)

@@ -94,9 +94,10 @@ def run(stack: Stack, database: Path, messages: int, hang: float, name: str) -> 
         "shell",
         "-c",
         "from webhooks.models import WebhookEndpoint\n"
+        "from emailops import container\n"
         "from webhooks.endpoints import endpoint_add\n"
         "WebhookEndpoint.objects.all().delete()\n"
-        f"endpoint_add(url={receiver.url!r})",
+        f"endpoint_add(adapters=container.current(), url={receiver.url!r})",
     )
     try:
         stack.enqueue(bodies(name, messages))

@@ -1,4 +1,5 @@
-"""Jobs: create one (checking who may), run it (a Celery task calls ``job_run`` with the id), and
+"""Jobs: create one (checking who may), run it (a Celery task calls ``job_run`` with the id and
+its process's adapters, which the runner is given: ``runner(job, progress, adapters=...)``), and
 record its progress. Each kind's work lives with the app that offers it, which registers it
 (``jobs.registry``: the runner, and the permission to start it).
 
@@ -12,7 +13,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
@@ -25,6 +26,9 @@ from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from jobs import registry
 from jobs.models import Job, JobStep
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = [
     "HEARTBEAT_TIMEOUT",
@@ -154,16 +158,17 @@ def _claim(job_id: int) -> bool:
     return bool(claimed)
 
 
-def job_run(*, job_id: int) -> Job:
-    """Run (or resume) the job; returns it as it ended. A finished job, or one another worker is
-    running, is returned untouched."""
+def job_run(*, job_id: int, adapters: Container) -> Job:
+    """Run (or resume) the job with ``adapters`` (the running process's, handed to the runner);
+    returns it as it ended. A finished job, or one another worker is running, is returned
+    untouched."""
     if not _claim(job_id):
         return Job.objects.get(pk=job_id)
     job = Job.objects.get(pk=job_id)
     log.info("job.started", job=job.pk, kind=job.kind, run=job.runs)
     runner = registry.runner_of(job.kind)
     try:
-        result = runner(job, Progress(job))
+        result = runner(job, Progress(job), adapters=adapters)
     except Exception as exc:
         # Kept, not swallowed: the job page and the log say what stopped it; steps already
         # recorded stay, so running it again resumes where it stopped.

@@ -12,7 +12,8 @@ from django.utils.module_loading import import_string
 
 __all__ = ["loggable_inputs", "permission_of", "register_kind", "runner_of"]
 
-# (job, progress) -> the job's result; typed loosely: the engine, which gives both, imports this.
+# (job, progress, *, adapters) -> the job's result; typed loosely: the engine, which gives them,
+# imports this.
 Runner = Callable[..., dict[str, Any]]
 
 
@@ -27,8 +28,8 @@ _KINDS: dict[str, _Kind] = {}
 
 
 def register_kind(name: str, *, runner: str, permission: str, loggable: str = "") -> None:
-    """Register a job kind: ``runner`` (a dotted path to ``(job, progress) -> result``) does its
-    work, a user needs ``permission`` to start or retry one, and ``loggable`` (a dotted path to
+    """Register a job kind: ``runner`` (a dotted path to ``(job, progress, *, adapters) ->
+    result``, ``adapters`` the running process's container) does its work, a user needs ``permission`` to start or retry one, and ``loggable`` (a dotted path to
     ``inputs -> dict``, for inputs that name a person) says what the log keeps of its inputs.
     Registering again replaces it."""
     _KINDS[name] = _Kind(runner, permission, loggable)

@@ -12,14 +12,17 @@ from __future__ import annotations
 import logging
 import time
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.utils import timezone
 
-from emailops import container
 from emailops.core.events import EventLog
 from monitoring.models import OpsReading
 from monitoring.queues import dead_letter_queues
+
+if TYPE_CHECKING:
+    from emailops.aws.sqs import SqsQueue
+    from emailops.container import Container
 
 __all__ = [
     "DLQ_DEPTH",
@@ -66,10 +69,11 @@ def _store_hourly(name: str, depth: int, *, now: datetime) -> None:
     ).delete()
 
 
-def dead_letter_depth_check() -> dict[str, Any]:
+def dead_letter_depth_check(*, queue: SqsQueue) -> dict[str, Any]:
     """Read the dead-letter queue's depth; log an error when it holds anything and the depth
-    changed since the last reading (once per change), an info line when it emptied."""
-    _, queue = dead_letter_queues()
+    changed since the last reading (once per change), an info line when it emptied. ``queue`` is
+    the request queue, whose dead-letter queue is read."""
+    _, queue = dead_letter_queues(queue=queue)
     depth = queue.depth()
     value = {
         "depth": depth.total,
@@ -95,21 +99,20 @@ def dead_letter_depth_check() -> dict[str, Any]:
     return value
 
 
-def stuck_claims_check(*, now: int | None = None) -> dict[str, Any]:
+def stuck_claims_check(*, adapters: Container, now: int | None = None) -> dict[str, Any]:
     """QUEUED rows past their lease, found by a bounded Scan (``OPS_SCAN_MAX_ITEMS`` items a run)
     that resumes where the previous run stopped, so a large table is covered over several runs."""
     now = int(time.time()) if now is None else now
     previous = reading(STUCK_CLAIMS)
     start_key = (previous.value or {}).get("next_key") if previous else None
-    built = container.current()
     # The pages', the API's and the consumer's policy: a row the check reports stuck reads stuck
     # there too, and the consumer takes it over now.
-    lease = built.lease_policy
-    page = built.journal_scan.stuck_claims(
+    lease = adapters.lease_policy
+    page = adapters.journal_scan.stuck_claims(
         now=now,
         lease=lease,
         start_key=start_key,
-        max_read=container.current().config.ops.scan_max_items,
+        max_read=adapters.config.ops.scan_max_items,
     )
     rows = [
         {

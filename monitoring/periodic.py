@@ -14,11 +14,12 @@ _REGISTERED: dict[str, str] = {}
 
 
 def register(name: str, function: str) -> None:
-    """``function`` (a dotted path to a callable) is the periodic ``name``."""
+    """``function`` (a dotted path to a callable taking keyword arguments only: those its task
+    passes to ``run``) is the periodic ``name``."""
     _REGISTERED[name] = function
 
 
 def run(name: str, **arguments: Any) -> Any:
-    """Run the periodic work registered as ``name`` with ``arguments`` (its collaborators, from
-    the task that starts it); a name nobody registered is a KeyError."""
+    """Run the periodic work registered as ``name`` with ``arguments`` (the task's collaborators,
+    e.g. ``adapters=``); a name nobody registered is a KeyError."""
     return import_string(_REGISTERED[name])(**arguments)

@@ -3,16 +3,16 @@ and the console's dead-letter jobs list, redrive and erase from it."""
 
 from __future__ import annotations
 
-from emailops import container
 from emailops.aws.sqs import SqsQueue
 from emailops.core.errors import ConfigurationError
 
 __all__ = ["dead_letter_queues"]
 
 
-def dead_letter_queues() -> tuple[SqsQueue, SqsQueue]:
-    """(source, dead-letter) for EMAIL_SERVICE_QUEUE_URL, from its RedrivePolicy."""
-    source = container.current().queue
+def dead_letter_queues(*, queue: SqsQueue) -> tuple[SqsQueue, SqsQueue]:
+    """(source, dead-letter) for the request queue ``queue`` (EMAIL_SERVICE_QUEUE_URL), from its
+    RedrivePolicy."""
+    source = queue
     dead_letter_url = source.describe().dead_letter_url
     if not dead_letter_url:
         raise ConfigurationError(

@@ -67,7 +67,10 @@ def _readers(client, token, key: str, now: int) -> dict[str, tuple[bool, bool]]:
     api = client.get(f"/api/v1/sends/{key}", HTTP_AUTHORIZATION=f"Bearer {token.plaintext}")
     assert api.status_code == 200
     body = api.json()
-    check = {row["key"]: row for row in monitoring.stuck_claims_check(now=now)["rows"]}
+    check = {
+        row["key"]: row
+        for row in monitoring.stuck_claims_check(adapters=container.current(), now=now)["rows"]
+    }
     end = local_text(LEASE_END)  # "Its claim lasts until <end>" or "Stuck since <end>"
     return {
         "list": ("QUEUED · stuck" in listing, "QUEUED" in listing),  # the list names no time

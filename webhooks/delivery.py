@@ -13,12 +13,11 @@ import random as random_module
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db import IntegrityError, transaction
 from django.db.models import F
 
-from emailops import container
 from emailops.alerts import post_alert
 from emailops.core.contract import organization_id_of
 from emailops.core.events import EventLog
@@ -37,6 +36,11 @@ from webhooks.destination import destination_check
 from webhooks.endpoints import endpoint_filter, signing_secrets
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
 
+if TYPE_CHECKING:
+    from emailops.config import Config
+    from emailops.container import Container
+    from emailops.core.ports import JournalReader
+
 __all__ = ["AttemptOutcome", "delivery_attempt", "fan_out"]
 
 logger = logging.getLogger("webhooks")
@@ -45,11 +49,11 @@ Delivery = WebhookDelivery.State
 CAPPED_RETRY_SECONDS = 5
 
 
-def fan_out(event_data: Mapping[str, Any]) -> list[int]:
+def fan_out(event_data: Mapping[str, Any], *, journal_reader: JournalReader) -> list[int]:
     """The deliveries (ids) to attempt for one emitted event: one per enabled endpoint whose
     filters match the row. Already fanned out (a redelivered task): the same ones, not again."""
     event = WebhookEvent.from_dict(event_data)
-    row = container.current().journal_reader.read(event.journal_key)
+    row = journal_reader.read(event.journal_key)
     organization = organization_id_of(dict(row.context)) if row else None
     ids = []
     for endpoint in WebhookEndpoint.objects.filter(enabled=True):
@@ -95,12 +99,14 @@ STRANDED_GRACE_SECONDS = 600.0
 def delivery_attempt(
     delivery_id: int,
     *,
+    adapters: Container,
     now: datetime,
     random: Callable[[], float] = random_module.random,
     force: bool = False,
 ) -> AttemptOutcome:
     """One attempt. ``force`` (a replay): attempt a delivered or failed one again, same id."""
-    settings = container.current().config.webhooks
+    config = adapters.config
+    settings = config.webhooks
     reserved = _reserve(delivery_id, now=now, force=force, settings=settings)
     if isinstance(reserved, AttemptOutcome):
         return reserved
@@ -109,10 +115,12 @@ def delivery_attempt(
         logger, key=delivery.journal_key, eventId=delivery.event_id, endpoint=endpoint.pk
     )
     try:
-        addresses = destination_check(endpoint.url)
+        addresses = destination_check(endpoint.url, allow_loopback=settings.allow_loopback)
     except WebhookRefused as exc:
         result = sender.PostResult(None, 0, exc.describe())
-        return _settle(delivery, endpoint, result, now=now, random=random, refused=True, log=log)
+        return _settle(
+            delivery, endpoint, result, now=now, random=random, refused=True, log=log, config=config
+        )
     headers = sign(delivery.event_id, now, delivery.body, signing_secrets(endpoint, now))
     result = sender.post(
         endpoint.url,
@@ -121,7 +129,9 @@ def delivery_attempt(
         body=delivery.body,
         timeout=settings.timeout_seconds,
     )
-    return _settle(delivery, endpoint, result, now=now, random=random, refused=False, log=log)
+    return _settle(
+        delivery, endpoint, result, now=now, random=random, refused=False, log=log, config=config
+    )
 
 
 def stranded(*, now: datetime, grace_seconds: float = STRANDED_GRACE_SECONDS) -> list[int]:
@@ -188,6 +198,7 @@ def _settle(
     random: Callable[[], float],
     refused: bool,
     log: EventLog,
+    config: Config,
 ) -> AttemptOutcome:
     WebhookAttempt.objects.create(
         delivery=delivery,
@@ -219,7 +230,7 @@ def _settle(
         else:
             next_at = now + timedelta(seconds=retry_in)
             fields |= {"state": Delivery.PENDING, "next_attempt_at": next_at}
-        _count_failure(endpoint, log)
+        _count_failure(endpoint, log, config)
         log.warning(
             "webhook.attempt_failed",
             status=result.status,
@@ -231,26 +242,25 @@ def _settle(
     return AttemptOutcome(fields["state"], retry_in=retry_in, status=result.status)
 
 
-def _count_failure(endpoint: WebhookEndpoint, log: EventLog) -> None:
+def _count_failure(endpoint: WebhookEndpoint, log: EventLog, config: Config) -> None:
     """One more consecutive failure; the one that reaches the limit marks the endpoint failing
     and sends the one alert (the conditional update picks exactly one attempt)."""
-    settings = container.current().config
     WebhookEndpoint.objects.filter(pk=endpoint.pk).update(
         consecutive_failures=F("consecutive_failures") + 1
     )
     marked = WebhookEndpoint.objects.filter(
         pk=endpoint.pk,
         failing=False,
-        consecutive_failures__gte=settings.webhooks.failing_after,
+        consecutive_failures__gte=config.webhooks.failing_after,
     ).update(failing=True)
     if not marked:
         return
     log.error("webhook.endpoint_failing", url=endpoint.url)
-    url = settings.reputation.alert_webhook_url
+    url = config.reputation.alert_webhook_url
     if url:
         text = (
             f"emailops webhook endpoint {endpoint.pk} ({endpoint.url}) is failing: "
-            f"{settings.webhooks.failing_after} attempts in a row failed; retries go on."
+            f"{config.webhooks.failing_after} attempts in a row failed; retries go on."
         )
         try:
             post_alert(url, text)

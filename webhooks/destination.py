@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import socket
 
-from emailops import container
 from emailops.core.webhook_delivery import check_destination
 
 __all__ = ["destination_check", "resolve"]
@@ -16,9 +15,9 @@ def resolve(host: str, port: int) -> list[str]:
     return list(dict.fromkeys(str(info[4][0]) for info in infos))
 
 
-def destination_check(url: str) -> list[str]:
-    """The addresses to post to, or WebhookRefused (see ``check_destination``)."""
-    allow_loopback = container.current().config.webhooks.allow_loopback
+def destination_check(url: str, *, allow_loopback: bool) -> list[str]:
+    """The addresses to post to, or WebhookRefused (see ``check_destination``);
+    ``allow_loopback`` is WEBHOOK_ALLOW_LOOPBACK (plain http to this machine, for tests)."""
     return check_destination(
         url, resolve=resolve, allow_loopback=allow_loopback, require_https=not allow_loopback
     )

@@ -7,17 +7,20 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
-from emailops import container
 from emailops.core.errors import InvalidRequest
 from emailops.core.events import EventLog
 from emailops.core.webhook_delivery import WebhookFilter, new_secret
 from emailops.core.webhooks import EVENT_TYPES
 from webhooks.destination import destination_check
 from webhooks.models import WebhookEndpoint
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = [
     "endpoint_add",
@@ -39,6 +42,7 @@ def _audit(event: str, user: AbstractBaseUser | None, endpoint_id: int, **fields
 
 def endpoint_add(
     *,
+    adapters: Container,
     url: str,
     event_types: Iterable[str] = (),
     message_ids: Iterable[str] = (),
@@ -54,7 +58,7 @@ def endpoint_add(
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown:
         raise InvalidRequest("add webhook", reason=f"unknown event types: {', '.join(unknown)}")
-    destination_check(url)
+    destination_check(url, allow_loopback=adapters.config.webhooks.allow_loopback)
     secret = new_secret()
     endpoint = WebhookEndpoint.objects.create(
         url=url,
@@ -81,10 +85,14 @@ def endpoint_add(
 
 
 def endpoint_rotate(
-    *, endpoint_id: int, now: datetime, user: AbstractBaseUser | None = None
+    *,
+    adapters: Container,
+    endpoint_id: int,
+    now: datetime,
+    user: AbstractBaseUser | None = None,
 ) -> str:
     """A new secret; the old one keeps signing beside it for WEBHOOK_ROTATION_OVERLAP_HOURS."""
-    hours = container.current().config.webhooks.rotation_overlap_hours
+    hours = adapters.config.webhooks.rotation_overlap_hours
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id)
         endpoint.previous_secret = endpoint.secret

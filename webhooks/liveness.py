@@ -13,9 +13,12 @@ from __future__ import annotations
 
 import hashlib
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
 
-from emailops import container
 from monitoring.models import OpsReading
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["SEEN_WITHIN", "delivery_gap", "worker_seen"]
 
@@ -48,9 +51,9 @@ def worker_seen(*, queue: str, now: datetime, throttle: bool = False) -> None:
     )
 
 
-def delivery_gap(*, now: datetime) -> str:
+def delivery_gap(*, adapters: Container, now: datetime) -> str:
     """One line saying why nothing would deliver an endpoint's events; "" when something would."""
-    webhooks = container.current().config.webhooks
+    webhooks = adapters.config.webhooks
     if webhooks.outbox == "off":
         return (
             "nothing will be delivered: WEBHOOK_OUTBOX=off emits no webhook events "

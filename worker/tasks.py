@@ -1,4 +1,6 @@
-"""Celery tasks: thin wrappers that take ids and call services.
+"""Celery tasks: thin wrappers that take ids and call services. Each task is an entry: it takes
+the process's container (``container.current()``) once and passes it, or the adapters needed,
+down (``adapters=``, ``queue=``, ``journal_reader=``); nothing below reaches for it.
 
 ``consume_emails_batch`` drains the queue once (for Celery beat, instead of a long-running
 consumer process); ``enqueue_email_request`` lets web requests hand queueing off to a worker;
@@ -60,28 +62,28 @@ def enqueue_email_request(body: str) -> str:
 )
 def run_job(job_id: int) -> str:
     """Run (or resume) a job; safe to deliver twice. Returns the state it ended in."""
-    return engine.job_run(job_id=job_id).state
+    return engine.job_run(job_id=job_id, adapters=container.current()).state
 
 
 @shared_task(name="worker.check_dead_letter_depth")
 def check_dead_letter_depth() -> int:
-    return checks.dead_letter_depth_check()["depth"]
+    return checks.dead_letter_depth_check(queue=container.current().queue)["depth"]
 
 
 @shared_task(name="worker.find_stuck_claims")
 def find_stuck_claims() -> int:
-    return checks.stuck_claims_check()["count"]
+    return checks.stuck_claims_check(adapters=container.current())["count"]
 
 
 @shared_task(name="worker.check_templates_daily")
 def check_templates_daily() -> int:
     """The console's template check, in the system's name (registered by the console)."""
-    return periodic.run("template_check_daily").pk
+    return periodic.run("template_check_daily", adapters=container.current()).pk
 
 
 @shared_task(name="worker.prune_audit_trails")
 def prune_audit_trails() -> dict[str, int]:
-    return retention.audit_prune()
+    return retention.audit_prune(adapters=container.current())
 
 
 @shared_task(name="worker.evaluate_reputation")
@@ -93,8 +95,9 @@ def evaluate_reputation() -> list[str]:
 @shared_task(name="worker.webhook_fan_out")
 def webhook_fan_out(event: dict) -> list[int]:
     """One emitted webhook event: a delivery per matching endpoint, each attempted by its task."""
-    ids = webhook_delivery.fan_out(event)
-    queue = container.current().config.webhooks.queue
+    adapters = container.current()
+    ids = webhook_delivery.fan_out(event, journal_reader=adapters.journal_reader)
+    queue = adapters.config.webhooks.queue
     # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile.
     webhook_liveness.worker_seen(queue=queue, now=timezone.now(), throttle=True)
     for delivery_id in ids:
@@ -115,9 +118,12 @@ def webhook_sweep() -> int:
 @shared_task(name="worker.webhook_deliver")
 def webhook_deliver(delivery_id: int, force: bool = False) -> str:
     """One attempt; the next one (back-off, or a cap's short wait) is scheduled by countdown."""
-    outcome = webhook_delivery.delivery_attempt(delivery_id, now=timezone.now(), force=force)
+    adapters = container.current()
+    outcome = webhook_delivery.delivery_attempt(
+        delivery_id, adapters=adapters, now=timezone.now(), force=force
+    )
     if outcome.retry_in is not None and not outcome.early:
-        queue = container.current().config.webhooks.queue
+        queue = adapters.config.webhooks.queue
         webhook_deliver.apply_async(args=[delivery_id], countdown=outcome.retry_in, queue=queue)
     return outcome.state
 

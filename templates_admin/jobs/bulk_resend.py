@@ -16,17 +16,19 @@ from __future__ import annotations
 
 import hashlib
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.core.exceptions import PermissionDenied, ValidationError
 
-from emailops import container
 from emailops.core.journal_row import JournalRow
 from emailops.core.pacing import Pacer
 from jobs.models import Job, JobStep
 from templates_admin.journal import selectors as journal_selectors
 from templates_admin.journal.services import email_resend
 from templates_admin.models import EmailAction
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["SELECTIONS", "bulk_resend_inputs", "bulk_resend_run", "row_is_selected"]
 
@@ -37,9 +39,9 @@ MAX_ROWS = 5000  # one job; a larger batch is a sign the filters are wrong
 _SEARCH_PAGES = 40  # per recipient, pages of journal_search.MAX_LIMIT rows
 
 
-def default_rate() -> float:
+def default_rate(*, adapters: Container) -> float:
     """The shared send rate when set (the consumers apply it anyway), else 5 per second."""
-    rate = container.current().config.sending.max_send_rate
+    rate = adapters.config.sending.max_send_rate
     return rate if rate else 5.0
 
 
@@ -89,7 +91,7 @@ def row_is_selected(row: JournalRow, selections: list[str]) -> bool:
     )
 
 
-def _candidates(inputs: dict[str, Any]) -> tuple[list[JournalRow], bool]:
+def _candidates(inputs: dict[str, Any], adapters: Container) -> tuple[list[JournalRow], bool]:
     """Rows of the messageId in range; ``partial`` when a read bound cut the selection short."""
     if inputs["recipients"]:
         rows, partial = [], False
@@ -97,7 +99,7 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[JournalRow], bool]:
             cursor = None
             for _ in range(_SEARCH_PAGES):
                 result = journal_selectors.journal_search(
-                    adapters=container.current(),
+                    adapters=adapters,
                     query=recipient,
                     message_id=inputs["message_id"],
                     since=datetime.fromtimestamp(inputs["since"], UTC),
@@ -112,11 +114,11 @@ def _candidates(inputs: dict[str, Any]) -> tuple[list[JournalRow], bool]:
             else:
                 partial = True
         return rows, partial
-    page = container.current().journal_scan.rows_of_message(
+    page = adapters.journal_scan.rows_of_message(
         message_id=inputs["message_id"],
         since=inputs["since"],
         until=inputs["until"],
-        max_read=container.current().config.ops.scan_max_items,
+        max_read=adapters.config.ops.scan_max_items,
     )
     return page.rows, page.next_key is not None
 
@@ -132,8 +134,8 @@ def _in_scope(row: JournalRow, inputs: dict[str, Any]) -> bool:
     )
 
 
-def _select(job: Job, progress) -> dict[str, Any]:
-    rows, partial = _candidates(job.inputs)
+def _select(job: Job, progress, adapters: Container) -> dict[str, Any]:
+    rows, partial = _candidates(job.inputs, adapters)
     chosen = sorted(
         {r.key: r for r in rows if _in_scope(r, job.inputs)}.values(),
         key=lambda r: (r.timestamp or 0, r.key),
@@ -153,11 +155,11 @@ def resend_dedupe_id(job: Job, key: str) -> str:
     return f"resend-job{job.pk}-{hashlib.sha256(key.encode()).hexdigest()[:32]}"
 
 
-def bulk_resend_run(job: Job, progress) -> dict[str, Any]:
+def bulk_resend_run(job: Job, progress, *, adapters: Container) -> dict[str, Any]:
     if job.created_by is None:
         raise PermissionDenied("a bulk resend is made in someone's name: start it as a user")
-    selection, pending = progress.resume(_select)
-    pacer = Pacer(float(job.inputs.get("rate") or default_rate()))
+    selection, pending = progress.resume(lambda job, progress: _select(job, progress, adapters))
+    pacer = Pacer(float(job.inputs.get("rate") or default_rate(adapters=adapters)))
     reason = f"bulk resend (job #{job.pk}): {job.inputs['reason']}"
     for step in pending:
         dedupe_id = resend_dedupe_id(job, step.key)
@@ -179,7 +181,7 @@ def bulk_resend_run(job: Job, progress) -> dict[str, Any]:
         pacer.wait()
         try:
             action = email_resend(
-                adapters=container.current(),
+                adapters=adapters,
                 key=step.key,
                 reason=reason,
                 user=job.created_by,

@@ -20,10 +20,10 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from emailops import container
 from emailops.aws.sqs import (
     FAILURE_REASON_ATTRIBUTE,
     QueueDepth,
@@ -39,6 +39,9 @@ from emailops.queue_state import state_seal
 from jobs.models import Job, JobStep
 from monitoring.queues import dead_letter_queues
 from templates_admin.display import MASK, mask_context
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = [
     "DeadLetter",
@@ -101,19 +104,17 @@ class DeadLetterListing:
     truncated: bool = False  # the listing stopped at its bound; more may exist
 
 
-def masked_body(body: str) -> str:
+def masked_body(body: str, sensitive: Iterable[str]) -> str:
     """A body that is not a valid request, masked as the journal masks a context: JSON keeps its
     shape with sensitive values masked; anything else is not shown (it has no keys to judge)."""
     try:
         data = json.loads(body)
     except ValueError:
         return f"{MASK} ({len(body)} characters, not JSON)"
-    return json.dumps(
-        mask_context(data, container.current().config.console.sensitive_keys), ensure_ascii=False
-    )[:4000]
+    return json.dumps(mask_context(data, sensitive), ensure_ascii=False)[:4000]
 
 
-def dead_letter_of(message: QueueMessage) -> DeadLetter:
+def dead_letter_of(message: QueueMessage, sensitive: Iterable[str]) -> DeadLetter:
     request, error = None, ""
     try:
         parsed = parse_request(message.body)
@@ -123,9 +124,7 @@ def dead_letter_of(message: QueueMessage) -> DeadLetter:
         request = {
             "messageId": parsed.message_id,
             "recipients": [r.email for r in parsed.recipients],
-            "context": mask_context(
-                parsed.context, container.current().config.console.sensitive_keys
-            ),
+            "context": mask_context(parsed.context, sensitive),
             "dedupeId": parsed.dedupe_id,
         }
     return DeadLetter(
@@ -133,7 +132,7 @@ def dead_letter_of(message: QueueMessage) -> DeadLetter:
         failure_reason=(message.string_attribute(FAILURE_REASON_ATTRIBUTE) or ""),
         receive_count=message.receive_count,
         sent_at=message.sent_at,
-        body=masked_body(message.body),
+        body=masked_body(message.body, sensitive),
         request=request,
         request_error=error,
         attribute_names=tuple(sorted(message.attributes)),
@@ -158,9 +157,12 @@ def _collect(queue: SqsQueue, limit: int, hide_seconds: int) -> tuple[list[Queue
     return list(found.values()), True
 
 
-def dead_letter_list(*, limit: int = 100) -> DeadLetterListing:
-    """The messages on the dead-letter queue (up to ``limit``), without consuming any."""
-    source, dlq = dead_letter_queues()
+def dead_letter_list(
+    *, queue: SqsQueue, sensitive: Iterable[str], limit: int = 100
+) -> DeadLetterListing:
+    """The messages on the request queue's (``queue``) dead-letter queue (up to ``limit``),
+    without consuming any; the context values under ``sensitive`` keys masked."""
+    source, dlq = dead_letter_queues(queue=queue)
     limit = max(1, min(MAX_LIST, limit))
     messages, truncated = _collect(dlq, limit, PEEK_HIDE_SECONDS)
     try:
@@ -169,7 +171,8 @@ def dead_letter_list(*, limit: int = 100) -> DeadLetterListing:
             source_url=source.url,
             depth=dlq.depth(),
             messages=sorted(
-                (dead_letter_of(m) for m in messages), key=lambda d: (d.sent_at, d.message_id)
+                (dead_letter_of(m, sensitive) for m in messages),
+                key=lambda d: (d.sent_at, d.message_id),
             ),
             truncated=truncated,
         )
@@ -177,9 +180,13 @@ def dead_letter_list(*, limit: int = 100) -> DeadLetterListing:
         dlq.release(messages)
 
 
-def dead_letter_list_run(job: Job, progress) -> dict[str, Any]:
+def dead_letter_list_run(job: Job, progress, *, adapters: Container) -> dict[str, Any]:
     """The listing job: read the queue once and keep what was read (masked) as the result."""
-    listing = dead_letter_list(limit=int(job.inputs.get("limit") or 100))
+    listing = dead_letter_list(
+        queue=adapters.queue,
+        sensitive=adapters.config.console.sensitive_keys,
+        limit=int(job.inputs.get("limit") or 100),
+    )
     progress.set_total(len(listing.messages))
     progress.set_done(len(listing.messages))
     return {
@@ -230,8 +237,8 @@ def redrive_inputs(*, ids: list[str] | None, redrive_all: bool, rate: float) -> 
     return {"all": redrive_all, "ids": ids, "rate": rate}
 
 
-def redrive_run(job: Job, progress) -> dict[str, Any]:
-    source, dlq = dead_letter_queues()
+def redrive_run(job: Job, progress, *, adapters: Container) -> dict[str, Any]:
+    source, dlq = dead_letter_queues(queue=adapters.queue)
     inputs = job.inputs
     rate = float(inputs.get("rate") or 1)
     wanted = set(inputs.get("ids") or [])
@@ -277,7 +284,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                 if not mine or (redrive_all and len(copied) >= total):
                     held[message.message_id] = message
                     continue
-                body = without_erased(message.body)
+                body = without_erased(message.body, adapters=adapters)
                 if body is None:  # every recipient was erased since: nothing is sent or kept
                     progress.step(message.message_id, JobStep.Outcome.SKIPPED, erased=True)
                     copied.add(message.message_id)
@@ -288,7 +295,7 @@ def redrive_run(job: Job, progress) -> dict[str, Any]:
                 erased_removed += body != message.body
                 pacer.wait()
                 new_id = source.send_with_attributes(body, redrive_attributes(message, body))
-                letter = dead_letter_of(message)
+                letter = dead_letter_of(message, adapters.config.console.sensitive_keys)
                 progress.step(
                     message.message_id,
                     JobStep.Outcome.DONE,
@@ -326,9 +333,10 @@ def as_json_lines(listing: DeadLetterListing) -> str:
     return json.dumps([m.as_json() for m in listing.messages], indent=2, ensure_ascii=False)
 
 
-def without_erased(body: str) -> str | None:
+def without_erased(body: str, *, adapters: Container) -> str | None:
     """The request without its erased recipients (erasure's tombstones); None when every
-    recipient was erased. A body that is not a request is left as it is."""
+    recipient was erased. A body that is not a request is left as it is (and reads no
+    tombstone: ``adapters.tombstones`` is reached only for a request with recipients)."""
     try:
         data = json.loads(body)
     except ValueError:
@@ -336,7 +344,7 @@ def without_erased(body: str) -> str | None:
     recipients = data.get("recipients") if isinstance(data, dict) else None
     if not isinstance(recipients, list) or not recipients:
         return body
-    tombstones = container.current().tombstones
+    tombstones = adapters.tombstones
     kept = [
         r
         for r in recipients

@@ -16,17 +16,20 @@ import json
 import re
 import time
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from cryptography.fernet import Fernet
 
-from emailops import container
-from emailops.aws.sqs import FAILURE_REASON_ATTRIBUTE, QueueMessage
+from emailops.aws.sqs import FAILURE_REASON_ATTRIBUTE, QueueMessage, SqsQueue
 from emailops.core.contract import address_key
-from emailops.core.erasure import masked_address
+from emailops.core.erasure import Tombstones, masked_address
+from emailops.core.ports import SuppressionWriter
 from jobs.models import Job, JobStep
 from templates_admin.jobs.dlq import dead_letter_queues
 from templates_admin.journal.erasure import checked_address, recipient_erase
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["erasure_inputs", "erasure_run", "unsealed_address"]
 
@@ -34,24 +37,29 @@ SEALED = "sealedAddress"
 _MAX_DEAD_LETTERS = 10_000  # a bound on the pass over the dead-letter queue
 
 
-def _fernet() -> Fernet:
-    key = container.current().config.aws.erasure_hash_key.encode()
+def _fernet(adapters: Container) -> Fernet:
+    key = adapters.config.aws.erasure_hash_key.encode()
     return Fernet(base64.urlsafe_b64encode(hashlib.sha256(b"erasure-job-seal:" + key).digest()))
 
 
 def erasure_inputs(
-    *, address: str, reason: str, also_suppress: bool = False, keep_preferences: bool = False
+    *,
+    adapters: Container,
+    address: str,
+    reason: str,
+    also_suppress: bool = False,
+    keep_preferences: bool = False,
 ) -> dict[str, Any]:
     address, reason = checked_address(address), reason.strip()
     if not reason:
         raise ValueError("say why (e.g. the erasure request's reference): it is kept in the audit")
     return {
-        "addressHash": container.current().tombstones.hash(address),
+        "addressHash": adapters.tombstones.hash(address),
         "addressMasked": masked_address(address),
         "reason": reason,
         "alsoSuppress": also_suppress,
         "keepPreferences": keep_preferences,
-        SEALED: _fernet().encrypt(address.encode()).decode(),
+        SEALED: _fernet(adapters).encrypt(address.encode()).decode(),
     }
 
 
@@ -61,13 +69,13 @@ def loggable_inputs(inputs: dict[str, Any]) -> dict[str, Any]:
     return {"addressHash": str(inputs.get("addressHash", ""))[:16]}
 
 
-def unsealed_address(job: Job) -> str:
+def unsealed_address(job: Job, *, adapters: Container) -> str:
     sealed = job.inputs.get(SEALED)
     if not sealed and job.inputs.get("address"):
         return job.inputs["address"]  # a job started before addresses were sealed
     if not sealed:
         raise ValueError("this erasure job has finished: its address is no longer kept")
-    return _fernet().decrypt(sealed.encode()).decode()
+    return _fernet(adapters).decrypt(sealed.encode()).decode()
 
 
 def _without(body: str, wanted: str) -> str | None:
@@ -101,10 +109,11 @@ def _attributes(message: QueueMessage, wanted: str) -> dict[str, Any]:
     return attributes
 
 
-def erase_dead_letters(address: str) -> tuple[int, int]:
-    """Every request dead-letter message naming ``address``: rewritten without it (a new message,
-    the old one deleted) or dropped. Returns (rewritten, dropped)."""
-    _, dlq = dead_letter_queues()
+def erase_dead_letters(address: str, *, queue: SqsQueue) -> tuple[int, int]:
+    """Every message naming ``address`` on the request queue's (``queue``) dead-letter queue:
+    rewritten without it (a new message, the old one deleted) or dropped. Returns (rewritten,
+    dropped)."""
+    _, dlq = dead_letter_queues(queue=queue)
     wanted = address_key(address)
     rewritten = dropped = 0
     seen: set[str] = set()
@@ -136,11 +145,11 @@ def erase_dead_letters(address: str) -> tuple[int, int]:
     return rewritten, dropped
 
 
-def erase_from_jobs(address: str, *, own: int) -> int:
+def erase_from_jobs(address: str, *, own: int, tombstones: Tombstones) -> int:
     """Other jobs' inputs, results and steps naming ``address`` (a bulk resend's recipients, a
     dead-letter listing's messages, a step's row key): the address replaced by its ``erased:``
     name. Returns how many jobs were changed. Jobs are few (pruned by AUDIT_RETENTION_DAYS)."""
-    name = container.current().tombstones.name(address)
+    name = tombstones.name(address)
     wanted = address_key(address)
     local, _, domain = wanted.rpartition("@")
     # Within a longer text (a row key, a reason): the address, its local part quoted or not.
@@ -168,8 +177,8 @@ def erase_from_jobs(address: str, *, own: int) -> int:
     return changed
 
 
-def _suppress(address: str) -> bool:
-    return container.current().suppression_list.add(
+def _suppress(address: str, suppression_list: SuppressionWriter) -> bool:
+    return suppression_list.add(
         address_key(address),
         reason="MANUAL",
         detail="asked to receive no more mail (erasure)",
@@ -178,18 +187,20 @@ def _suppress(address: str) -> bool:
     )
 
 
-def erasure_run(job: Job, progress: Any) -> dict[str, Any]:
+def erasure_run(job: Job, progress: Any, *, adapters: Container) -> dict[str, Any]:
     actor = job.created_by.get_username() if job.created_by else job.origin
-    address = unsealed_address(job)
+    address = unsealed_address(job, adapters=adapters)
     report = recipient_erase(
-        adapters=container.current(),
+        adapters=adapters,
         address=address,
         actor=actor,
         keep_preferences=bool(job.inputs.get("keepPreferences")),
     )
-    rewritten, dropped = erase_dead_letters(address)
-    jobs = erase_from_jobs(address, own=job.pk)
-    suppressed = bool(job.inputs.get("alsoSuppress")) and _suppress(address)
+    rewritten, dropped = erase_dead_letters(address, queue=adapters.queue)
+    jobs = erase_from_jobs(address, own=job.pk, tombstones=adapters.tombstones)
+    suppressed = bool(job.inputs.get("alsoSuppress")) and _suppress(
+        address, adapters.suppression_list
+    )
     report = replace(
         report,
         dead_letters_rewritten=rewritten,

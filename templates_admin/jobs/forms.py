@@ -4,7 +4,7 @@ erasure and a webhook replay."""
 from __future__ import annotations
 
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django import forms
 from django.utils import timezone
@@ -13,6 +13,9 @@ from emailops.core.contract import address_key
 from templates_admin.jobs import bulk_resend, dlq, erasure
 from templates_admin.webhooks import replay as webhook_replay
 from webhooks.models import WebhookEndpoint
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 
 class RedriveForm(forms.Form):
@@ -87,9 +90,8 @@ class BulkResendForm(forms.Form):
         label="Rate (emails per second)",
         min_value=0.1,
         max_value=100,
-        initial=bulk_resend.default_rate,
         help_text="Enqueues are paced at this rate; the consumers still apply the shared send rate.",
-    )
+    )  # its initial value, the configured send rate, is given by the view (``default_rate``)
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()
@@ -139,6 +141,10 @@ class EraseRecipientForm(forms.Form):
         "Without it they are removed too, and its categorised mail is sent again.",
     )
 
+    def __init__(self, *args: Any, adapters: Container, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.adapters = adapters  # the erasure's inputs hash and seal the address with its keys
+
     def clean(self) -> dict[str, Any]:
         data = super().clean()
         if self.errors:
@@ -147,6 +153,7 @@ class EraseRecipientForm(forms.Form):
             raise forms.ValidationError("the two addresses differ")
         try:
             data["inputs"] = erasure.erasure_inputs(
+                adapters=self.adapters,
                 address=data["address"],
                 reason=data["reason"],
                 also_suppress=bool(data.get("also_suppress")),

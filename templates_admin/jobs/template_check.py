@@ -13,9 +13,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from jobs import engine
@@ -23,6 +22,9 @@ from jobs.models import Job
 from templates_admin.drafts.check import Finding, check_sources, errors_of, warnings_of
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import template_manifest, variable_report
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["TemplateCheck", "template_check", "template_check_daily", "template_check_run"]
 
@@ -63,8 +65,9 @@ def _finding_text(finding: Finding) -> str:
     return f"{finding.message}{line}"
 
 
-def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]) -> TemplateCheck:
-    adapters = container.current()
+def _check_one(
+    mapping, organization: str | None, manifest: dict[str, list[str]], adapters: Container
+) -> TemplateCheck:
     composer = adapters.composer()
     try:
         key, source = composer.template_for(mapping.template_file, organization)
@@ -123,11 +126,11 @@ def _check_one(mapping, organization: str | None, manifest: dict[str, list[str]]
 
 def template_check(
     *,
+    adapters: Container,
     on_total: Callable[[int], None] = lambda n: None,
     on_checked: Callable[[], None] = lambda: None,
 ) -> list[TemplateCheck]:
     """Every mapping, rendered with its default template and each branded copy of its file."""
-    adapters = container.current()
     manifest = template_manifest(adapters=adapters)
     rows = mapping_selectors.mapping_list(
         mapping_store=adapters.mapping_store, template_store=adapters.template_store
@@ -136,7 +139,7 @@ def template_check(
     on_total(len(pairs))
     checks = []
     for mapping, organization in pairs:
-        checks.append(_check_one(mapping, organization, manifest))
+        checks.append(_check_one(mapping, organization, manifest, adapters))
         on_checked()
     return checks
 
@@ -150,19 +153,21 @@ def summary(checks: list[TemplateCheck]) -> dict[str, Any]:
     }
 
 
-def template_check_run(job: Job, progress) -> dict[str, Any]:
+def template_check_run(job: Job, progress, *, adapters: Container) -> dict[str, Any]:
     progress.set_done(0)  # nothing to resume: a retry checks everything again
-    checks = template_check(on_total=progress.set_total, on_checked=progress.advance)
+    checks = template_check(
+        adapters=adapters, on_total=progress.set_total, on_checked=progress.advance
+    )
     return summary(checks)
 
 
-def template_check_daily() -> Job:
+def template_check_daily(*, adapters: Container) -> Job:
     """A template check in the system's name, run inline (beat already runs in a worker); the
     console registers it as periodic work (``monitoring.periodic``)."""
     job = engine.job_create(
         kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, origin="beat", dispatch=False
     )
-    job = engine.job_run(job_id=job.pk)
+    job = engine.job_run(job_id=job.pk, adapters=adapters)
     errors = (job.result or {}).get("errors", 0)
     if job.state == Job.State.FAILED or errors:
         log.error("templates.check_failed", job=job.pk, errors=errors, error=job.error)

@@ -22,6 +22,7 @@ from jobs.models import Job
 from templates_admin import roles
 from templates_admin.console import Area, console_view
 from templates_admin.csp import POLLING_POLICY
+from templates_admin.jobs import bulk_resend as bulk_resend_service
 from templates_admin.jobs import dlq, selectors
 from templates_admin.jobs.forms import (
     BulkResendForm,
@@ -116,9 +117,10 @@ def _job_form(
     template: str,
     title: str,
     initial: dict[str, Any] | None = None,
+    **form_arguments: Any,
 ) -> HttpResponse:
     """A job's start page: its form, and on a valid POST the job started with the form's inputs."""
-    form = form_class(request.POST or None, initial=initial)
+    form = form_class(request.POST or None, initial=initial, **form_arguments)
     if request.method == "POST" and form.is_valid():
         return _start(request, admin_site, kind, form.cleaned_data["inputs"])
     return AREA.page(
@@ -132,9 +134,10 @@ def _job_form(
 
 @console_view(roles.VIEW_JOBS, roles.BULK_RESEND)
 def bulk_resend(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
+    rate = bulk_resend_service.default_rate(adapters=request.container)
     return _job_form(
         request, admin_site, BulkResendForm, Job.Kind.BULK_RESEND, "bulk_resend.html",
-        "Bulk resend",
+        "Bulk resend", initial={"rate": rate},
     )  # fmt: skip
 
 
@@ -142,7 +145,7 @@ def bulk_resend(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
 def erase_recipient(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
     return _job_form(
         request, admin_site, EraseRecipientForm, Job.Kind.ERASE_RECIPIENT,
-        "erase_recipient.html", "Erase a recipient",
+        "erase_recipient.html", "Erase a recipient", adapters=request.container,
     )  # fmt: skip
 
 

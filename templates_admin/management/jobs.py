@@ -4,13 +4,16 @@ as their origin, and run in the command's own process rather than handed to a wo
 from __future__ import annotations
 
 import getpass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.management.base import CommandError
 
 from jobs.engine import job_create, job_run
 from jobs.models import Job
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 
 def cli_job_create(
@@ -22,10 +25,11 @@ def cli_job_create(
     )
 
 
-def cli_job_run(job: Job, *, failure: str) -> Job:
-    """Run ``job`` here; a job that did not succeed stops the command with ``failure``, a format
-    string given the job (``"redrive job #{job.pk} failed: {job.error}"``)."""
-    job = job_run(job_id=job.pk)
+def cli_job_run(job: Job, *, adapters: Container, failure: str) -> Job:
+    """Run ``job`` here with the command's ``adapters``; a job that did not succeed stops the
+    command with ``failure``, a format string given the job (``"redrive job #{job.pk} failed:
+    {job.error}"``)."""
+    job = job_run(job_id=job.pk, adapters=adapters)
     if job.state != Job.State.SUCCEEDED:
         raise CommandError(failure.format(job=job))
     return job

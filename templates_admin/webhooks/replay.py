@@ -13,13 +13,12 @@ import time
 import uuid
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.utils import timezone
 
-from emailops import container
 from emailops.core.events import EventLog
 from emailops.core.journal_row import JournalRow
 from emailops.core.webhook_delivery import WebhookRefused, body_of, sign
@@ -32,6 +31,10 @@ from webhooks.delivery import AttemptOutcome, delivery_attempt
 from webhooks.destination import destination_check
 from webhooks.endpoints import signing_secrets
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+
+if TYPE_CHECKING:
+    from emailops.config import WebhooksConfig
+    from emailops.container import Container
 
 __all__ = [
     "TEST_EVENT_TYPE",
@@ -56,10 +59,9 @@ def _actor(user: AbstractBaseUser | None) -> str:
     return user.get_username() if user is not None else ""
 
 
-def _retry_later(delivery_id: int, retry_in: float) -> bool:
+def _retry_later(delivery_id: int, retry_in: float, settings: WebhooksConfig) -> bool:
     """Hand a replay's next attempt to the webhook workers. Only where webhook events go to
     Celery (WEBHOOK_OUTBOX=celery): elsewhere no webhook worker runs."""
-    settings = container.current().config.webhooks
     if settings.outbox != "celery":
         return False
     from emailops.celery import app
@@ -78,22 +80,26 @@ def _retry_later(delivery_id: int, retry_in: float) -> bool:
     return True
 
 
-def _replay(delivery: WebhookDelivery, *, now: datetime) -> AttemptOutcome:
-    outcome = delivery_attempt(delivery.pk, now=now, force=True)
+def _replay(delivery: WebhookDelivery, *, now: datetime, adapters: Container) -> AttemptOutcome:
+    outcome = delivery_attempt(delivery.pk, adapters=adapters, now=now, force=True)
     if outcome.retry_in is not None and outcome.state == WebhookDelivery.State.PENDING:
-        _retry_later(delivery.pk, outcome.retry_in)
+        _retry_later(delivery.pk, outcome.retry_in, adapters.config.webhooks)
     return outcome
 
 
 def delivery_replay(
-    *, delivery_id: int, user: AbstractBaseUser | None, now: datetime | None = None
+    *,
+    adapters: Container,
+    delivery_id: int,
+    user: AbstractBaseUser | None,
+    now: datetime | None = None,
 ) -> AttemptOutcome:
     """Attempt the delivery again now, whatever its state. ValidationError when its endpoint is
     disabled (enable it first: a disabled endpoint gets nothing)."""
     delivery = WebhookDelivery.objects.select_related("endpoint").get(pk=delivery_id)
     if not delivery.endpoint.enabled:
         raise ValidationError("The endpoint is disabled: enable it before replaying to it.")
-    outcome = _replay(delivery, now=now or timezone.now())
+    outcome = _replay(delivery, now=now or timezone.now(), adapters=adapters)
     log.info(
         "webhook.replayed",
         user=_actor(user),
@@ -151,11 +157,11 @@ def _select(job: Job, progress) -> dict[str, Any]:
     return selection
 
 
-def _replay_step(delivery: WebhookDelivery, progress) -> AttemptOutcome | None:
+def _replay_step(delivery: WebhookDelivery, progress, adapters: Container) -> AttemptOutcome | None:
     """One delivery replayed; None when the endpoint's caps kept it from leaving every time."""
     for _ in range(_CAPPED_WAITS):
         before = delivery.attempts
-        outcome = _replay(delivery, now=timezone.now())
+        outcome = _replay(delivery, now=timezone.now(), adapters=adapters)
         delivery.refresh_from_db(fields=["attempts"])
         if delivery.attempts > before or outcome.retry_in is None:
             return outcome
@@ -164,7 +170,7 @@ def _replay_step(delivery: WebhookDelivery, progress) -> AttemptOutcome | None:
     return None
 
 
-def webhook_replay_run(job: Job, progress) -> dict[str, Any]:
+def webhook_replay_run(job: Job, progress, *, adapters: Container) -> dict[str, Any]:
     """Replay each chosen delivery once (a step per delivery, so a resumed job skips the ones
     already replayed). The selection is frozen on the first run: a delivery that fails again
     during the job is not picked up twice."""
@@ -179,7 +185,7 @@ def webhook_replay_run(job: Job, progress) -> dict[str, Any]:
         elif not delivery.endpoint.enabled:
             progress.step(step.key, JobStep.Outcome.FAILED, **detail, why="endpoint disabled")
         else:
-            outcome = _replay_step(delivery, progress)
+            outcome = _replay_step(delivery, progress, adapters)
             if outcome is None:
                 progress.step(
                     step.key, JobStep.Outcome.FAILED, **detail, why="endpoint at its caps"
@@ -233,7 +239,11 @@ def _synthetic_row(endpoint: WebhookEndpoint, key: str, at: datetime) -> Journal
 
 
 def send_test_event(
-    *, endpoint_id: int, user: AbstractBaseUser | None, now: datetime | None = None
+    *,
+    adapters: Container,
+    endpoint_id: int,
+    user: AbstractBaseUser | None,
+    now: datetime | None = None,
 ) -> SentTestEvent:
     """Post one ``email.test`` event, shaped like an ``email.sent`` of a made-up row, to the
     endpoint now, signed as any delivery is. One attempt, no delivery recorded, no retry, and
@@ -258,8 +268,9 @@ def send_test_event(
             context_keys=endpoint.include_context_keys,
         )
     )
+    settings = adapters.config.webhooks
     try:
-        addresses = destination_check(endpoint.url)
+        addresses = destination_check(endpoint.url, allow_loopback=settings.allow_loopback)
     except WebhookRefused as exc:
         result = sender.PostResult(None, 0, exc.describe())
     else:
@@ -268,7 +279,7 @@ def send_test_event(
             addresses[0],
             headers=sign(event.id, now, body, signing_secrets(endpoint, now)),
             body=body,
-            timeout=container.current().config.webhooks.timeout_seconds,
+            timeout=settings.timeout_seconds,
         )
     log.info(
         "webhook.test_sent",

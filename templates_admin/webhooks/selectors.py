@@ -5,17 +5,20 @@ journal's row page shows them: the journal may use this area, this area uses non
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from django.db.models import OuterRef, QuerySet, Subquery
 
-from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.masking import RowMask
 from templates_admin.display import mask_context
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+
+if TYPE_CHECKING:
+    from emailops.core.ports import JournalReader
 
 __all__ = [
     "DeliveryDetail",
@@ -63,7 +66,7 @@ def failed_in_range(endpoint_id: int, *, since: datetime, until: datetime) -> Qu
     ).order_by("created_at", "id")
 
 
-def masked_payload(body: str, context: Any = None) -> Any:
+def masked_payload(body: str, sensitive: Iterable[str], context: Any = None) -> Any:
     """The payload as the console shows it: the value of every sensitive key masked, and, when
     the row's ``context`` is known, every copy of its sensitive values wherever the payload
     carries one (an error or a bounce diagnostic quoting a token, a clicked link)."""
@@ -71,7 +74,7 @@ def masked_payload(body: str, context: Any = None) -> Any:
         data = json.loads(body)
     except ValueError:
         data = body
-    words = container.current().config.console.sensitive_keys
+    words = tuple(sensitive)
     kept: dict[str, Any] = {}
     if isinstance(data, dict) and isinstance(data.get("data"), dict):
         kept = {k: data["data"][k] for k in _NOT_SECRET if k in data["data"]}
@@ -93,15 +96,17 @@ class DeliveryDetail:
     masked_by_value: bool
 
 
-def delivery_detail(delivery: WebhookDelivery) -> DeliveryDetail:
+def delivery_detail(
+    delivery: WebhookDelivery, *, journal_reader: JournalReader, sensitive: Iterable[str]
+) -> DeliveryDetail:
     context, by_value = None, False
     try:
-        row = container.current().journal_reader.read(delivery.journal_key)
+        row = journal_reader.read(delivery.journal_key)
     except EmailOpsError:
         row = None
     if row is not None:
         context, by_value = row.context, True
-    payload = masked_payload(delivery.body, context)
+    payload = masked_payload(delivery.body, sensitive, context)
     return DeliveryDetail(
         delivery=delivery,
         attempts=list(delivery.log.all()),

@@ -93,7 +93,9 @@ def add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
     error = ""
     if request.method == "POST" and form.is_valid():
         added = attempt(
-            lambda: endpoints.endpoint_add(**form.service_arguments(), user=request.user),
+            lambda: endpoints.endpoint_add(
+                adapters=request.container, **form.service_arguments(), user=request.user
+            ),
             also=_REFUSED,
         )
         if not isinstance(added, Refusal):
@@ -108,7 +110,7 @@ def add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
             "title": "Add a webhook endpoint",
             "form": form,
             "error": error,
-            "delivery_gap": liveness.delivery_gap(now=timezone.now()),
+            "delivery_gap": liveness.delivery_gap(adapters=request.container, now=timezone.now()),
         },
         status=400 if error or form.errors else 200,
     )
@@ -158,7 +160,7 @@ def rotate(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpRespo
     found = get_object_or_404(WebhookEndpoint, pk=pk)
     if request.method == "POST":
         secret = endpoints.endpoint_rotate(
-            endpoint_id=found.pk, now=timezone.now(), user=request.user
+            adapters=request.container, endpoint_id=found.pk, now=timezone.now(), user=request.user
         )
         found.refresh_from_db()
         return _secret_page(request, admin_site, found, secret, "Secret rotated")
@@ -236,7 +238,9 @@ def _status_words(status: int | None, error: str = "") -> str:
 @console_view(roles.MANAGE_WEBHOOKS)
 def send_test(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(WebhookEndpoint, pk=pk)
-    sent = replay.send_test_event(endpoint_id=found.pk, user=request.user)
+    sent = replay.send_test_event(
+        adapters=request.container, endpoint_id=found.pk, user=request.user
+    )
     words = (
         f"Test event {sent.event_id} ({replay.TEST_EVENT_TYPE}): "
         f"{_status_words(sent.status, sent.error)} in {sent.latency_ms} ms."
@@ -250,7 +254,11 @@ def delivery(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpRes
     found = get_object_or_404(WebhookDelivery.objects.select_related("endpoint"), pk=pk)
     # The payload names the recipient: a read of personal data, audited as the journal's are.
     read_by_console(request, "webhook-delivery", found.journal_key, rows=1)
-    detail = selectors.delivery_detail(found)
+    detail = selectors.delivery_detail(
+        found,
+        journal_reader=request.container.journal_reader,
+        sensitive=request.container.config.console.sensitive_keys,
+    )
     return AREA.page(
         request,
         admin_site,
@@ -270,7 +278,11 @@ def delivery(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpRes
 @console_view(roles.MANAGE_WEBHOOKS)
 def replay_delivery(request: HttpRequest, *, admin_site: AdminSite, pk: int) -> HttpResponse:
     found = get_object_or_404(WebhookDelivery, pk=pk)
-    outcome = attempt(lambda: replay.delivery_replay(delivery_id=found.pk, user=request.user))
+    outcome = attempt(
+        lambda: replay.delivery_replay(
+            adapters=request.container, delivery_id=found.pk, user=request.user
+        )
+    )
     if isinstance(outcome, Refusal):
         messages.error(request, outcome.text)
     else:

@@ -94,7 +94,7 @@ def test_view_email_is_offered_for_a_row_that_renders(aws, client, make_user):
 )
 def test_the_front_page_offers_redrive_only_to_who_may(aws, client, make_user, group, link):
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
-    monitoring.dead_letter_depth_check()
+    monitoring.dead_letter_depth_check(queue=container.current().queue)
 
     page = text(signed_in(client, make_user, group).get("/admin/"))
 

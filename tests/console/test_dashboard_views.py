@@ -206,9 +206,11 @@ def test_the_beat_check_keeps_the_deepest_reading_per_hour_and_prunes_old_hours(
     OpsReading.objects.create(name=f"dlq_depth@{old:%Y-%m-%dT%H}", value={"depth": 7}, at=old)
     for body in ("a", "b"):
         aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody=body)
-    monitoring.dead_letter_depth_check()
+    monitoring.dead_letter_depth_check(queue=container.current().queue)
     aws.sqs.purge_queue(QueueUrl=aws.dlq_url)
-    monitoring.dead_letter_depth_check()  # 0 now; the hour keeps its 2
+    monitoring.dead_letter_depth_check(
+        queue=container.current().queue
+    )  # 0 now; the hour keeps its 2
 
     history = OpsReading.objects.filter(name__startswith="dlq_depth@")
     assert {r.name: r.value["depth"] for r in history} == {f"dlq_depth@{hour(0)}": 2}

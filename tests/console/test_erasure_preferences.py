@@ -33,7 +33,7 @@ def erase(client, make_user, django_capture_on_commit_callbacks, **extra) -> Job
     with django_capture_on_commit_callbacks():
         assert client.post(BASE + "erase-recipient/", form).status_code == 302
     job = Job.objects.get(kind=Job.Kind.ERASE_RECIPIENT)
-    job = job_run(job_id=job.pk)
+    job = job_run(job_id=job.pk, adapters=container.current())
     assert job.state == Job.State.SUCCEEDED, job.error
     return job
 

@@ -27,7 +27,9 @@ def _erase_through_the_console(client, django_capture_on_commit_callbacks, **ext
     with django_capture_on_commit_callbacks():
         assert client.post(BASE + "erase-recipient/", form).status_code == 302
     job = Job.objects.get(kind=Job.Kind.ERASE_RECIPIENT)
-    assert job_run(job_id=job.pk).state == Job.State.SUCCEEDED, job.error
+    assert job_run(job_id=job.pk, adapters=container.current()).state == Job.State.SUCCEEDED, (
+        job.error
+    )
     return Job.objects.get(pk=job.pk)
 
 
@@ -127,11 +129,11 @@ def test_erasure_rewrites_or_drops_dead_letters_and_a_later_redrive_leaves_the_a
     lead = make_user("Support leads")
     erasure = job_create(
         kind=Job.Kind.ERASE_RECIPIENT,
-        inputs=erasure_inputs(address=DANA, reason="ticket 12"),
+        inputs=erasure_inputs(adapters=container.current(), address=DANA, reason="ticket 12"),
         user=lead,
         dispatch=False,
     )
-    result = job_run(job_id=erasure.pk).result
+    result = job_run(job_id=erasure.pk, adapters=container.current()).result
     assert (result["dead_letters_rewritten"], result["dead_letters_dropped"]) == (1, 1)
     (kept,) = _bodies(aws, aws.dlq_url)
     assert [r["email"] for r in json.loads(kept)["recipients"]] == ["kim@example.com"]
@@ -144,7 +146,7 @@ def test_erasure_rewrites_or_drops_dead_letters_and_a_later_redrive_leaves_the_a
         user=lead,
         dispatch=False,
     )
-    outcome = job_run(job_id=redrive.pk).result
+    outcome = job_run(job_id=redrive.pk, adapters=container.current()).result
     assert (outcome["erasedDropped"], outcome["erasedRewritten"]) == (1, 1)
     redriven = _bodies(aws, aws.queue_url)
     assert len(redriven) == 2 and all("dana" not in body.lower() for body in redriven)
@@ -268,11 +270,11 @@ def test_erasure_takes_the_address_out_of_other_jobs(aws, make_user):
     lead = make_user("Support leads")
     erasure = job_create(
         kind=Job.Kind.ERASE_RECIPIENT,
-        inputs=erasure_inputs(address=DANA, reason="ticket 12"),
+        inputs=erasure_inputs(adapters=container.current(), address=DANA, reason="ticket 12"),
         user=lead,
         dispatch=False,
     )
-    assert job_run(job_id=erasure.pk).result["jobs_scrubbed"] == 2
+    assert job_run(job_id=erasure.pk, adapters=container.current()).result["jobs_scrubbed"] == 2
     stored = json.dumps(
         [[j.inputs, j.result] for j in Job.objects.all()]
         + [[s.key, s.detail] for s in JobStep.objects.all()]

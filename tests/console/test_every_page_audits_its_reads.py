@@ -219,7 +219,7 @@ def sample(aws, make_user) -> Sample:
     )
     user = make_user(superuser=True)
     dlq_job = Job.objects.create(kind=Job.Kind.DLQ_LIST, inputs={}, created_by=user)
-    job_run(job_id=dlq_job.pk)
+    job_run(job_id=dlq_job.pk, adapters=container.current())
     resend_job = Job.objects.create(
         kind=Job.Kind.BULK_RESEND,
         state=Job.State.SUCCEEDED,

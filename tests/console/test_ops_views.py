@@ -10,6 +10,7 @@ from html import unescape
 
 import pytest
 
+from emailops import container
 from jobs.engine import job_run
 from jobs.models import Job
 from monitoring import checks as monitoring
@@ -39,7 +40,7 @@ def read_queue(client) -> Job:
     response = client.post(BASE + "dlq/", {"read": "1"})
     job = Job.objects.filter(kind="dlq_list").first()
     assert response.status_code == 302 and response["Location"] == f"{BASE}job/{job.pk}/"
-    job_run(job_id=job.pk)
+    job_run(job_id=job.pk, adapters=container.current())
     job.refresh_from_db()
     return job
 
@@ -150,7 +151,7 @@ def test_a_lead_redrives_from_the_page_and_follows_the_job(
         "finished": False,
         "text": "waiting for a worker",
     }
-    job_run(job_id=job.pk)
+    job_run(job_id=job.pk, adapters=container.current())
     progress = client.get(f"{BASE}job/{job.pk}/progress/").json()
     assert (progress["state"], progress["done"], progress["total"]) == ("SUCCEEDED", 1, 1)
     done = text(client.get(f"{BASE}job/{job.pk}/"))
@@ -204,7 +205,7 @@ def test_template_owner_starts_a_check_and_sees_the_report(aws, client, make_use
     client.force_login(make_user("Template owners"))
     response = client.post(BASE + "template-check/")
     job = Job.objects.get()
-    job_run(job_id=job.pk)
+    job_run(job_id=job.pk, adapters=container.current())
     page = text(client.get(response["Location"]))
     assert (
         "7</strong> render(s)" in page and "custom/O367/dataset-publication-accepted.html" in page
@@ -215,7 +216,7 @@ def test_index_banner_after_beat_found_dead_letters(aws, client, make_user):
     client.force_login(make_user("Support"))
     assert "ops-banner" not in text(client.get("/admin/"))
     dead_letter(aws)
-    monitoring.dead_letter_depth_check()
+    monitoring.dead_letter_depth_check(queue=container.current().queue)
     index = text(client.get("/admin/"))
     assert "1 request on the dead-letter queue" in index and f"{BASE}dlq/" in index
     client.force_login(make_user(None))
@@ -278,7 +279,7 @@ def test_a_lead_erases_a_recipient_with_a_reason_and_sees_what_went(
     assert job.inputs["reason"] == "ticket 7"
     assert "pat@example.com" not in str(job.inputs)  # a hash, a masked form, the sealed address
     assert job.created_by.username == "support-leads"
-    assert job_run(job_id=job.pk).state == Job.State.SUCCEEDED
+    assert job_run(job_id=job.pk, adapters=container.current()).state == Job.State.SUCCEEDED
 
     page = text(client.get(started["Location"]))
     assert "removed 1 journal row(s) written by emailops" in page

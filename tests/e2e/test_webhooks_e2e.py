@@ -60,8 +60,9 @@ def webhooks(e2e_stack, receiver, tmp_path_factory):
     secret = e2e_stack.manage(
         "shell",
         "-c",
+        "from emailops import container\n"
         "from webhooks.endpoints import endpoint_add\n"
-        f"print(endpoint_add(url={receiver.url!r})[1])",
+        f"print(endpoint_add(adapters=container.current(), url={receiver.url!r})[1])",
     ).stdout.split()[-1]
     worker = e2e_stack.start_process(
         "webhook-worker",

@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from django.core.exceptions import PermissionDenied
 
+from emailops import container
 from jobs.engine import job_create, job_retry, job_run
 from jobs.models import Job, JobStep
 from templates_admin.jobs import bulk_resend
@@ -81,7 +82,7 @@ def queued(aws) -> list[dict]:
 
 def test_resends_failed_and_transient_bounces_of_the_message_in_range(rows, make_user):
     lead = make_user("Support leads")
-    job = job_run(job_id=start(lead).pk)
+    job = job_run(job_id=start(lead).pk, adapters=container.current())
     assert job.state == Job.State.SUCCEEDED, job.error
     assert (job.total, job.done, job.result["resent"]) == (3, 3, 3)
     actions = EmailAction.objects.order_by("original_key")
@@ -101,19 +102,19 @@ def test_resends_failed_and_transient_bounces_of_the_message_in_range(rows, make
 
 def test_by_recipient_uses_the_journal_search(rows, make_user):
     job = start(make_user("Support leads"), recipients=["A@example.com"], selections=["FAILED"])
-    job = job_run(job_id=job.pk)
+    job = job_run(job_id=job.pk, adapters=container.current())
     assert job.state == Job.State.SUCCEEDED, job.error
     assert [a.original_key for a in EmailAction.objects.all()] == ["k-failed-a"]
 
 
 def test_a_retried_job_resends_nothing_twice(rows, make_user):
-    job = job_run(job_id=start(make_user("Support leads")).pk)
+    job = job_run(job_id=start(make_user("Support leads")).pk, adapters=container.current())
     assert len(queued(rows)) == 3
     # As if the worker died after the resend but before recording the step.
     JobStep.objects.filter(job=job, key="k-failed-b").update(outcome=JobStep.Outcome.PENDING)
     Job.objects.filter(pk=job.pk).update(state=Job.State.FAILED)
     job_retry(job_id=job.pk, user=None, dispatch=False)
-    job = job_run(job_id=job.pk)
+    job = job_run(job_id=job.pk, adapters=container.current())
     assert job.state == Job.State.SUCCEEDED and job.runs == 2
     assert EmailAction.objects.count() == 3
     rows.sqs.purge_queue(QueueUrl=rows.queue_url)
@@ -122,15 +123,15 @@ def test_a_retried_job_resends_nothing_twice(rows, make_user):
 
 def test_rows_resent_by_an_earlier_job_are_skipped(rows, make_user):
     lead = make_user("Support leads")
-    job_run(job_id=start(lead, selections=["FAILED"]).pk)
-    second = job_run(job_id=start(lead, selections=["FAILED"]).pk)
+    job_run(job_id=start(lead, selections=["FAILED"]).pk, adapters=container.current())
+    second = job_run(job_id=start(lead, selections=["FAILED"]).pk, adapters=container.current())
     assert second.result["skipped"] == 2 and second.result["resent"] == 0
     assert EmailAction.objects.count() == 2
 
 
 def test_pacing_spaces_the_resends(rows, make_user):
     started = time.monotonic()
-    job_run(job_id=start(make_user("Support leads"), rate=10).pk)
+    job_run(job_id=start(make_user("Support leads"), rate=10).pk, adapters=container.current())
     assert time.monotonic() - started >= 0.2  # three resends, 0.1 s apart at 10 per second
 
 

@@ -9,6 +9,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from emailops import container
 from emailops.core.retry import RetryState
 from emailops.queue_state import state_seal
 from jobs.engine import job_create, job_run
@@ -16,6 +17,14 @@ from jobs.models import Job, JobStep
 from templates_admin.jobs import dlq
 
 pytestmark = pytest.mark.django_db
+
+
+def _listing(**options):
+    adapters = container.current()
+    return dlq.dead_letter_list(
+        queue=adapters.queue, sensitive=adapters.config.console.sensitive_keys, **options
+    )
+
 
 # A record that ran out of retry budget after one send SES accepted but the journal never marked.
 STATE = RetryState(
@@ -53,7 +62,7 @@ def all_messages(aws, url: str) -> list[dict]:
 def test_listing_shows_reason_count_and_request_and_consumes_nothing(aws):
     first = dead_letter(aws, request(1))
     dead_letter(aws, "not json", reason=None)
-    listing = dlq.dead_letter_list(limit=50)
+    listing = _listing(limit=50)
     by_id = {m.message_id: m for m in listing.messages}
     assert len(by_id) == 2 and listing.source_url == aws.queue_url
     letter = by_id[first]
@@ -66,16 +75,16 @@ def test_listing_shows_reason_count_and_request_and_consumes_nothing(aws):
     assert bad.request is None and "JSON" in bad.request_error and bad.failure_reason == ""
     # Released at once: both can be received again right away, and listing twice counts twice.
     assert len(all_messages(aws, aws.dlq_url)) == 2
-    again = {m.message_id: m for m in dlq.dead_letter_list().messages}
+    again = {m.message_id: m for m in _listing().messages}
     assert again[first].receive_count >= 2
 
 
 def test_listing_is_bounded(aws):
     for n in range(25):
         dead_letter(aws, request(n))
-    listing = dlq.dead_letter_list(limit=10)
+    listing = _listing(limit=10)
     assert len(listing.messages) == 10 and listing.truncated
-    assert len(dlq.dead_letter_list(limit=100).messages) == 25
+    assert len(_listing(limit=100).messages) == 25
 
 
 def test_redrive_selected_keeps_attributes_but_the_reason_and_deletes_after_copying(aws, make_user):
@@ -87,7 +96,7 @@ def test_redrive_selected_keeps_attributes_but_the_reason_and_deletes_after_copy
         user=lead,
         dispatch=False,
     )
-    job = job_run(job_id=job.pk)
+    job = job_run(job_id=job.pk, adapters=container.current())
     assert job.state == Job.State.SUCCEEDED, job.error
     assert (job.done, job.total, job.result["redriven"]) == (2, 2, 2)
     moved = all_messages(aws, aws.queue_url)
@@ -123,7 +132,7 @@ def test_redrive_drops_a_state_we_did_not_seal(aws, make_user):
         user=make_user("Support leads"),
         dispatch=False,
     )
-    assert job_run(job_id=job.pk).state == Job.State.SUCCEEDED
+    assert job_run(job_id=job.pk, adapters=container.current()).state == Job.State.SUCCEEDED
     (moved,) = all_messages(aws, aws.queue_url)
     text = moved["MessageAttributes"]["EmailOpsState"]["StringValue"]
     assert state_seal().open(text, moved["Body"]) == (RetryState(), "", False)
@@ -140,7 +149,7 @@ def test_a_rerun_deletes_what_an_earlier_run_copied_instead_of_copying_it_again(
     # An earlier run copied it, recorded the step, and died before the delete.
     JobStep.objects.create(job=job, key=message_id, outcome=JobStep.Outcome.DONE)
     Job.objects.filter(pk=job.pk).update(total=1)
-    job = job_run(job_id=job.pk)
+    job = job_run(job_id=job.pk, adapters=container.current())
     assert job.state == Job.State.SUCCEEDED, job.error
     assert all_messages(aws, aws.queue_url) == []  # not copied twice
     assert all_messages(aws, aws.dlq_url) == []
@@ -155,9 +164,9 @@ def test_a_finished_job_is_not_run_again(aws, make_user):
         user=make_user("Support leads"),
         dispatch=False,
     )
-    job_run(job_id=job.pk)
+    job_run(job_id=job.pk, adapters=container.current())
     dead_letter(aws, request(2))
-    again = job_run(job_id=job.pk)
+    again = job_run(job_id=job.pk, adapters=container.current())
     assert again.runs == 1 and len(all_messages(aws, aws.dlq_url)) == 1
 
 

@@ -6,6 +6,7 @@ import logging
 
 import pytest
 
+from emailops import container
 from jobs.models import Job
 from monitoring import checks as monitoring
 from templates_admin.jobs.template_check import template_check_daily
@@ -16,11 +17,11 @@ pytestmark = pytest.mark.django_db
 
 def test_dead_letter_depth_is_stored_and_logged_as_an_error(aws, caplog):
     caplog.set_level(logging.INFO, logger="templates_admin")
-    assert monitoring.dead_letter_depth_check()["depth"] == 0
+    assert monitoring.dead_letter_depth_check(queue=container.current().queue)["depth"] == 0
     assert monitoring.reading(monitoring.DLQ_DEPTH).value["depth"] == 0
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
-    assert monitoring.dead_letter_depth_check()["depth"] == 1
+    assert monitoring.dead_letter_depth_check(queue=container.current().queue)["depth"] == 1
     assert monitoring.reading(monitoring.DLQ_DEPTH).value["depth"] == 1
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert any("event=dlq.not_empty depth=1" in e for e in errors)
@@ -34,15 +35,15 @@ def test_a_non_empty_dead_letter_queue_is_reported_once_per_change(aws, caplog):
 
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
     for _minute in range(3):  # beat's every-minute check, three times over the same depth
-        monitoring.dead_letter_depth_check()
+        monitoring.dead_letter_depth_check(queue=container.current().queue)
     assert len([r for r in reports() if "dlq.not_empty" in r]) == 1
     aws.sqs.send_message(QueueUrl=aws.dlq_url, MessageBody="{}")
-    monitoring.dead_letter_depth_check()
-    monitoring.dead_letter_depth_check()
+    monitoring.dead_letter_depth_check(queue=container.current().queue)
+    monitoring.dead_letter_depth_check(queue=container.current().queue)
     assert [r for r in reports() if "dlq.not_empty" in r][-1].count("depth=2") == 1
     assert len([r for r in reports() if "dlq.not_empty" in r]) == 2
     aws.sqs.purge_queue(QueueUrl=aws.dlq_url)
-    monitoring.dead_letter_depth_check()
+    monitoring.dead_letter_depth_check(queue=container.current().queue)
     assert "event=dlq.empty" in reports()[-1]
 
 
@@ -64,7 +65,7 @@ def test_stuck_claims_are_found_and_the_scan_resumes_where_it_stopped(aws, setti
         ],
     )
     settings.CLAIM_LEASE_SECONDS = 30
-    value = monitoring.stuck_claims_check(now=now)
+    value = monitoring.stuck_claims_check(adapters=container.current(), now=now)
     assert sorted(r["key"] for r in value["rows"]) == ["go-stuck", "stuck"]
     assert value["next_key"] is None and value["read"] == 24
     assert any("event=journal.stuck_claim key=stuck" in r.getMessage() for r in caplog.records)
@@ -72,7 +73,7 @@ def test_stuck_claims_are_found_and_the_scan_resumes_where_it_stopped(aws, setti
     settings.OPS_SCAN_MAX_ITEMS = 10  # a bounded run stops, and the next one resumes
     found, reads = set(), 0
     for _ in range(3):
-        value = monitoring.stuck_claims_check(now=now)
+        value = monitoring.stuck_claims_check(adapters=container.current(), now=now)
         found |= {r["key"] for r in value["rows"]}
         reads += value["read"]
         assert value["read"] <= 10
@@ -81,12 +82,11 @@ def test_stuck_claims_are_found_and_the_scan_resumes_where_it_stopped(aws, setti
 
 def test_daily_template_check_records_a_system_job(aws, caplog):
     aws.load_samples()
-    job = template_check_daily()
+    job = template_check_daily(adapters=container.current())
     assert job.state == Job.State.SUCCEEDED and job.origin == "beat" and job.created_by is None
-    from emailops import container
 
     container.current().template_store.write_template("default/added-to-team.html", "{% if %}")
-    job = template_check_daily()
+    job = template_check_daily(adapters=container.current())
     assert job.result["errors"] == 1
     assert any("event=templates.check_failed" in r.getMessage() for r in caplog.records)
 
@@ -110,7 +110,7 @@ def test_the_check_applies_the_consumers_lease_the_queues_visibility_timeout(aws
         ],
     )
 
-    value = monitoring.stuck_claims_check(now=now)
+    value = monitoring.stuck_claims_check(adapters=container.current(), now=now)
 
     assert [r["key"] for r in value["rows"]] == ["go-stuck"]  # go-live's lease ends right now
     assert value["rows"][0]["leaseEndedAt"] == BASE_TIME + lease

@@ -8,6 +8,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from emailops import container
 from emailops.core.errors import TransientError
 from jobs import engine, registry
 from jobs.models import Job
@@ -19,7 +20,8 @@ pytestmark = pytest.mark.django_db
 def runner(monkeypatch):
     calls: list[int] = []
 
-    def run(job, progress):
+    def run(job, progress, *, adapters):
+        assert adapters is container.current()  # the process's, handed down by the engine
         calls.append(job.pk)
         progress.set_total(2)
         progress.advance()
@@ -40,7 +42,7 @@ def new_job(**inputs) -> Job:
 
 
 def test_a_job_runs_once_and_records_its_progress(runner):
-    job = engine.job_run(job_id=new_job().pk)
+    job = engine.job_run(job_id=new_job().pk, adapters=container.current())
     assert (job.state, job.done, job.total, job.result, job.runs) == (
         "SUCCEEDED",
         2,
@@ -49,28 +51,33 @@ def test_a_job_runs_once_and_records_its_progress(runner):
         1,
     )
     assert job.started_at and job.finished_at and job.heartbeat_at
-    engine.job_run(job_id=job.pk)
+    engine.job_run(job_id=job.pk, adapters=container.current())
     assert runner == [job.pk]
 
 
 def test_a_live_run_is_not_joined_but_an_orphan_is_taken_over(runner):
     job = new_job()
     Job.objects.filter(pk=job.pk).update(state=Job.State.RUNNING, heartbeat_at=timezone.now())
-    assert engine.job_run(job_id=job.pk).state == Job.State.RUNNING and runner == []
+    assert (
+        engine.job_run(job_id=job.pk, adapters=container.current()).state == Job.State.RUNNING
+        and runner == []
+    )
     assert not engine.job_is_orphaned(Job.objects.get(pk=job.pk))
     stale = timezone.now() - engine.HEARTBEAT_TIMEOUT - timedelta(seconds=1)
     Job.objects.filter(pk=job.pk).update(heartbeat_at=stale)
     assert engine.job_is_orphaned(Job.objects.get(pk=job.pk))
-    assert engine.job_run(job_id=job.pk).state == Job.State.SUCCEEDED and runner == [job.pk]
+    assert engine.job_run(
+        job_id=job.pk, adapters=container.current()
+    ).state == Job.State.SUCCEEDED and runner == [job.pk]
 
 
 def test_an_error_is_kept_and_the_job_can_be_resumed(runner):
-    job = engine.job_run(job_id=new_job(fail=True).pk)
+    job = engine.job_run(job_id=new_job(fail=True).pk, adapters=container.current())
     assert job.state == Job.State.FAILED and job.done == 1
     assert job.error == "read queue depth [q]: ServiceUnavailable"
     engine.job_retry(job_id=job.pk, user=None, dispatch=False)
     assert Job.objects.get(pk=job.pk).state == Job.State.PENDING
-    assert engine.job_run(job_id=job.pk).runs == 2
+    assert engine.job_run(job_id=job.pk, adapters=container.current()).runs == 2
 
 
 def test_a_broker_that_refuses_the_job_fails_it_with_the_reason(runner, settings):
@@ -103,3 +110,19 @@ def test_the_periodic_work_beat_runs_by_name_is_registered_and_imports():
 
     for name in ("template_check_daily", "reputation"):
         assert callable(import_string(periodic._REGISTERED[name])), name
+
+
+def test_the_runner_is_given_the_adapters_its_run_was_given(monkeypatch):
+    """The engine reaches for no container: whatever the entry (a task, a command) passed is
+    what the job's work uses."""
+    given = []
+
+    def run(job, progress, *, adapters):
+        given.append(adapters)
+        return {}
+
+    kind = Job.Kind.TEMPLATE_CHECK
+    monkeypatch.setitem(registry._KINDS, kind, replace(registry._KINDS[kind], runner=run))
+    adapters = object()
+    assert engine.job_run(job_id=new_job().pk, adapters=adapters).state == Job.State.SUCCEEDED
+    assert given == [adapters]

@@ -25,7 +25,7 @@ def test_the_samples_render_cleanly_with_their_branded_copy(aws, make_user):
     job = job_create(
         kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=make_user("Template owners"), dispatch=False
     )
-    job = job_run(job_id=job.pk)
+    job = job_run(job_id=job.pk, adapters=container.current())
     assert job.state == Job.State.SUCCEEDED, job.error
     checks = checks_by_render(job.result)
     assert ("dataset-publication-accepted", "367") in checks  # the branded override
@@ -68,7 +68,8 @@ def test_the_daily_check_uses_the_draft_checks_engine(aws):
         "custom/O367/dataset-publication-accepted.html", '<p>hi</p>\n<a href="javascript:x()">x</a>'
     )
     job = job_run(
-        job_id=job_create(kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, dispatch=False).pk
+        job_id=job_create(kind=Job.Kind.TEMPLATE_CHECK, inputs={}, user=None, dispatch=False).pk,
+        adapters=container.current(),
     )
     checks = checks_by_render(job.result)
     [size] = checks[("added-to-team", None)]["errors"]

@@ -52,7 +52,12 @@ def journal(loopback_webhooks):
 def deliver(row) -> list:
     event = sent_event(row.key, ses_message_id=row.ses_message_id, sent_at=BASE_TIME)
     now = datetime.now(UTC)
-    return [delivery.delivery_attempt(i, now=now) for i in delivery.fan_out(event.to_dict())]
+    return [
+        delivery.delivery_attempt(i, adapters=container.current(), now=now)
+        for i in delivery.fan_out(
+            event.to_dict(), journal_reader=container.current().journal_reader
+        )
+    ]
 
 
 def test_add_prints_the_id_and_a_secret_that_verifies_the_delivery(journal, receiver):

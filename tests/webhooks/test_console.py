@@ -15,6 +15,7 @@ from django.utils import timezone
 from standardwebhooks.webhooks import Webhook
 
 from audit.models import JournalReadAudit
+from emailops import container
 from emailops.core.masking import MASK
 from emailops.core.webhooks import failed_event, sent_event
 from jobs.engine import job_run
@@ -58,7 +59,9 @@ def console(aws, loopback_webhooks, receiver, client, make_user):
 def made_delivery(endpoint: WebhookEndpoint, event) -> WebhookDelivery:
     (delivery_id,) = [
         d
-        for d in delivery.fan_out(event.to_dict())
+        for d in delivery.fan_out(
+            event.to_dict(), journal_reader=container.current().journal_reader
+        )
         if WebhookDelivery.objects.get(pk=d).endpoint_id == endpoint.pk
     ]
     return WebhookDelivery.objects.get(pk=delivery_id)
@@ -69,13 +72,18 @@ def failed_delivery(endpoint, receiver, n: int = 0) -> WebhookDelivery:
     event = sent_event(KEY, ses_message_id=f"ses-{n}", sent_at=BASE_TIME)
     found = made_delivery(endpoint, event)
     receiver.answers.append(400)
-    assert delivery.delivery_attempt(found.pk, now=timezone.now()).state == "failed"
+    assert (
+        delivery.delivery_attempt(found.pk, adapters=container.current(), now=timezone.now()).state
+        == "failed"
+    )
     found.refresh_from_db()
     return found
 
 
 def test_a_support_user_or_a_lead_gets_403_everywhere(aws, loopback_webhooks, client, make_user):
-    endpoint, _ = endpoints.endpoint_add(url="http://127.0.0.1:9/hooks")
+    endpoint, _ = endpoints.endpoint_add(
+        adapters=container.current(), url="http://127.0.0.1:9/hooks"
+    )
     found = WebhookDelivery.objects.create(
         endpoint=endpoint, event_id="evt_1", event_type="email.sent", journal_key=KEY, event={},
         body="{}",
@@ -151,7 +159,7 @@ def test_adding_refuses_a_private_address_and_a_token_scope_without_a_namespace(
 def test_rotating_shows_the_new_secret_once_and_the_old_one_signs_until_the_overlap_ends(
     console, receiver
 ):
-    endpoint, old = endpoints.endpoint_add(url=receiver.url)
+    endpoint, old = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     assert "Rotate" in text(console.get(f"{BASE}endpoint/{endpoint.pk}/rotate/"))
     page = console.post(f"{BASE}endpoint/{endpoint.pk}/rotate/")
     endpoint.refresh_from_db()
@@ -163,7 +171,7 @@ def test_rotating_shows_the_new_secret_once_and_the_old_one_signs_until_the_over
 
 
 def test_disable_and_enable_need_a_reason_and_are_logged(console, receiver, caplog):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     switch = f"{BASE}endpoint/{endpoint.pk}/switch/"
     assert console.post(switch, {"reason": " "}).status_code == 400
     caplog.set_level("INFO", logger="webhooks")
@@ -181,7 +189,7 @@ def test_disable_and_enable_need_a_reason_and_are_logged(console, receiver, capl
 
 
 def test_removing_deletes_the_endpoint_and_its_log(console, receiver):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     failed_delivery(endpoint, receiver)
     assert "1 delivery" in text(console.get(f"{BASE}endpoint/{endpoint.pk}/remove/"))
     assert console.post(f"{BASE}endpoint/{endpoint.pk}/remove/").status_code == 302
@@ -189,7 +197,9 @@ def test_removing_deletes_the_endpoint_and_its_log(console, receiver):
 
 
 def test_the_delivery_log_shows_attempts_and_masks_sensitive_values(console, receiver):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url, include_context_keys=True)
+    endpoint, _ = endpoints.endpoint_add(
+        adapters=container.current(), url=receiver.url, include_context_keys=True
+    )
     event = failed_event(
         KEY, error=f"template said: token {TOKEN} expired", error_kind="Render", permanent=True,
         at=BASE_TIME,
@@ -197,7 +207,10 @@ def test_the_delivery_log_shows_attempts_and_masks_sensitive_values(console, rec
     found = made_delivery(endpoint, event)
     assert TOKEN in found.body  # the receiver is sent the error as it is
     receiver.answers = [503]
-    assert delivery.delivery_attempt(found.pk, now=timezone.now()).state == "pending"
+    assert (
+        delivery.delivery_attempt(found.pk, adapters=container.current(), now=timezone.now()).state
+        == "pending"
+    )
     log = text(console.get(f"{BASE}endpoint/{endpoint.pk}/"))
     assert "email.failed" in log and found.event_id in log and "503" in log
     assert f"{JOURNAL}entry/{KEY}/" in log
@@ -216,7 +229,7 @@ def test_the_delivery_log_shows_attempts_and_masks_sensitive_values(console, rec
 
 
 def test_a_payload_key_that_names_a_secret_is_masked_without_the_row(console, receiver):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     found = WebhookDelivery.objects.create(
         endpoint=endpoint, event_id="evt_click", event_type="email.clicked",
         journal_key="expired-row", event={},
@@ -228,7 +241,7 @@ def test_a_payload_key_that_names_a_secret_is_masked_without_the_row(console, re
 
 
 def test_replaying_one_delivery_posts_it_again_now_with_the_same_event_id(console, receiver):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     found = failed_delivery(endpoint, receiver)
     response = console.post(f"{BASE}delivery/{found.pk}/replay/")
     assert response.status_code == 302 and response["Location"] == f"{BASE}delivery/{found.pk}/"
@@ -241,7 +254,7 @@ def test_replaying_one_delivery_posts_it_again_now_with_the_same_event_id(consol
 
 
 def test_replaying_to_a_disabled_endpoint_is_refused(console, receiver):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     found = failed_delivery(endpoint, receiver)
     endpoints.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=False, reason="off")
     page = text(console.post(f"{BASE}delivery/{found.pk}/replay/", follow=True))
@@ -255,8 +268,8 @@ def local_minute(when) -> str:
 def test_replaying_the_failed_deliveries_of_a_range_is_a_job(
     console, receiver, make_user, django_capture_on_commit_callbacks
 ):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
-    other, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
+    other, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     chosen = [failed_delivery(endpoint, receiver, n) for n in range(2)]
     old = failed_delivery(endpoint, receiver, 9)
     WebhookDelivery.objects.filter(pk=old.pk).update(created_at=timezone.now() - timedelta(days=3))
@@ -281,7 +294,7 @@ def test_replaying_the_failed_deliveries_of_a_range_is_a_job(
     assert response.status_code == 302 and response["Location"] == f"{OPS}job/{job.pk}/"
     assert len(callbacks) == 1  # handed to a worker on commit; here it runs in-process
     assert job.inputs["endpoint"] == endpoint.pk and job.created_by.username == "root"
-    assert job_run(job_id=job.pk).state == Job.State.SUCCEEDED
+    assert job_run(job_id=job.pk, adapters=container.current()).state == Job.State.SUCCEEDED
     job.refresh_from_db()
     assert (job.done, job.total) == (2, 2)
     assert job.result["delivered"] == 2 and job.result["selection"]["matched"] == 2
@@ -292,7 +305,7 @@ def test_replaying_the_failed_deliveries_of_a_range_is_a_job(
     page = text(console.get(f"{OPS}job/{job.pk}/"))
     assert "2</strong> delivered" in page and str(chosen[0].pk) in page
     # Run again (a redelivered task): nothing is replayed twice.
-    assert job_run(job_id=job.pk).state == Job.State.SUCCEEDED
+    assert job_run(job_id=job.pk, adapters=container.current()).state == Job.State.SUCCEEDED
     assert len(receiver.received) == posted + 2
     # The job names the endpoint: its page is for those who manage webhooks, as the area is.
     console.force_login(make_user("Support leads"))
@@ -300,7 +313,7 @@ def test_replaying_the_failed_deliveries_of_a_range_is_a_job(
 
 
 def test_the_replay_job_refuses_a_range_that_ends_before_it_starts(console, receiver):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     now = timezone.now()
     page = console.post(
         OPS + "webhook-replay/",
@@ -315,7 +328,9 @@ def test_the_replay_job_refuses_a_range_that_ends_before_it_starts(console, rece
 
 
 def test_a_test_event_reaches_the_receiver_signed_and_its_status_is_shown(console, receiver):
-    endpoint, secret = endpoints.endpoint_add(url=receiver.url, event_types=["email.bounced"])
+    endpoint, secret = endpoints.endpoint_add(
+        adapters=container.current(), url=receiver.url, event_types=["email.bounced"]
+    )
     page = text(console.post(f"{BASE}endpoint/{endpoint.pk}/test/", follow=True))
     ((headers, body),) = receiver.received
     event = Webhook(secret).verify(body, headers)
@@ -330,7 +345,7 @@ def test_a_test_event_reaches_the_receiver_signed_and_its_status_is_shown(consol
 
 
 def test_the_journal_row_page_lists_its_webhook_deliveries(console, receiver, client, make_user):
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     found = failed_delivery(endpoint, receiver)
     page = text(console.get(f"{JOURNAL}entry/{KEY}/"))
     listed = page.split('id="journal-webhook-deliveries"')[1].split("</table>")[0]

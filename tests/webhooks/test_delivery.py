@@ -69,8 +69,12 @@ def deliver_all(outbox, *, now: datetime | None = None) -> list:
     now = now or datetime.now(UTC)
     outcomes = []
     for event in outbox.events:
-        for delivery_id in delivery.fan_out(event.to_dict()):
-            outcomes.append(delivery.delivery_attempt(delivery_id, now=now))
+        for delivery_id in delivery.fan_out(
+            event.to_dict(), journal_reader=container.current().journal_reader
+        ):
+            outcomes.append(
+                delivery.delivery_attempt(delivery_id, adapters=container.current(), now=now)
+            )
     outbox.events.clear()
     return outcomes
 
@@ -81,7 +85,9 @@ def verified(receiver, secret: str) -> list[dict]:
 
 def test_a_send_its_delivery_and_a_bounce_arrive_as_three_signed_events(stack, receiver):
     adapters, outbox = stack
-    _, secret = endpoints.endpoint_add(url=receiver.url, include_context_keys=True)
+    _, secret = endpoints.endpoint_add(
+        adapters=container.current(), url=receiver.url, include_context_keys=True
+    )
     key = send(adapters)
     handler = adapters.delivery_event_handler
     assert handler.handle(ses_event_for(adapters, key, "delivery.json")).result == "applied"
@@ -102,7 +108,7 @@ def test_a_send_its_delivery_and_a_bounce_arrive_as_three_signed_events(stack, r
 
 def test_duplicate_ses_events_emit_one_webhook(stack, receiver):
     adapters, outbox = stack
-    endpoints.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     key = send(adapters)
     outbox.events.clear()
     handler = adapters.delivery_event_handler
@@ -113,24 +119,35 @@ def test_duplicate_ses_events_emit_one_webhook(stack, receiver):
     assert len(receiver.received) == 1
     # The same event fanned out again (a redelivered task) is not delivered twice either.
     event = sent_event(key, ses_message_id="x", sent_at=0)
-    assert len(delivery.fan_out(event.to_dict())) == 1
-    assert delivery.fan_out(event.to_dict()) == []
+    assert (
+        len(delivery.fan_out(event.to_dict(), journal_reader=container.current().journal_reader))
+        == 1
+    )
+    assert (
+        delivery.fan_out(event.to_dict(), journal_reader=container.current().journal_reader) == []
+    )
 
 
 def test_fails_five_times_then_succeeds_with_the_same_event_id_and_a_log(stack, receiver):
     adapters, outbox = stack
-    endpoints.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     send(adapters)
     receiver.answers = [500, 503, 429, 502, 500]
     (event,) = outbox.events
-    (delivery_id,) = delivery.fan_out(event.to_dict())
+    (delivery_id,) = delivery.fan_out(
+        event.to_dict(), journal_reader=container.current().journal_reader
+    )
     now, waits = datetime.now(UTC), []
     for _ in range(6):
-        outcome = delivery.delivery_attempt(delivery_id, now=now, random=lambda: 0.5)
+        outcome = delivery.delivery_attempt(
+            delivery_id, adapters=container.current(), now=now, random=lambda: 0.5
+        )
         if outcome.retry_in is None:
             break
         waits.append(outcome.retry_in)
-        early = delivery.delivery_attempt(delivery_id, now=now + timedelta(seconds=1))
+        early = delivery.delivery_attempt(
+            delivery_id, adapters=container.current(), now=now + timedelta(seconds=1)
+        )
         assert early.retry_in is not None and len(receiver.received) == len(waits)  # not yet
         now += timedelta(seconds=outcome.retry_in)
     assert outcome.state == "delivered"
@@ -143,7 +160,7 @@ def test_fails_five_times_then_succeeds_with_the_same_event_id_and_a_log(stack, 
 
 def test_a_token_endpoint_never_sees_another_producers_rows(stack, receiver):
     adapters, outbox = stack
-    endpoints.endpoint_add(url=receiver.url, producer="tok_a")
+    endpoints.endpoint_add(adapters=container.current(), url=receiver.url, producer="tok_a")
     send(adapters, namespace="tok_b")
     send(adapters)  # the queue's
     deliver_all(outbox)
@@ -155,8 +172,12 @@ def test_a_token_endpoint_never_sees_another_producers_rows(stack, receiver):
 
 def test_event_type_and_message_id_filters(stack, receiver):
     adapters, outbox = stack
-    endpoints.endpoint_add(url=receiver.url, event_types=["email.bounced"])
-    endpoints.endpoint_add(url=receiver.url, message_ids=["another-message"])
+    endpoints.endpoint_add(
+        adapters=container.current(), url=receiver.url, event_types=["email.bounced"]
+    )
+    endpoints.endpoint_add(
+        adapters=container.current(), url=receiver.url, message_ids=["another-message"]
+    )
     send(adapters)
     deliver_all(outbox)
     assert receiver.received == []
@@ -166,9 +187,11 @@ def test_ssrf_refused_at_creation_and_at_delivery_when_dns_changed(stack, receiv
     adapters, outbox = stack
     monkeypatch.setattr(destination, "resolve", lambda host, port: ["10.1.2.3"])
     with pytest.raises(WebhookRefused, match="private"):
-        endpoints.endpoint_add(url="http://hooks.internal.test/x")
+        endpoints.endpoint_add(adapters=container.current(), url="http://hooks.internal.test/x")
     monkeypatch.setattr(destination, "resolve", lambda host, port: ["127.0.0.1"])
-    endpoints.endpoint_add(url=receiver.url.replace("127.0.0.1", "hooks.test"))
+    endpoints.endpoint_add(
+        adapters=container.current(), url=receiver.url.replace("127.0.0.1", "hooks.test")
+    )
     send(adapters)
     monkeypatch.setattr(destination, "resolve", lambda host, port: ["169.254.169.254"])
     (outcome,) = deliver_all(outbox)
@@ -181,15 +204,15 @@ def test_loopback_is_refused_outside_debug(settings, db):
     settings.WEBHOOK_ALLOW_LOOPBACK = False
     container.reset()
     with pytest.raises(WebhookRefused):
-        endpoints.endpoint_add(url="http://127.0.0.1:9/hooks")
+        endpoints.endpoint_add(adapters=container.current(), url="http://127.0.0.1:9/hooks")
     with pytest.raises(WebhookRefused):
-        endpoints.endpoint_add(url="https://127.0.0.1:9/hooks")
+        endpoints.endpoint_add(adapters=container.current(), url="https://127.0.0.1:9/hooks")
     container.reset()
 
 
 def test_410_disables_the_endpoint(stack, receiver):
     adapters, outbox = stack
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     receiver.answers = [410]
     send(adapters)
     (outcome,) = deliver_all(outbox)
@@ -208,7 +231,7 @@ def test_consecutive_failures_mark_the_endpoint_failing_with_one_alert(
     container.current().__dict__["webhook_outbox"] = outbox
     alerts = []
     monkeypatch.setattr(delivery, "post_alert", lambda url, text: alerts.append(text))
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     receiver.answers = [500] * 10
     for _ in range(5):
         send(container.current(), BODY.replace("Team", f"Team{_}"))
@@ -220,9 +243,11 @@ def test_consecutive_failures_mark_the_endpoint_failing_with_one_alert(
 
 def test_rotation_both_secrets_sign_during_the_overlap_then_only_the_new(stack, receiver):
     adapters, outbox = stack
-    endpoint, old = endpoints.endpoint_add(url=receiver.url)
+    endpoint, old = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     start = datetime.now(UTC)
-    new = endpoints.endpoint_rotate(endpoint_id=endpoint.pk, now=start)
+    new = endpoints.endpoint_rotate(
+        adapters=container.current(), endpoint_id=endpoint.pk, now=start
+    )
     send(adapters)
     deliver_all(outbox)
     assert verified(receiver, old) and verified(receiver, new)
@@ -239,7 +264,7 @@ def test_rotation_both_secrets_sign_during_the_overlap_then_only_the_new(stack, 
 
 def test_a_disabled_endpoint_gets_nothing(stack, receiver):
     adapters, outbox = stack
-    endpoint, _ = endpoints.endpoint_add(url=receiver.url)
+    endpoint, _ = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     endpoints.endpoint_set_enabled(endpoint_id=endpoint.pk, enabled=False)
     send(adapters)
     assert deliver_all(outbox) == []
@@ -250,7 +275,7 @@ def test_a_log_only_and_a_suppressed_row_each_emit_one_not_delivered_event(
     stack, receiver, settings
 ):
     adapters, outbox = stack
-    _endpoint, secret = endpoints.endpoint_add(url=receiver.url)
+    _endpoint, secret = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     adapters.suppression_list.add(
         "erin@example.com", reason="bounce", detail="550", source="t", now=1_764_000_000
     )
@@ -273,7 +298,7 @@ def test_a_log_only_and_a_suppressed_row_each_emit_one_not_delivered_event(
 
 def test_the_payload_carries_the_requests_dedupe_id(stack, receiver):
     adapters, outbox = stack
-    _endpoint, secret = endpoints.endpoint_add(url=receiver.url)
+    _endpoint, secret = endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     body = json.loads(BODY) | {"dedupeId": "invite-42"}
     send(adapters, json.dumps(body))
     deliver_all(outbox)
@@ -285,24 +310,31 @@ def test_a_delivery_no_task_keeps_is_swept_and_an_early_one_schedules_nothing(st
     """A crash between fan-out and scheduling, or a lost countdown task, left deliveries that no
     task would ever attempt; and every early redelivery scheduled one more task."""
     adapters, outbox = stack
-    endpoints.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     send(adapters)
     (event,) = outbox.events
-    (lost,) = delivery.fan_out(event.to_dict())
+    (lost,) = delivery.fan_out(event.to_dict(), journal_reader=container.current().journal_reader)
     now = datetime.now(UTC)
     assert delivery.stranded(now=now) == []  # just made: its task may be on its way
     later = now + timedelta(minutes=11)
     assert delivery.stranded(now=later) == [lost]
 
     receiver.answers = [503]
-    first = delivery.delivery_attempt(lost, now=later, random=lambda: 0.5)
+    first = delivery.delivery_attempt(
+        lost, adapters=container.current(), now=later, random=lambda: 0.5
+    )
     assert first.retry_in is not None and not first.early
-    early = delivery.delivery_attempt(lost, now=later + timedelta(seconds=1))
+    early = delivery.delivery_attempt(
+        lost, adapters=container.current(), now=later + timedelta(seconds=1)
+    )
     assert early.early and early.retry_in is not None  # webhook_deliver schedules nothing
     assert delivery.stranded(now=later) == []  # its retry is scheduled and not yet due
     overdue = later + timedelta(seconds=first.retry_in + 601)
     assert delivery.stranded(now=overdue) == [lost]
-    assert delivery.delivery_attempt(lost, now=overdue).state == "delivered"
+    assert (
+        delivery.delivery_attempt(lost, adapters=container.current(), now=overdue).state
+        == "delivered"
+    )
     assert delivery.stranded(now=overdue) == []
 
 
@@ -322,10 +354,10 @@ def test_the_sweep_task_schedules_the_stranded_and_an_early_task_schedules_nothi
     from worker import tasks
 
     adapters, outbox = stack
-    endpoints.endpoint_add(url=receiver.url)
+    endpoints.endpoint_add(adapters=container.current(), url=receiver.url)
     send(adapters)
     (event,) = outbox.events
-    (lost,) = delivery.fan_out(event.to_dict())
+    (lost,) = delivery.fan_out(event.to_dict(), journal_reader=container.current().journal_reader)
     scheduled: list = []
     monkeypatch.setattr(
         tasks.webhook_deliver, "apply_async", lambda **kw: scheduled.append(kw["args"])

@@ -7,6 +7,7 @@ import uuid
 
 import pytest
 
+from emailops import container
 from emailops.core.errors import InvalidRequest
 from tests.conftest import fixture_body, skip_or_fail
 from worker import tasks
@@ -67,7 +68,8 @@ def test_a_database_hiccup_delivers_the_job_again(monkeypatch):
 
     calls = []
 
-    def job_run(*, job_id):
+    def job_run(*, job_id, adapters):
+        assert adapters is container.current()  # the task is the entry: it passes its container
         calls.append(job_id)
         if len(calls) == 1:
             raise OperationalError("database table is locked: templates_admin_job")

@@ -17,6 +17,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from emailops import container
 from jobs.models import Job
 from templates_admin.jobs import bulk_resend
 from templates_admin.management.jobs import cli_job_create, cli_job_run
@@ -51,6 +52,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, username: str, **options):
+        adapters = container.current()
         user = get_user_model().objects.filter(username=username).first()
         if user is None:
             raise CommandError(f"no user {username!r}")
@@ -69,7 +71,7 @@ class Command(BaseCommand):
                 until=options["until"],
                 selections=selections,
                 reason=options["reason"],
-                rate=options["rate"] or bulk_resend.default_rate(),
+                rate=options["rate"] or bulk_resend.default_rate(adapters=adapters),
                 recipients=options["recipient"],
             )
             job = cli_job_create(kind=Job.Kind.BULK_RESEND, inputs=inputs, user=user)
@@ -77,7 +79,9 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         except PermissionDenied as exc:
             raise CommandError(f"{username} may not start a bulk resend ({exc})") from exc
-        job = cli_job_run(job, failure="bulk resend job #{job.pk} failed: {job.error}")
+        job = cli_job_run(
+            job, adapters=adapters, failure="bulk resend job #{job.pk} failed: {job.error}"
+        )
         result = job.result or {}
         self.stdout.write(
             f"job #{job.pk}: {result.get('resent', 0)} resent, {result.get('skipped', 0)} skipped "

@@ -8,6 +8,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from emailops import container
 from jobs.models import Job
 from templates_admin.management.jobs import cli_job_create, cli_job_run
 
@@ -26,6 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, as_json: bool = False, strict: bool = False, **options):
         job = cli_job_run(
             cli_job_create(kind=Job.Kind.TEMPLATE_CHECK, inputs={}),
+            adapters=container.current(),
             failure="template check job #{job.pk} failed: {job.error}",
         )
         report = job.result or {}

@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from audit.models import JournalReadAudit
 from audit.reads import read_record
+from emailops import container
 from emailops.core.errors import EmailOpsError
 from jobs.models import Job
 from templates_admin.jobs import dlq
@@ -42,7 +43,10 @@ class Command(BaseCommand):
             raise CommandError(exc.describe()) from exc
 
     def _list(self, limit: int, as_json: bool) -> None:
-        listing = dlq.dead_letter_list(limit=limit)
+        adapters = container.current()
+        listing = dlq.dead_letter_list(
+            queue=adapters.queue, sensitive=adapters.config.console.sensitive_keys, limit=limit
+        )
         read_record(
             channel=JournalReadAudit.Channel.CLI,
             action="dlq-list",
@@ -78,6 +82,7 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         job = cli_job_run(
             cli_job_create(kind=Job.Kind.DLQ_REDRIVE, inputs=inputs),
+            adapters=container.current(),
             failure="redrive job #{job.pk} failed: {job.error}",
         )
         self.stdout.write(f"job #{job.pk}: {dlq.redrive_result_text(job.result or {})}")

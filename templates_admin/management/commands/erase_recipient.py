@@ -51,8 +51,10 @@ class Command(BaseCommand):
         keep_preferences: bool = False,
         **options,
     ) -> None:
+        adapters = container.current()
         try:
             inputs = erasure.erasure_inputs(
+                adapters=adapters,
                 address=address,
                 reason=reason,
                 also_suppress=also_suppress,
@@ -73,6 +75,7 @@ class Command(BaseCommand):
             raise CommandError(exc.describe()) from None
         job = cli_job_run(
             cli_job_create(kind=Job.Kind.ERASE_RECIPIENT, inputs=inputs),
+            adapters=adapters,
             failure="job #{job.pk} failed: {job.error} (run the command again)",
         )
         self.stdout.write(f"Erased {inputs['addressMasked']} (job #{job.pk}):")

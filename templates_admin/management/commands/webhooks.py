@@ -130,6 +130,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, action: str, **options):
         self.as_json = options["json"]
+        self.adapters = container.current()
         try:
             return getattr(self, f"_{action}")(options)
         except EmailOpsError as exc:  # WebhookRefused, InvalidRequest: one line, no traceback
@@ -146,6 +147,7 @@ class Command(BaseCommand):
 
     def _add(self, options) -> None:
         endpoint, secret = endpoints.endpoint_add(
+            adapters=self.adapters,
             url=options["url"],
             event_types=_event_types(options["events"]),
             message_ids=options["message_ids"],
@@ -159,7 +161,7 @@ class Command(BaseCommand):
             f"webhook endpoint #{endpoint.pk} → {endpoint.url}\n"
             f"secret (shown once; keep it to verify signatures): {secret}",
         )
-        if gap := liveness.delivery_gap(now=timezone.now()):
+        if gap := liveness.delivery_gap(adapters=self.adapters, now=timezone.now()):
             self.stderr.write(f"warning: {gap}", style_func=self.style.WARNING)
 
     def _list(self, options) -> None:
@@ -186,10 +188,12 @@ class Command(BaseCommand):
 
     def _rotate(self, options) -> None:
         endpoint = self._endpoint(options["endpoint_id"])
-        secret = endpoints.endpoint_rotate(endpoint_id=endpoint.pk, now=timezone.now())
+        secret = endpoints.endpoint_rotate(
+            adapters=self.adapters, endpoint_id=endpoint.pk, now=timezone.now()
+        )
         endpoint.refresh_from_db()
         until = endpoint.previous_secret_until
-        hours = container.current().config.webhooks.rotation_overlap_hours
+        hours = self.adapters.config.webhooks.rotation_overlap_hours
         self._emit(
             {
                 "id": endpoint.pk,
