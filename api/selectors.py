@@ -7,15 +7,18 @@ from typing import Any
 
 from api.models import ApiToken
 from api.schemas import JournalRowOut, journal_row_out
-from emailops import container
 from emailops.core.journal_row import JournalRow
+from emailops.core.lease import LeasePolicy
+from emailops.core.ports import JournalReader
 from templates_admin.display import mask_context, mask_row
 from templates_admin.mappings.variables import template_manifest
 
 __all__ = ["journal_row_for_token", "producer_view"]
 
 
-def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRowOut:
+def producer_view(
+    row: JournalRow, manifest: dict[str, list[str]], *, lease: LeasePolicy
+) -> JournalRowOut:
     """The row as a producer may see it: of the context, only the keys the manifest declares for
     its messageId (an allow-list: a key nobody declared is never returned, whatever its name),
     and of those, sensitive-looking ones masked as in the console."""
@@ -25,15 +28,17 @@ def producer_view(row: JournalRow, manifest: dict[str, list[str]]) -> JournalRow
         mask_row(row),  # a sensitive value masked wherever the row carries it (the subject...)
         context=mask_context(allowed),
         now=int(time.time()),
-        lease=container.current().lease_policy,
+        lease=lease,
     )
 
 
-def journal_row_for_token(*, token: ApiToken, id: str) -> JournalRowOut | None:
+def journal_row_for_token(
+    *, token: ApiToken, id: str, journal_reader: JournalReader, lease: LeasePolicy
+) -> JournalRowOut | None:
     """The row with this Id if ``token`` wrote it, else None: another token's row and a row the
     API did not write (the queue's, the Go consumer's) look exactly like a missing one. Raises
     EmailOpsError."""
-    row = container.current().journal_reader.read(id)
+    row = journal_reader.read(id)
     if row is None or row.producer != token.namespace:
         return None
-    return producer_view(row, template_manifest())
+    return producer_view(row, template_manifest(), lease=lease)

@@ -321,11 +321,11 @@ def test_unsubscribes_per_category_are_counted_beside_complaints(counters, clien
     from templates_admin.models import CategoryDefinition
 
     CategoryDefinition.objects.create(slug="dataset-activity", label="Activity on datasets")
-    now = datetime.now(UTC).timestamp()
-    assert record_unsubscribe("dataset-activity", now=now)
-    assert record_unsubscribe("dataset-activity", now=now - 3600)
-    assert record_unsubscribe("newsletter", now=now)
-    assert record_unsubscribe("newsletter", now=now - 40 * 3600)  # outside the 24 h window
+    now, stats = datetime.now(UTC).timestamp(), container.current().stats
+    assert record_unsubscribe("dataset-activity", stats=stats, now=now)
+    assert record_unsubscribe("dataset-activity", stats=stats, now=now - 3600)
+    assert record_unsubscribe("newsletter", stats=stats, now=now)
+    assert record_unsubscribe("newsletter", stats=stats, now=now - 40 * 3600)  # outside 24 h
     client.force_login(make_user("Support"))
     response = client.get(INDEX)
     page = " ".join(text(response).split())
@@ -350,4 +350,4 @@ def test_record_unsubscribe_without_a_stats_table_counts_nothing(aws, settings):
 
     settings.STATS_TABLE = ""
     container.reset()
-    assert record_unsubscribe("dataset-activity") is False
+    assert record_unsubscribe("dataset-activity", stats=container.current().stats) is False
