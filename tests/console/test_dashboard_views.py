@@ -158,10 +158,12 @@ def test_the_dashboard_never_reads_the_journal(counters, client, make_user, monk
     for factory in ("journal", "journal_scan", "journal_search", "event_journal"):
         monkeypatch.setattr(container.Container, factory, property(journal_read))
     calls: list[tuple[str, str, str]] = []
-    build = container.aws_client
+    from emailops.aws.clients import AwsClients
 
-    def recording_client(service, **kwargs):
-        made = build(service, **kwargs)
+    build = AwsClients.client
+
+    def recording_client(self, service, **kwargs):
+        made = build(self, service, **kwargs)
 
         def record(params, model, **_):
             calls.append((service, model.name, params.get("TableName", "")))
@@ -169,7 +171,7 @@ def test_the_dashboard_never_reads_the_journal(counters, client, make_user, monk
         made.meta.events.register("provide-client-params.*.*", record)
         return made
 
-    monkeypatch.setattr(container, "aws_client", recording_client)
+    monkeypatch.setattr(AwsClients, "client", recording_client)
     container.reset()
     client.force_login(make_user("Support"))
     response = client.get(INDEX)
