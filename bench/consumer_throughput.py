@@ -21,6 +21,7 @@ from moto import mock_aws
 
 from emailops import container
 from emailops.aws import provision
+from emailops.aws.clients import AwsClients
 from emailops.container import Container
 from worker.consumer import Consumer
 from worker.wiring import build_consumer
@@ -50,7 +51,12 @@ def load_stack(records: int) -> None:
     settings.JOURNAL_TABLE, settings.S3_BUCKET = "email-journal", "emailops-bench"
     settings.EMAIL_SENDER = "Bench <bench@example.com>"
     quiet = lambda _line: None  # noqa: E731
-    dynamodb, sqs = container.current().client("dynamodb"), container.current().client("sqs")
+    # Clients of their own: the container is built below, once the queue's URL is set.
+    clients = AwsClients()
+    dynamodb, sqs = (
+        clients.client("dynamodb", region="us-east-1"),
+        clients.client("sqs", region="us-east-1"),
+    )
     provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
     provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
     provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
