@@ -23,11 +23,10 @@ from api.schemas import (
 )
 from api.sending import SendResult, email_send, invalid_field, send_request_parse
 from api.webhook_schema import openapi_webhooks
-from emailops import container
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.events import EventLog
 from emailops.core.pipeline import Action
-from emailops.redis.token_rate import RateLimitUnavailable
+from emailops.redis.token_rate import RateLimitUnavailable, TokenRateLimiter
 
 __all__ = ["api"]
 
@@ -103,12 +102,10 @@ class BodyTooLarge(Exception):
     pass
 
 
-def _charge(token: ApiToken, emails: int) -> None:
+def _charge(limiter: TokenRateLimiter, token: ApiToken, emails: int) -> None:
     """Count ``emails`` against the token's per-minute limit; raises RateLimited or
     RateLimitUnavailable (Redis down: refuse, never allow everything)."""
-    decision = container.current().token_rate_limiter.hit(
-        token.token_hash, per_minute=token.emails_per_minute, cost=emails
-    )
+    decision = limiter.hit(token.token_hash, per_minute=token.emails_per_minute, cost=emails)
     if not decision.allowed:
         raise RateLimited(decision.retry_after)
 
@@ -238,8 +235,13 @@ _STATUS = {Action.DELETE: 200, Action.DEAD_LETTER: 422, Action.RETRY: 503, Actio
 )
 def send(request: HttpRequest, response: HttpResponse):
     token: ApiToken = request.auth
+    adapters = request.container
     try:
-        parsed = send_request_parse(body=_body(request), namespace=token.namespace)
+        parsed = send_request_parse(
+            body=_body(request),
+            namespace=token.namespace,
+            max_recipients=adapters.config.api.max_recipients,
+        )
     except InvalidRequest as exc:
         return Status(400, {"error": exc.describe(), "field": invalid_field(exc)})
     if 0 < token.emails_per_minute < parsed.emails:
@@ -248,8 +250,8 @@ def send(request: HttpRequest, response: HttpResponse):
             f"minute ({token.emails_per_minute})"
         )
         return Status(400, {"error": message, "field": "recipients"})
-    _charge(token, parsed.emails)
-    sent: SendResult = email_send(parsed=parsed)
+    _charge(adapters.token_rate_limiter, token, parsed.emails)
+    sent: SendResult = email_send(parsed=parsed, adapters=adapters)
     # The rows handed back are journal reads too: audited like a GET of each.
     services.journal_read_by_token(
         token=token, action="send", queries=[item.id for item in sent.results if item.row]
@@ -292,10 +294,11 @@ def send(request: HttpRequest, response: HttpResponse):
 )
 def send_detail(request: HttpRequest, id: str):
     token: ApiToken = request.auth
-    _charge(token, 1)
+    adapters = request.container
+    _charge(adapters.token_rate_limiter, token, 1)
     services.journal_read_by_token(token=token, action="get", queries=[id])
     try:
-        row = selectors.journal_row_for_token(token=token, id=id)
+        row = selectors.journal_row_for_token(token=token, id=id, adapters=adapters)
     except EmailOpsError as exc:
         if not exc.permanent:
             raise

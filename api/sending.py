@@ -15,13 +15,17 @@ import json
 import time
 import uuid
 from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
-from emailops import container
 from emailops.core.contract import EmailRequest, parse_complete_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.journal_row import JournalRow
 from emailops.core.pipeline import Action, RecordOutcome
+
+if TYPE_CHECKING:
+    from emailops.container import Container
+    from emailops.core.ports import JournalReader
 
 __all__ = [
     "ParsedSend",
@@ -65,15 +69,15 @@ class SendResult:
     retry_after: int = 0  # for RETRY and WAIT: seconds after which asking again makes sense
 
 
-def send_request_parse(*, body: str | bytes, namespace: str) -> ParsedSend:
+def send_request_parse(*, body: str | bytes, namespace: str, max_recipients: int) -> ParsedSend:
     """Parse and check the request before anything is written or counted. Raises InvalidRequest,
-    also for more recipients than API_MAX_RECIPIENTS (the API sends inline: a request must fit in
-    one worker's timeout)."""
+    also for more recipients than ``max_recipients`` (API_MAX_RECIPIENTS: the API sends inline, a
+    request must fit in one worker's timeout)."""
     request = replace(parse_complete_request(body), namespace=namespace)
     if isinstance(body, bytes):  # JSON may be UTF-8, -16 or -32; parse_request accepted it
         body = body.decode(json.detect_encoding(body))
     parsed = ParsedSend(request=request, body=body)
-    limit = container.current().config.api.max_recipients
+    limit = max_recipients
     if parsed.emails > limit:
         raise InvalidRequest(
             "parse request",
@@ -85,23 +89,23 @@ def send_request_parse(*, body: str | bytes, namespace: str) -> ParsedSend:
     return parsed
 
 
-def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
+def email_send(*, parsed: ParsedSend, adapters: Container, now: float | None = None) -> SendResult:
     """Process a parsed request, then read its rows back (only rows of its own producer).
 
     Raises EmailOpsError when the journal cannot be read afterwards (the caller should retry: the
     rows' dedupe keys make a retry safe), or, before anything is sent, LeaseUnknown.
     """
     request = parsed.request
-    lease = container.current().lease_policy  # the consumer's: one lease length for every claim
-    pipeline = container.current().build_pipeline(lease_seconds=lease.seconds)
+    lease = adapters.lease_policy  # the consumer's: one lease length for every claim
+    pipeline = adapters.build_pipeline(lease_seconds=lease.seconds)
     outcome = pipeline.process(
         parsed.body, record_id=f"api:{uuid.uuid4()}", namespace=request.namespace
     )
-    container.current().flush_stats()  # a web worker may send nothing more for a while: count these now
+    adapters.flush_stats()  # a web worker may send nothing more for a while: count these now
     results = []
     for recipient in request.recipients:
         key = dedupe_key(request, recipient.email)
-        row = _row(key)
+        row = _row(adapters.journal_reader, key)
         if row is not None and row.producer != request.namespace:
             row = None  # a key that collides with a row someone else wrote: never hand it back
         results.append(RecipientResult(recipient=recipient.email, id=key, row=row))
@@ -109,22 +113,26 @@ def email_send(*, parsed: ParsedSend, now: float | None = None) -> SendResult:
         request=request,
         outcome=outcome,
         results=results,
-        retry_after=_retry_after(outcome, now=time.time() if now is None else now),
+        retry_after=_retry_after(
+            outcome,
+            now=time.time() if now is None else now,
+            backoff_base=adapters.config.sending.retry_backoff_base_seconds,
+        ),
     )
 
 
-def _row(key: str) -> JournalRow | None:
+def _row(journal_reader: JournalReader, key: str) -> JournalRow | None:
     try:
-        return container.current().journal_reader.read(key)
+        return journal_reader.read(key)
     except EmailOpsError as exc:
         if exc.permanent:  # a key DynamoDB refuses (too long): no row can exist
             return None
         raise
 
 
-def _retry_after(outcome: RecordOutcome, *, now: float) -> int:
+def _retry_after(outcome: RecordOutcome, *, now: float, backoff_base: int) -> int:
     if outcome.action is Action.WAIT:
         return max(1, outcome.wait_until - int(now))
     if outcome.action is Action.RETRY:
-        return max(1, container.current().config.sending.retry_backoff_base_seconds)
+        return max(1, backoff_base)
     return 0

@@ -21,7 +21,9 @@ from moto import mock_aws
 
 from emailops import container
 from emailops.aws import provision
-from emailops.aws.clients import aws_client, lease_client
+from emailops.aws.clients import AwsClients
+from emailops.container import Container
+from worker.consumer import Consumer
 from worker.wiring import build_consumer
 
 SAMPLES = moto_env.ROOT / "emailops" / "data" / "samples"
@@ -49,9 +51,11 @@ def load_stack(records: int) -> None:
     settings.JOURNAL_TABLE, settings.S3_BUCKET = "email-journal", "emailops-bench"
     settings.EMAIL_SENDER = "Bench <bench@example.com>"
     quiet = lambda _line: None  # noqa: E731
+    # Clients of their own: the container is built below, once the queue's URL is set.
+    clients = AwsClients()
     dynamodb, sqs = (
-        aws_client("dynamodb", region="us-east-1"),
-        aws_client("sqs", region="us-east-1"),
+        clients.client("dynamodb", region="us-east-1"),
+        clients.client("sqs", region="us-east-1"),
     )
     provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
     provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
@@ -75,24 +79,42 @@ def load_stack(records: int) -> None:
         )
 
 
+def consumer_and_its_container(*, concurrency: int) -> tuple[Consumer, Container]:
+    """build_consumer, and the container of its own it runs on (Container.with_connections's)."""
+    sized, made = Container.with_connections, []
+
+    def keep(self: Container, connections: int) -> Container:
+        made.append(sized(self, connections))
+        return made[-1]
+
+    Container.with_connections = keep  # type: ignore[method-assign]
+    try:
+        consumer = build_consumer(
+            adapters=container.current(), concurrency=concurrency, allow_no_dead_letter_queue=True
+        )
+    finally:
+        Container.with_connections = sized  # type: ignore[method-assign]
+    [built] = made
+    return consumer, built
+
+
 def run(records: int, cache_seconds: int) -> dict:
     with mock_aws():
         container.reset()
         settings.TEMPLATE_CACHE_SECONDS = cache_seconds
         load_stack(records)
-        consumer = build_consumer(concurrency=8, allow_no_dead_letter_queue=True)
+        consumer, built = consumer_and_its_container(concurrency=8)
         calls: collections.Counter[str] = collections.Counter()
 
         def count(event_name, **_):
             calls[event_name.split(".", 2)[2]] += 1
 
-        # The clients the consumer uses: the container's, built by build_consumer with their
+        # The clients the consumer uses: its container's, made by build_consumer with their
         # pools sized (the general ones, the send's without SDK retries, the lease ones).
-        built = container.current()
         region = built.config.aws.region
         clients = {built.client(s) for s in ("dynamodb", "sqs", "ses")}
         clients |= {built.client("ses", sdk_retries=False), built.template_store.client}
-        clients |= {lease_client(s, region=region) for s in ("dynamodb", "sqs")}
+        clients |= {built.clients.lease_client(s, region=region) for s in ("dynamodb", "sqs")}
         for client in clients:
             client.meta.events.register("before-call.*.*", count)
         started = time.perf_counter()

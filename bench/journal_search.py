@@ -26,7 +26,6 @@ from moto import mock_aws
 
 from emailops import container
 from emailops.aws import provision
-from emailops.aws.clients import aws_client
 from templates_admin.journal import selectors
 from templates_admin.journal.views import search
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
@@ -36,7 +35,7 @@ MESSAGE_IDS = [f"message-{n}" for n in range(10)]  # each one in 10 rows
 
 
 def load(rows: int) -> float:
-    client = aws_client("dynamodb", region="us-east-1")
+    client = container.current().client("dynamodb")
     provision.ensure_journal_table(client, settings.JOURNAL_TABLE, lambda _: None)
     started = time.perf_counter()
     put_rows(

@@ -25,7 +25,6 @@ import moto_env  # noqa: F401  (the project on sys.path, Django set up, never re
 from django.conf import settings
 
 from emailops import container
-from emailops.aws.clients import aws_client
 from emailops.core.compose import Composer
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
@@ -79,13 +78,14 @@ def cpu_per_email(
 
 
 def count_calls(calls: Counter) -> None:
-    """Count the pipeline's DynamoDB and SES calls by operation (botocore's before-call event)."""
+    """Count the pipeline's DynamoDB and SES calls by operation (botocore's before-call event),
+    on the clients of the container that built it."""
 
     def count(event_name: str, **_) -> None:
         calls[event_name.split(".", 2)[2]] += 1
 
-    for service in ("dynamodb", "ses"):
-        client = aws_client(service, region=settings.AWS_REGION)
+    built = container.current()
+    for client in (built.client("dynamodb"), built.client("ses", sdk_retries=False)):
         client.meta.events.register("before-call.*.*", count)
 
 

@@ -26,7 +26,7 @@ from collections.abc import Callable
 import moto_env  # noqa: F401  (the project on sys.path, Django set up, never real AWS)
 from django.conf import settings
 
-from emailops.aws.clients import aws_client
+from emailops.aws.clients import AwsClients
 from emailops.aws.suppression import DynamoSuppressionList
 from emailops.core.contract import address_key
 from emailops.redis.suppression import RedisSuppressionIndex
@@ -65,7 +65,7 @@ def main() -> None:
         Stack(moto, queue="bench-supp", journal_table="bench-supp-journal", bucket="bench-supp")
         proxy = ProxyProcess(moto.url)
         os.environ["AWS_ENDPOINT_URL"] = proxy.url
-        dynamodb = aws_client("dynamodb", region=settings.AWS_REGION)
+        dynamodb = AwsClients().client("dynamodb", region=settings.AWS_REGION)
         dynamodb.meta.events.register(
             "before-call.*.*", lambda event_name, **_: calls.update([event_name])
         )

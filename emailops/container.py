@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from django.core.signals import setting_changed
 
 from emailops import pipeline_build
-from emailops.aws.clients import aws_client, lease_client, reset_clients, size_connection_pools
+from emailops.aws.clients import AwsClients
 from emailops.aws.journal import DynamoJournal
 from emailops.aws.mappings import DynamoMappingStore
 from emailops.aws.preferences import DynamoPreferenceStore
@@ -62,18 +62,26 @@ if TYPE_CHECKING:
     from emailops.core.pipeline import EmailPipeline
     from emailops.redis.token_rate import TokenRateLimiter
 
-__all__ = ["Container", "current", "install", "reset", "with_connections"]
+__all__ = ["Container", "current", "install", "reset"]
 
 # The guard's pauses are re-read by each consumer this often (was REPUTATION_REFRESH_SECONDS).
 REPUTATION_REFRESH_SECONDS = 5.0
 
 
 class Container:
-    """Adapters built from one ``Config``, each on first use: ``container.current().journal``."""
+    """Adapters built from one ``Config``, each on first use, on this container's own AWS clients
+    (``clients``: made on first use, kept, and pooled as the container was built)."""
 
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, *, clients: AwsClients | None = None) -> None:
         self.config = config
+        self.clients = clients if clients is not None else AwsClients()
         self._queue_info: QueueInfo | None = None
+
+    def with_connections(self, connections: int) -> Container:
+        """A new container of the same config whose AWS clients pool ``connections`` connections
+        each (a consumer's: one per thread that may call AWS at once). It installs nothing: the
+        consumer keeps it, and the process's container stays as it was."""
+        return Container(self.config, clients=AwsClients(pool_size=connections))
 
     @property
     def sender_addresses(self) -> tuple[str, tuple[str, ...]]:
@@ -83,7 +91,7 @@ class Container:
     # --- AWS adapters ----------------------------------------------------------------------------
 
     def client(self, service: str, *, sdk_retries: bool = True) -> Any:
-        return aws_client(service, region=self.config.aws.region, sdk_retries=sdk_retries)
+        return self.clients.client(service, region=self.config.aws.region, sdk_retries=sdk_retries)
 
     @property
     def _journal_table(self) -> str:
@@ -110,14 +118,14 @@ class Container:
     @cached_property
     def lease_journal(self) -> DynamoJournal:
         """The journal for the consumer's lease keeper: its own clients, short timeouts."""
-        client = lease_client("dynamodb", region=self.config.aws.region)
+        client = self.clients.lease_client("dynamodb", region=self.config.aws.region)
         return DynamoJournal(client, self._journal_table)
 
     @cached_property
     def lease_queue(self) -> SqsQueue:
         """The request queue for visibility changes (the keeper's, and hand-backs): short timeouts."""
         url = require("EMAIL_SERVICE_QUEUE_URL", self.config.aws.queue_url)
-        return SqsQueue(lease_client("sqs", region=self.config.aws.region), url)
+        return SqsQueue(self.clients.lease_client("sqs", region=self.config.aws.region), url)
 
     @cached_property
     def journal_search(self) -> JournalSearch:
@@ -166,7 +174,9 @@ class Container:
     @cached_property
     def template_store(self) -> S3TemplateStore:
         aws = self.config.aws
-        client = aws_client("s3", region=aws.region, s3_addressing_style=aws.s3_addressing_style)
+        client = self.clients.client(
+            "s3", region=aws.region, s3_addressing_style=aws.s3_addressing_style
+        )
         return S3TemplateStore(require("S3_BUCKET", aws.s3_bucket), client=client)
 
     @cached_property
@@ -480,18 +490,8 @@ def install(container: Container | None) -> None:
 
 
 def reset() -> None:
-    """A new container on next use, and new AWS clients (a process that resized its connection
-    pools; tests between AWS stacks)."""
+    """A new container on next use, with new AWS clients of its own (tests between AWS stacks)."""
     install(None)
-    reset_clients()
-
-
-def with_connections(connections: int) -> Container:
-    """A new container whose AWS clients pool ``connections`` connections each (a consumer: one
-    per thread that may call AWS at once), made the process's."""
-    size_connection_pools(connections)
-    reset()
-    return current()
 
 
 def _forget_on_setting_change(**_: Any) -> None:

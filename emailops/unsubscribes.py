@@ -12,11 +12,14 @@ from __future__ import annotations
 
 import logging
 import time
+from typing import TYPE_CHECKING
 
-from emailops import container
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.reputation import ACCOUNT, hour_of
+
+if TYPE_CHECKING:
+    from emailops.aws.stats import BufferedStats
 
 __all__ = ["UNSUBSCRIBED", "record_unsubscribe", "unsubscribe_counter"]
 
@@ -35,10 +38,11 @@ def category_of_counter(name: str) -> str | None:
     return name[len(_PREFIX) :] if name.startswith(_PREFIX) else None
 
 
-def record_unsubscribe(category: str, *, now: float | None = None) -> bool:
-    """Count one unsubscribe from ``category`` in the current hour; False when not counted (no
-    STATS_TABLE, or the table refused: logged)."""
-    stats = container.current().stats
+def record_unsubscribe(
+    category: str, *, stats: BufferedStats | None, now: float | None = None
+) -> bool:
+    """Count one unsubscribe from ``category`` in the current hour in ``stats`` (the container's);
+    False when not counted (no STATS_TABLE, so no ``stats``, or the table refused: logged)."""
     if stats is None or not category:
         return False
     hour = hour_of(time.time() if now is None else now)

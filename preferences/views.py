@@ -19,6 +19,7 @@ import logging
 import re
 import time
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 from django.http import HttpRequest, HttpResponse
 from django.template.loader import render_to_string
@@ -27,15 +28,17 @@ from django.utils.translation import gettext as _
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_http_methods
 
-from emailops import container
 from emailops.core.events import EventLog
 from emailops.core.preferences import HowChanged, Preference, PreferenceStore
-from emailops.redis.token_rate import RateLimitUnavailable
+from emailops.redis.token_rate import RateLimitUnavailable, TokenRateLimiter
 from emailops.security import client_ip
 from emailops.unsubscribe import BadToken, ExpiredLegacyToken, UnsubscribeToken, read_link
 from emailops.unsubscribes import record_unsubscribe
 from preferences.labels import category_label
 from preferences.middleware import cookieless
+
+if TYPE_CHECKING:
+    from emailops.aws.stats import BufferedStats
 
 __all__ = ["unsubscribe"]
 
@@ -64,45 +67,67 @@ _ORGANIZATION = re.compile(r"[A-Za-z0-9_-]{1,40}")
 @require_http_methods(["GET", "HEAD", "POST"])
 @cookieless
 def unsubscribe(request: HttpRequest, token: str) -> HttpResponse:
-    adapters = container.current()
-    limits = adapters.config.preferences
+    adapters = request.container
+    limits, limiter = adapters.config.preferences, adapters.unsubscribe_rate_limiter
     client = client_ip(request)
     # Only bad tokens count against a client: mailbox providers post valid ones from a few
     # servers. One over its bad tokens is refused before any more is read (valid ones too), so
     # guessing stays bounded.
-    if refused := _over_limit("client", client, limits.rate_per_client, count=False):
+    if refused := _over_limit(limiter, "client", client, limits.rate_per_client, count=False):
         return refused
     try:
         link = read_link(token)
     except ExpiredLegacyToken:
         return _page("preferences/bad_link.html", {}, status=400)  # ours, only old: no guess
     except BadToken:
-        refused = _over_limit("client", client, limits.rate_per_client)
+        refused = _over_limit(limiter, "client", client, limits.rate_per_client)
         return refused or _page("preferences/bad_link.html", {}, status=400)
-    if refused := _over_limit("address", link.address, limits.rate_per_address):
+    if refused := _over_limit(limiter, "address", link.address, limits.rate_per_address):
         return refused
     if adapters.tombstones.erased_at(link.address) is not None:
         # An erased recipient's old email: its preference lives under the tombstone's name,
         # where the consumers look it up; the address itself is never stored again.
         link = replace(link, address=adapters.tombstones.name(link.address))
     store: PreferenceStore = adapters.preference_store
+    stats = adapters.stats  # where an unsubscribe is counted for the dashboard
     notice = ""
     if request.method == "POST":
         if request.POST.get("List-Unsubscribe") == "One-Click":
-            _write(store, link.address, link.category, subscribed=False, how=HowChanged.ONE_CLICK)
+            _write(
+                store,
+                link.address,
+                link.category,
+                subscribed=False,
+                how=HowChanged.ONE_CLICK,
+                stats=stats,
+            )
             text = _("You are unsubscribed from %(label)s.") % {
                 "label": category_label(link.category)
             }
             return _plain(text + "\n")
         action = request.POST.get("action", "")
         if action == "undo":
-            _write(store, link.address, link.category, subscribed=True, how=HowChanged.PAGE)
+            _write(
+                store,
+                link.address,
+                link.category,
+                subscribed=True,
+                how=HowChanged.PAGE,
+                stats=stats,
+            )
             notice = _("Done: you are subscribed again.")
         elif action == "unsubscribe":
-            _write(store, link.address, link.category, subscribed=False, how=HowChanged.PAGE)
+            _write(
+                store,
+                link.address,
+                link.category,
+                subscribed=False,
+                how=HowChanged.PAGE,
+                stats=stats,
+            )
             notice = _("Done: you are unsubscribed.")
         elif action == "set":
-            _set_others(store, link, set(request.POST.getlist("subscribed")))
+            _set_others(store, link, set(request.POST.getlist("subscribed")), stats=stats)
             notice = _("Your choices are saved.")
         else:
             return _page("preferences/bad_request.html", {}, status=400)
@@ -134,17 +159,29 @@ def _preference_page(
 
 
 def _write(
-    store: PreferenceStore, address: str, category: str, *, subscribed: bool, how: HowChanged
+    store: PreferenceStore,
+    address: str,
+    category: str,
+    *,
+    subscribed: bool,
+    how: HowChanged,
+    stats: BufferedStats | None,
 ) -> None:
     label = category_label(category)
     at = int(time.time())
     store.set(Preference(address, category, subscribed, how=how.value, at=at, label=label))
     log.info("preference.changed", category=category, subscribed=subscribed, how=how.value)
     if not subscribed:
-        record_unsubscribe(category)  # the dashboard's unsubscribes per category
+        record_unsubscribe(category, stats=stats)  # the dashboard's unsubscribes per category
 
 
-def _set_others(store: PreferenceStore, link: UnsubscribeToken, wanted: set[str]) -> None:
+def _set_others(
+    store: PreferenceStore,
+    link: UnsubscribeToken,
+    wanted: set[str],
+    *,
+    stats: BufferedStats | None,
+) -> None:
     """The toggles: only categories the store already has for the address (a posted slug it does
     not have creates nothing), and only those whose state changes."""
     for preference in store.of_address(link.address):
@@ -153,12 +190,17 @@ def _set_others(store: PreferenceStore, link: UnsubscribeToken, wanted: set[str]
         subscribed = preference.category in wanted
         if subscribed != preference.subscribed:
             _write(
-                store, link.address, preference.category, subscribed=subscribed, how=HowChanged.PAGE
+                store,
+                link.address,
+                preference.category,
+                subscribed=subscribed,
+                how=HowChanged.PAGE,
+                stats=stats,
             )
 
 
 def _over_limit(
-    kind: str, value: str, per_minute: int, *, count: bool = True
+    limiter: TokenRateLimiter, kind: str, value: str, per_minute: int, *, count: bool = True
 ) -> HttpResponse | None:
     """The 429 when ``value`` (an address or a client address) is over its window, else None;
     this request counted unless ``count`` is False. Under a keyed hash: no address in Redis.
@@ -168,7 +210,6 @@ def _over_limit(
     if per_minute <= 0:
         return None
     key = salted_hmac("emailops.unsubscribe.rate", f"{kind}:{value}").hexdigest()[:32]
-    limiter = container.current().unsubscribe_rate_limiter
     try:
         if count:
             decision = limiter.hit(f"{kind}:{key}", per_minute=per_minute)

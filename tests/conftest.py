@@ -193,7 +193,6 @@ def _provision(*, events: bool):
 
     from emailops import container
     from emailops.aws import provision, provision_events
-    from emailops.aws.clients import aws_client
     from tests.support.moto_snapshot import MotoSnapshot
 
     quiet = lambda _line: None  # noqa: E731
@@ -208,8 +207,8 @@ def _provision(*, events: bool):
         from django.conf import settings
 
         container.reset()
-        dynamodb = aws_client("dynamodb", region="us-east-1")
-        sqs = aws_client("sqs", region="us-east-1")
+        built = container.current()
+        dynamodb, sqs = built.client("dynamodb"), built.client("sqs")
         provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
         provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
@@ -222,8 +221,8 @@ def _provision(*, events: bool):
                 sqs, "email-service-queue", quiet, visibility_timeout=30
             )
         }
-        container.current().template_store.create_bucket()
-        container.current().sender.verify_sender("support@pennsieve.test")
+        built.template_store.create_bucket()
+        built.sender.verify_sender("support@pennsieve.test")
         if events:
             facts["SES_EVENTS_QUEUE_URL"] = provision.ensure_queue(
                 sqs, "email-ses-events", quiet, visibility_timeout=30
@@ -232,7 +231,7 @@ def _provision(*, events: bool):
                 dynamodb, settings.SES_EVENTS_UNMATCHED_TABLE, quiet
             )
             facts["topic_arn"] = provision_events.ensure_events_topic(
-                aws_client("sns", region="us-east-1"),
+                built.client("sns"),
                 sqs,
                 "email-ses-events",
                 facts["SES_EVENTS_QUEUE_URL"],
@@ -255,7 +254,6 @@ def aws(aws_env, settings, request):
     from moto import mock_aws
 
     from emailops import container
-    from emailops.aws.clients import aws_client
     from tests.support.moto_atomic import atomic_dynamodb_writes
 
     kind = "events" if "aws_events" in request.fixturenames else "base"
@@ -270,8 +268,6 @@ def aws(aws_env, settings, request):
             setattr(settings, name, value)
         settings.EMAIL_SERVICE_QUEUE_URL = snapshot.facts["EMAIL_SERVICE_QUEUE_URL"]
         yield AwsStack(
-            dynamodb=aws_client("dynamodb", region="us-east-1"),
-            sqs=aws_client("sqs", region="us-east-1"),
             queue_url=settings.EMAIL_SERVICE_QUEUE_URL,
             facts=snapshot.facts,
         )
@@ -294,21 +290,21 @@ def aws_events(aws, settings):
 
 
 class AwsStack:
-    """Clients and names of the ``aws`` fixture's stack. ``ses`` and ``sns`` clients are made on
-    first use (most tests never touch them)."""
+    """Clients and names of the ``aws`` fixture's stack. Its clients (``dynamodb``, ``sqs``,
+    ``ses``, ``sns``) are the current container's, as the product's adapters use them: a hook
+    registered on one sees the adapters' calls."""
 
-    _LAZY_CLIENTS = ("ses", "sns")
+    _CLIENTS = ("dynamodb", "sqs", "ses", "sns")
 
     def __init__(self, **kwargs):
         self.__dict__.update(kwargs)
 
     def __getattr__(self, name: str):
-        if name not in self._LAZY_CLIENTS:
+        if name not in self._CLIENTS:
             raise AttributeError(name)
-        from emailops.aws.clients import aws_client
+        from emailops import container
 
-        client = self.__dict__[name] = aws_client(name, region="us-east-1")
-        return client
+        return container.current().client(name)
 
     @property
     def dlq_url(self) -> str:

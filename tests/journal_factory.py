@@ -80,9 +80,12 @@ def put_rows(client: Any, table: str, rows: list[dict[str, Any]]) -> None:
 
 def send_through_pipeline(aws: Any, *requests: dict[str, Any]) -> None:
     """Enqueue EmailRequests and run the real consumer until the queue is empty."""
+    from emailops import container
     from worker.wiring import build_consumer
 
     for request in requests:
         aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=json.dumps(request))
     # One at a time: tests read the rows in the order they were sent.
-    build_consumer(concurrency=1).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    build_consumer(adapters=container.current(), concurrency=1).run(
+        stop=threading.Event(), until_empty=True, wait_time=0
+    )

@@ -73,17 +73,17 @@ def test_the_consumers_start_up_says_which_capability_is_off(aws_events, setting
     caplog.set_level(logging.INFO, logger="emailops.capabilities")
     settings.WEBHOOK_OUTBOX = "off"
     settings.PUBLIC_BASE_URL = "http://127.0.0.1:8000"
-    build_consumer(concurrency=1, allow_no_dead_letter_queue=True)
+    build_consumer(adapters=container.current(), concurrency=1, allow_no_dead_letter_queue=True)
     assert [line.split(" process=")[1].split()[0] for line in off_lines(caplog)] == ["consumer"]
     assert "setting=WEBHOOK_OUTBOX" in off_lines(caplog)[0]
     caplog.clear()
-    build_events_consumer(concurrency=1)
+    build_events_consumer(adapters=container.current(), concurrency=1)
     assert len(off_lines(caplog)) == 1
     assert "setting=WEBHOOK_OUTBOX process=events_consumer" in off_lines(caplog)[0]
     caplog.clear()
     settings.WEBHOOK_OUTBOX = "celery"
-    build_consumer(concurrency=1, allow_no_dead_letter_queue=True)
-    build_events_consumer(concurrency=1)
+    build_consumer(adapters=container.current(), concurrency=1, allow_no_dead_letter_queue=True)
+    build_events_consumer(adapters=container.current(), concurrency=1)
     assert off_lines(caplog) == []
 
 

@@ -117,7 +117,9 @@ def test_a_go_rows_claim_ends_at_one_moment_for_every_reader_and_the_consumer(
 
     from worker.wiring import build_consumer
 
-    lease = build_consumer(concurrency=1).pipeline.settings.lease_seconds  # what it claims with
+    lease = build_consumer(
+        adapters=container.current(), concurrency=1
+    ).pipeline.settings.lease_seconds  # what it claims with
     claim = Claim(
         key=CONSUMERS_KEY,
         message_id="added-to-team",

@@ -104,7 +104,8 @@ def test_building_the_container_and_every_adapter_makes_no_network_call(aws_even
 
     built = Container(Config.from_settings())
     clients = {built.client(s) for s in ("dynamodb", "sqs", "ses", "sns", "sesv2", "cloudwatch")}
-    clients.add(built.template_store.client)
+    clients |= {built.template_store.client, built.client("ses", sdk_retries=False)}
+    clients |= {built.clients.lease_client(s, region="us-east-1") for s in ("dynamodb", "sqs")}
     for client in clients:
         client.meta.events.register("before-call.*.*", refuse)
     with mock.patch("redis.connection.Connection.connect", side_effect=AssertionError("redis")):
@@ -116,6 +117,8 @@ def test_building_the_container_and_every_adapter_makes_no_network_call(aws_even
                 client.meta.events.unregister("before-call.*.*", refuse)
     assert calls == []
     assert {"journal", "sender", "send_rate_limiter", "token_rate_limiter"} <= set(ADAPTERS)
+    # Every adapter took its clients from this container's: all of them were hooked above.
+    assert {id(c) for c in built.clients.made()} == {id(c) for c in clients}
 
 
 def test_reset_is_a_new_container_with_new_adapters(aws):
@@ -165,7 +168,9 @@ def test_the_consumer_reads_the_send_quota_at_start_up(aws, settings, monkeypatc
     monkeypatch.setattr(SesSender, "send_quota", counted)
     container.current().send_rate_limiter  # noqa: B018 (built: no read)
     assert reads == []
-    consumer = build_consumer(concurrency=1, allow_no_dead_letter_queue=True)
+    consumer = build_consumer(
+        adapters=container.current(), concurrency=1, allow_no_dead_letter_queue=True
+    )
     assert reads == [1.0]  # moto's sandbox rate, read once
     assert consumer.pipeline.rate_limiter.max_rate() == 1.0 and reads == [1.0]
 
@@ -186,7 +191,7 @@ def test_the_lease_is_the_queues_visibility_timeout_read_once_for_the_consumer_a
     assert asked == []  # built, not read
     assert (policy.seconds, built.lease_policy.seconds) == (30, 30) and asked == [1]
 
-    consumer = build_consumer(concurrency=1)
+    consumer = build_consumer(adapters=container.current(), concurrency=1)
     assert consumer.settings.lease_seconds == consumer.pipeline.settings.lease_seconds == 30
     assert container.current().lease_policy.seconds == 30
     assert asked == [1, 1]  # the consumer's new container: one read for the DLQ and the lease
@@ -206,17 +211,32 @@ def test_a_lease_no_queue_can_tell_is_a_clear_error(aws, settings):
 
 
 def test_a_consumers_container_pools_a_connection_per_thread(aws):
-    """with_connections: a new container, whose clients pool that many connections each."""
-    from emailops.aws import clients
+    """with_connections: a new container of the same config, whose own clients pool that many
+    connections each; the process's container and its clients are as they were."""
+    before = container.current()
+    journal_client = before.journal.client
+    built = before.with_connections(40)
+    assert built is not before and built.config is before.config
+    assert built.journal.client.meta.config.max_pool_connections == 40
+    assert container.current() is before  # nothing installed
+    assert before.journal.client is journal_client
+    assert journal_client.meta.config.max_pool_connections == 10
+    assert before.with_connections(40).journal.client is not built.journal.client
+
+
+def test_building_a_consumer_leaves_the_processs_container_alone(aws):
+    """The consumer runs on a container of its own, sized to its threads; the process's keeps
+    its clients and pools (a Celery worker drains the queue in a task beside its other tasks)."""
+    from worker.wiring import build_consumer
 
     before = container.current()
-    try:
-        built = container.with_connections(40)
-        assert built is container.current() is not before
-        assert built.journal.client.meta.config.max_pool_connections == 40
-    finally:
-        clients.size_connection_pools(10)
-        container.reset()
+    journal_client = before.journal.client
+    consumer = build_consumer(adapters=before, concurrency=4, allow_no_dead_letter_queue=True)
+    assert container.current() is before and before.journal.client is journal_client
+    assert journal_client.meta.config.max_pool_connections == 10
+    pipeline_client = consumer.pipeline.journal.client
+    assert pipeline_client is not journal_client
+    assert pipeline_client.meta.config.max_pool_connections == 2 * 4 + 8
 
 
 def test_the_pipeline_reads_preferences_through_the_containers_cache_and_encrypted_links(

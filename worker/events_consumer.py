@@ -19,8 +19,8 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from typing import TYPE_CHECKING
 
-from emailops import container
 from emailops.aws.sqs import QueueMessage, SqsQueue
 from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.delivery_handler import DeliveryEventHandler, EventAction, EventOutcome
@@ -32,6 +32,9 @@ from worker.queue_loop import Companion, QueueWorker, WorkerSettings
 from worker.queue_worker import Supervised
 from worker.stats import EventsStats
 from worker.wiring import retry_policy
+
+if TYPE_CHECKING:
+    from emailops.container import Container
 
 __all__ = ["EventsConsumer", "EventsStats", "build_events_consumer"]
 
@@ -173,15 +176,17 @@ class EventsConsumer(Supervised):
         )
 
 
-def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
-    """Check settings, read the events queue's DLQ once, and wire the handler."""
-    config = container.current().config
+def build_events_consumer(*, adapters: Container, concurrency: int | None = None) -> EventsConsumer:
+    """Check settings, read the events queue's DLQ once, and wire the handler (on ``adapters``,
+    or, with more than one thread, on a container of its config with a connection per thread:
+    the process's container is left as it was)."""
+    config = adapters.config
     config.check_events()
     if concurrency is None:
         concurrency = config.events.concurrency
-    built = container.current()
+    built = adapters
     if concurrency > 1:  # one pooled connection per handler thread and receive loop
-        built = container.with_connections(concurrency + 8)
+        built = adapters.with_connections(concurrency + 8)
     verifier = built.sns_verifier
     queue = built.events_queue
     info = queue.describe()
@@ -208,5 +213,5 @@ def build_events_consumer(*, concurrency: int | None = None) -> EventsConsumer:
         handler=built.delivery_event_handler,
         dead_letter_url=info.dead_letter_url,
         concurrency=concurrency,
-        retry=retry_policy(),
+        retry=retry_policy(config),
     )

@@ -37,7 +37,9 @@ from worker.wiring import build_consumer
 @shared_task(name="worker.consume_emails_batch")
 def consume_emails_batch(max_messages: int = 100) -> dict[str, int]:
     """Process up to ``max_messages`` queued requests, then return the consumer's counts."""
-    stats = build_consumer(concurrency=container.current().config.sending.consumer_concurrency).run(
+    adapters = container.current()  # the consumer runs on its own, sized copy of it
+    concurrency = adapters.config.sending.consumer_concurrency
+    stats = build_consumer(adapters=adapters, concurrency=concurrency).run(
         stop=threading.Event(), until_empty=True, max_messages=max_messages, wait_time=0
     )
     return asdict(stats)

@@ -1,12 +1,11 @@
 """boto3 clients and the translation of AWS errors into the core's exceptions.
 
 Clients come from boto3's standard credential chain; ``AWS_ENDPOINT_URL`` (read by boto3 itself)
-points every service at moto locally. Clients are thread-safe and cached per service.
+points every service at moto locally. Each container has its own clients (``AwsClients``).
 """
 
 from __future__ import annotations
 
-import functools
 import threading
 from typing import Any
 
@@ -22,11 +21,9 @@ from emailops.core.errors import (
 )
 
 __all__ = [
-    "aws_client",
+    "AwsClients",
     "configuration_fix",
     "error_code",
-    "lease_client",
-    "size_connection_pools",
     "translate_error",
 ]
 
@@ -53,64 +50,66 @@ _LEASE_CONFIG = Config(
 # gone out, and botocore would send it again at once, before the SES Send event could reconcile
 # the row. The pipeline's own back-off decides instead.
 _NO_RETRIES = Config(retries={"mode": "standard", "total_max_attempts": 1})
-_lock = threading.Lock()
-_pool = {"size": 10}  # botocore's default; the consumer sizes it to its concurrency
+# A boto3 session (the credential chain and the service models it has parsed) is shared by every
+# container: it holds no connection, and a client made from a fresh one costs ~100 ms against ~7
+# from a used one (a test builds a container after each reset). Making a client from it is not
+# thread-safe in boto3, so that happens under this lock.
+_session_lock = threading.Lock()
+_sessions: dict[str | None, boto3.session.Session] = {}
+DEFAULT_POOL_SIZE = 10  # botocore's default; a consumer's container asks for one per thread
 
 
-def size_connection_pools(size: int) -> None:
-    """Give every client created from now on ``size`` pooled connections (one per worker thread
-    plus the receivers), so threads never queue for a connection."""
-    with _lock:
-        _pool["size"] = max(10, size)
-        _cached_client.cache_clear()
-
-
-@functools.cache
 def _session(region: str | None) -> boto3.session.Session:
-    return boto3.session.Session(region_name=region)
+    session = _sessions.get(region)
+    if session is None:
+        session = _sessions[region] = boto3.session.Session(region_name=region)
+    return session
 
 
-def aws_client(
-    service: str,
-    *,
-    region: str | None = None,
-    sdk_retries: bool = True,
-    s3_addressing_style: str = "auto",
-) -> Any:
-    """A boto3 client; creating one is not thread-safe in boto3, so it happens under a lock.
-    ``sdk_retries=False``: a separate client whose calls botocore never repeats (SES sends)."""
-    with _lock:
-        return _cached_client(service, region, sdk_retries, s3_addressing_style)
+class AwsClients:
+    """One container's boto3 clients, each made on first use and kept (clients are thread-safe,
+    and a kept client keeps its connections); each pools ``pool_size`` connections. A container
+    with other pools (a consumer's) has its own ``AwsClients``: nothing here is process-wide."""
 
+    def __init__(self, *, pool_size: int = DEFAULT_POOL_SIZE) -> None:
+        self.pool_size = max(DEFAULT_POOL_SIZE, pool_size)
+        self._made: dict[tuple[str | bool | None, ...], Any] = {}
 
-def lease_client(service: str, *, region: str | None = None) -> Any:
-    """A client for lease extensions and visibility changes (short timeouts, two attempts)."""
-    with _lock:
-        return _cached_lease_client(service, region)
+    def client(
+        self,
+        service: str,
+        *,
+        region: str | None = None,
+        sdk_retries: bool = True,
+        s3_addressing_style: str = "auto",
+    ) -> Any:
+        """``sdk_retries=False``: a separate client whose calls botocore never repeats (SES sends)."""
+        key = ("main", service, region, sdk_retries, s3_addressing_style)
+        config = _CONFIG.merge(Config(max_pool_connections=self.pool_size))
+        if service == "s3":
+            config = config.merge(Config(s3={"addressing_style": s3_addressing_style}))
+        if not sdk_retries:
+            config = config.merge(_NO_RETRIES)
+        return self._get(key, service, region, config)
 
+    def lease_client(self, service: str, *, region: str | None = None) -> Any:
+        """A client for lease extensions and visibility changes (short timeouts, two attempts)."""
+        return self._get(("lease", service, region), service, region, _LEASE_CONFIG)
 
-@functools.cache
-def _cached_lease_client(service: str, region: str | None) -> Any:
-    return _session(region).client(service, config=_LEASE_CONFIG)
+    def made(self) -> list[Any]:
+        """The clients made so far (a benchmark counts their calls)."""
+        return list(self._made.values())
 
-
-@functools.cache
-def _cached_client(
-    service: str, region: str | None, sdk_retries: bool = True, s3_addressing_style: str = "auto"
-) -> Any:
-    config = _CONFIG.merge(Config(max_pool_connections=_pool["size"]))
-    if service == "s3":
-        config = config.merge(Config(s3={"addressing_style": s3_addressing_style}))
-    if not sdk_retries:
-        config = config.merge(_NO_RETRIES)
-    return _session(region).client(service, config=config)
-
-
-def reset_clients() -> None:
-    """Forget cached clients (tests switch endpoints and moto contexts)."""
-    _cached_client.cache_clear()
-    _cached_lease_client.cache_clear()
-    _session.cache_clear()
+    def _get(
+        self, key: tuple[str | bool | None, ...], service: str, region: str | None, config: Config
+    ) -> Any:
+        made = self._made.get(key)
+        if made is None:
+            with _session_lock:
+                made = self._made.get(key)
+                if made is None:
+                    made = self._made[key] = _session(region).client(service, config=config)
+        return made
 
 
 def error_code(exc: ClientError) -> str:

@@ -14,7 +14,7 @@ from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
-from emailops.aws.clients import aws_client, error_code, translate_error
+from emailops.aws.clients import error_code, translate_error
 from emailops.core.errors import ConcurrentUpdate, TemplateError
 from emailops.core.template_cache import TemplateFetch
 
@@ -57,9 +57,9 @@ class S3TemplateStore:
     """One boto3 client shared by every thread (clients are thread-safe): a django-storages
     storage per thread cost ~5 MB of RSS each (its boto3 resource) and bought nothing here."""
 
-    def __init__(self, bucket: str, *, client: Any = None, region: str | None = None) -> None:
+    def __init__(self, bucket: str, *, client: Any) -> None:
         self.bucket = bucket
-        self.client = client if client is not None else aws_client("s3", region=region)
+        self.client = client
 
     def read_template(self, key: str) -> str | None:
         return self.fetch_template(key).source

@@ -197,7 +197,7 @@ class ReputationGate:
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.state = state
-        self._current: _Refreshed[list[dict[str, Any]]] = _Refreshed(
+        self._in_force: _Refreshed[list[dict[str, Any]]] = _Refreshed(
             state.entries,
             initial=[],
             event="reputation.state_unavailable",
@@ -210,7 +210,7 @@ class ReputationGate:
         if level is Priority.CRITICAL:
             return GateDecision.GO, ""
         decision, reason = GateDecision.GO, ""
-        for entry in self._current():
+        for entry in self._in_force():
             if entry.get("priority") != level.value:
                 continue
             if entry.get("organization") not in (None, organization):

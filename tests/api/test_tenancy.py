@@ -122,10 +122,13 @@ def test_the_producer_view_is_an_allow_list_with_sensitive_names_masked(settings
     )
     manifest = {"password-reset": ["resetUrl", "pin", "name"]}
 
-    context = producer_view(row_from_item(row), manifest).Context
+    adapters = container.current()
+    lease, words = adapters.lease_policy, adapters.config.console.sensitive_keys
+    context = producer_view(row_from_item(row), manifest, lease=lease, sensitive=words).Context
 
     assert context == {"resetUrl": MASK, "pin": MASK, "name": "Pat"}
-    assert producer_view(row_from_item(row), {}).Context == {}  # nothing declared: nothing returned
+    # nothing declared: nothing returned
+    assert producer_view(row_from_item(row), {}, lease=lease, sensitive=words).Context == {}
 
 
 def test_a_queue_dedupe_id_in_the_apis_key_space_is_refused_before_it_claims(

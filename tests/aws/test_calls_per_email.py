@@ -12,7 +12,6 @@ from collections import Counter
 import pytest
 
 from emailops import container
-from emailops.aws.clients import aws_client
 from emailops.core.pipeline import Action
 from emailops.core.ports import TemplateMapping
 from tests.test_redis_suppression import REDIS_URL
@@ -68,7 +67,7 @@ def count_calls(settings) -> tuple[Counter, Counter, Counter]:
             send_path[model.name] += 1
 
     for service, retries in (("dynamodb", True), ("ses", False)):
-        client = aws_client(service, region="us-east-1", sdk_retries=retries)
+        client = container.current().client(service, sdk_retries=retries)  # the pipeline's
         client.meta.events.register("provide-client-params.*.*", count)
     return send_path, counters, guard
 

@@ -12,7 +12,7 @@ from botocore.exceptions import (
     ReadTimeoutError,
 )
 
-from emailops.aws.clients import aws_client, error_code, reset_clients, translate_error
+from emailops.aws.clients import AwsClients, error_code, translate_error
 from emailops.core.errors import (
     ConfigurationFault,
     PermanentError,
@@ -143,17 +143,44 @@ def test_error_code():
     assert error_code(ClientError({}, "Op")) == ""
 
 
-def test_clients_are_cached_per_service_and_region(aws_env):
-    reset_clients()
+def test_clients_are_kept_per_service_and_region_by_the_clients_that_made_them(aws_env):
+    clients = AwsClients()
+    assert clients.client("sqs", region="us-east-1") is clients.client("sqs", region="us-east-1")
+    assert clients.client("sqs", region="us-east-1") is not clients.client(
+        "sqs", region="eu-west-1"
+    )
+    assert clients.client("sqs", region="eu-west-1").meta.region_name == "eu-west-1"
+    lease = clients.lease_client("sqs", region="us-east-1")
+    assert lease is clients.lease_client("sqs", region="us-east-1")
+    assert lease is not clients.client("sqs", region="us-east-1")
+    assert len(clients.made()) == 3
+    other = AwsClients()  # another container's: nothing shared
+    assert other.client("sqs", region="us-east-1") is not clients.client("sqs", region="us-east-1")
+    assert other.lease_client("sqs", region="us-east-1") is not lease
+
+
+def test_the_pool_size_is_the_clients_own(aws_env):
+    """A consumer's clients pool one connection per thread; another container's keep theirs."""
+    wide, default = AwsClients(pool_size=40), AwsClients()
+    assert wide.client("dynamodb", region="us-east-1").meta.config.max_pool_connections == 40
+    assert default.client("dynamodb", region="us-east-1").meta.config.max_pool_connections == 10
+    assert AwsClients(pool_size=3).pool_size == 10  # never under botocore's default
+    assert wide.lease_client("dynamodb", region="us-east-1").meta.config.max_pool_connections == 16
+
+
+def test_a_reset_container_has_new_clients(aws_env, settings):
+    """What tests between AWS stacks rely on: the next container makes its clients anew."""
+    from emailops import container
+
+    settings.AWS_REGION = "us-east-1"
+    container.reset()
     try:
-        assert aws_client("sqs", region="us-east-1") is aws_client("sqs", region="us-east-1")
-        assert aws_client("sqs", region="us-east-1") is not aws_client("sqs", region="eu-west-1")
-        assert aws_client("sqs", region="eu-west-1").meta.region_name == "eu-west-1"
-        before = aws_client("ses", region="us-east-1")
-        reset_clients()
-        assert aws_client("ses", region="us-east-1") is not before
+        before = container.current().client("ses")
+        assert container.current().client("ses") is before
+        container.reset()
+        assert container.current().client("ses") is not before
     finally:
-        reset_clients()
+        container.reset()
 
 
 def test_the_senders_ses_client_never_resends_after_a_lost_reply(aws_env, settings):
@@ -188,6 +215,5 @@ def test_the_senders_ses_client_never_resends_after_a_lost_reply(aws_env, settin
 
 
 def test_other_clients_keep_the_sdks_retries():
-    reset_clients()
-    config = aws_client("dynamodb", region="us-east-1").meta.config
+    config = AwsClients().client("dynamodb", region="us-east-1").meta.config
     assert config.retries["total_max_attempts"] == 3

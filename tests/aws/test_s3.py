@@ -5,7 +5,6 @@ from __future__ import annotations
 import pytest
 
 from emailops import container
-from emailops.aws.clients import aws_client
 from emailops.aws.s3 import S3TemplateStore
 from emailops.core.errors import EmailOpsError, TemplateError
 
@@ -18,8 +17,8 @@ def store(aws) -> S3TemplateStore:
 
 
 @pytest.fixture
-def s3(aws):
-    return aws_client("s3", region="us-east-1")
+def s3(store):
+    return store.client  # the container's
 
 
 def test_read_of_a_missing_template_is_none(store):
@@ -93,8 +92,8 @@ def test_empty_template_is_an_empty_string_not_none(store, s3):
     assert store.read_template("default/empty.html") == ""
 
 
-def test_a_missing_bucket_is_an_error_not_a_missing_template(aws):
-    store = S3TemplateStore("no-such-bucket", region="us-east-1")
+def test_a_missing_bucket_is_an_error_not_a_missing_template(s3):
+    store = S3TemplateStore("no-such-bucket", client=s3)
     with pytest.raises(EmailOpsError) as info:
         store.read_template("default/welcome.html")
     assert "NoSuchBucket" in info.value.reason
@@ -102,7 +101,7 @@ def test_a_missing_bucket_is_an_error_not_a_missing_template(aws):
 
 
 def test_create_bucket_is_idempotent(aws, s3):
-    store = S3TemplateStore("fresh-bucket", region="us-east-1")
+    store = S3TemplateStore("fresh-bucket", client=s3)
     store.create_bucket()
     store.create_bucket()
     assert "fresh-bucket" in [b["Name"] for b in s3.list_buckets()["Buckets"]]

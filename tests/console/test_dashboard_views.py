@@ -159,10 +159,12 @@ def test_the_dashboard_never_reads_the_journal(counters, client, make_user, monk
     for factory in ("journal", "journal_scan", "journal_search", "event_journal"):
         monkeypatch.setattr(container.Container, factory, property(journal_read))
     calls: list[tuple[str, str, str]] = []
-    build = container.aws_client
+    from emailops.aws.clients import AwsClients
 
-    def recording_client(service, **kwargs):
-        made = build(service, **kwargs)
+    build = AwsClients.client
+
+    def recording_client(self, service, **kwargs):
+        made = build(self, service, **kwargs)
 
         def record(params, model, **_):
             calls.append((service, model.name, params.get("TableName", "")))
@@ -170,7 +172,7 @@ def test_the_dashboard_never_reads_the_journal(counters, client, make_user, monk
         made.meta.events.register("provide-client-params.*.*", record)
         return made
 
-    monkeypatch.setattr(container, "aws_client", recording_client)
+    monkeypatch.setattr(AwsClients, "client", recording_client)
     container.reset()
     client.force_login(make_user("Support"))
     response = client.get(INDEX)
@@ -328,11 +330,11 @@ def test_unsubscribes_per_category_are_counted_beside_complaints(counters, clien
     from templates_admin.models import CategoryDefinition
 
     CategoryDefinition.objects.create(slug="dataset-activity", label="Activity on datasets")
-    now = datetime.now(UTC).timestamp()
-    assert record_unsubscribe("dataset-activity", now=now)
-    assert record_unsubscribe("dataset-activity", now=now - 3600)
-    assert record_unsubscribe("newsletter", now=now)
-    assert record_unsubscribe("newsletter", now=now - 40 * 3600)  # outside the 24 h window
+    now, stats = datetime.now(UTC).timestamp(), container.current().stats
+    assert record_unsubscribe("dataset-activity", stats=stats, now=now)
+    assert record_unsubscribe("dataset-activity", stats=stats, now=now - 3600)
+    assert record_unsubscribe("newsletter", stats=stats, now=now)
+    assert record_unsubscribe("newsletter", stats=stats, now=now - 40 * 3600)  # outside 24 h
     client.force_login(make_user("Support"))
     response = client.get(INDEX)
     page = " ".join(text(response).split())
@@ -357,4 +359,4 @@ def test_record_unsubscribe_without_a_stats_table_counts_nothing(aws, settings):
 
     settings.STATS_TABLE = ""
     container.reset()
-    assert record_unsubscribe("dataset-activity") is False
+    assert record_unsubscribe("dataset-activity", stats=container.current().stats) is False

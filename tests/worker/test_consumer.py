@@ -170,7 +170,7 @@ def test_graceful_stop_finishes_in_flight_work_and_hands_back_the_rest(aws, part
 
 
 def test_build_consumer_reads_the_lease_and_dead_letter_queue_from_the_queue(aws):
-    consumer = build_consumer(concurrency=4)
+    consumer = build_consumer(adapters=container.current(), concurrency=4)
     assert consumer.pipeline.settings.lease_seconds == 30
     assert consumer.settings.dead_letter_url == aws.dlq_url
     assert consumer.settings.max_receive_count == 3
@@ -180,9 +180,11 @@ def test_a_queue_without_a_dead_letter_queue_is_refused_unless_allowed(aws, sett
     settings.EMAIL_SERVICE_QUEUE_URL = aws.sqs.create_queue(QueueName="bare")["QueueUrl"]
     container.reset()
     with pytest.raises(ImproperlyConfigured, match="--allow-no-dead-letter-queue"):
-        build_consumer(concurrency=1)
+        build_consumer(adapters=container.current(), concurrency=1)
     assert (
-        build_consumer(concurrency=1, allow_no_dead_letter_queue=True).settings.dead_letter_url
+        build_consumer(
+            adapters=container.current(), concurrency=1, allow_no_dead_letter_queue=True
+        ).settings.dead_letter_url
         is None
     )
 

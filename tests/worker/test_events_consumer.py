@@ -13,7 +13,6 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from django.core.management import call_command
 
 from emailops import container
-from emailops.aws.clients import aws_client
 from emailops.aws.sqs import SqsQueue
 from tests.aws.test_journal import NOW, claim
 from tests.core.test_delivery_events import SES_ID, ses_event
@@ -193,9 +192,11 @@ def test_bootstrap_sets_up_delivery_events_idempotently(aws, settings):
     assert "bounce" in destination["MatchingEventTypes"]
     topic_arn = destination["SNSDestination"]["TopicARN"]
     assert topic_arn.endswith(":email-ses-events")
-    subscriptions = aws_client("sns", region="us-east-1").list_subscriptions_by_topic(
-        TopicArn=topic_arn
-    )["Subscriptions"]
+    subscriptions = (
+        container.current()
+        .client("sns")
+        .list_subscriptions_by_topic(TopicArn=topic_arn)["Subscriptions"]
+    )
     assert len(subscriptions) == 1 and subscriptions[0]["Endpoint"].endswith(":ses-events")
     policy = json.loads(
         aws.sqs.get_queue_attributes(
@@ -254,8 +255,6 @@ def test_bootstrap_says_in_one_line_per_resource_what_replaced_sesv2(
 ):
     """moto's server answers sesv2's event destinations with a whole HTML 404 page; the report
     stays one line per resource and says the v1 API was used instead."""
-    from emailops.aws.clients import reset_clients
-
     endpoint = moto_server.url
     monkeypatch.setenv("AWS_ENDPOINT_URL", endpoint)  # boto3 sends every client there
     settings.AWS_REGION = "us-east-1"
@@ -267,13 +266,11 @@ def test_bootstrap_says_in_one_line_per_resource_what_replaced_sesv2(
     settings.EMAIL_SERVICE_QUEUE_URL = f"{endpoint}/123456789012/email-service-queue"
     settings.SES_EVENTS_QUEUE_URL = f"{endpoint}/123456789012/ses-events"
     settings.SES_CONFIGURATION_SET = "emailops"
-    reset_clients()
-    container.reset()
+    container.reset()  # a new container: new clients, made for this endpoint
     try:
         out = io.StringIO()
         call_command("bootstrap_aws", stdout=out)
     finally:
-        reset_clients()
         container.reset()
     lines = out.getvalue().splitlines()
     assert not [line for line in lines if "<" in line or "html" in line.lower()], lines

@@ -84,7 +84,7 @@ def test_a_retried_event_backs_off_by_retry_backoff_settings(aws_events, setting
     settings.RETRY_BACKOFF_BASE_SECONDS = 4
     settings.RETRY_BACKOFF_CAP_SECONDS = 4
     settings.RETRY_MAX_SECONDS = 123
-    assert build_events_consumer().retry == RetryPolicy(4, 4, 123)
+    assert build_events_consumer(adapters=container.current()).retry == RetryPolicy(4, 4, 123)
 
     url = aws_events.events_queue_url
     aws_events.sqs.send_message(QueueUrl=url, MessageBody="retry-me")

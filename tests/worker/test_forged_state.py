@@ -53,7 +53,9 @@ def enqueue(aws, n: int, state: str | None = None) -> str:
 
 def consume(aws) -> None:
     """``consume_emails --until-empty``, one worker (the copies are taken in order)."""
-    build_consumer(concurrency=1).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    build_consumer(adapters=container.current(), concurrency=1).run(
+        stop=threading.Event(), until_empty=True, wait_time=0
+    )
     assert aws.queue_messages(aws.queue_url) == []
 
 

@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 import pytest
 
 from emailops import container
-from emailops.aws.clients import aws_client
 from emailops.core.contract import parse_request
 from emailops.core.dedupe import dedupe_key
 from emailops.core.ports import Status, TemplateMapping
@@ -21,7 +20,7 @@ from worker.wiring import build_consumer
 
 def go_suppresses(settings, address: str, reason: str = "complaint") -> None:
     """The Go bounce handler's write: PutItem, key ``Email`` exactly as SES reported it."""
-    aws_client("dynamodb", region="us-east-1").put_item(
+    container.current().client("dynamodb").put_item(
         TableName=settings.SUPPRESSION_TABLE,
         Item={
             "Email": {"S": address},
@@ -51,7 +50,9 @@ def body(address: str) -> str:
 def consume(aws, *addresses: str) -> None:
     for address in addresses:
         aws.sqs.send_message(QueueUrl=aws.queue_url, MessageBody=body(address))
-    build_consumer(concurrency=1).run(stop=threading.Event(), until_empty=True, wait_time=0)
+    build_consumer(adapters=container.current(), concurrency=1).run(
+        stop=threading.Event(), until_empty=True, wait_time=0
+    )
 
 
 @pytest.mark.parametrize("address", ["gone@example.com", "Gone.Mixed@Example.com"])

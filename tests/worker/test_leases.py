@@ -102,12 +102,12 @@ def test_one_hung_call_does_not_starve_the_other_leases():
 
 def test_the_keeper_and_visibility_changes_use_clients_with_short_timeouts(aws):
     consumer = __import__("worker.wiring", fromlist=["build_consumer"]).build_consumer(
-        concurrency=2
+        adapters=container.current(), concurrency=2
     )
     for client in (consumer.lease_queue.client, consumer.keeper.journal.client):
         assert client.meta.config.read_timeout <= 2
         assert client.meta.config.retries["total_max_attempts"] <= 2
-    assert consumer.lease_queue.client is not container.current().queue.client
+    assert consumer.lease_queue.client is not consumer.queue.client
     assert consumer.keeper.third == 10 and consumer.keeper.tick <= 2.5
 
 

@@ -32,8 +32,10 @@ def test_enqueue_task_rejects_a_bad_request_before_it_reaches_the_queue(aws):
 def test_consume_task_sends_what_is_queued(aws):
     aws.load_samples()
     tasks.enqueue_email_request.apply(args=[fixture_body("multi-recipient.json")]).get()
+    before = container.current()
     stats = tasks.consume_emails_batch.apply(kwargs={"max_messages": 10}).get()
     assert stats["received"] == 1 and stats["deleted"] == 1
+    assert container.current() is before  # drained on a container of its own: none swapped
     assert sorted(m.destinations["ToAddresses"][0] for m in aws.sent_emails()) == [
         "Reviewer One <rev1@example.com>",
         "Reviewer Two <rev2@example.com>",

@@ -44,22 +44,22 @@ class Command(QueueCommand):
         )
 
     def handle(self, *args, **options):
+        adapters = container.current()
         concurrency = self.concurrency(
-            options["concurrency"], container.current().config.sending.consumer_concurrency
+            options["concurrency"], adapters.config.sending.consumer_concurrency
         )
         first = f"finishing in-flight records (up to {options['stop_timeout']:g} s), then stopping"
         with stop_signals(self.stderr.write, first) as (stop, force):
             consumer = build_consumer(
+                adapters=adapters,
                 concurrency=concurrency,
                 stop_timeout=options["stop_timeout"],
                 allow_no_dead_letter_queue=options["allow_no_dead_letter_queue"],
             )
             port = options["metrics_port"]
-            port = (
-                container.current().config.sending.consumer_metrics_port if port is None else port
-            )
+            port = adapters.config.sending.consumer_metrics_port if port is None else port
             if port:
-                state = container.current().reputation_state
+                state = adapters.reputation_state
                 serve_metrics(
                     port,
                     consumer.stats,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from emailops import container
 from worker.cli import QueueCommand, stop_signals
 from worker.events_consumer import build_events_consumer
 
@@ -18,7 +19,7 @@ class Command(QueueCommand):
             concurrency = self.concurrency(concurrency, 1)
         first = "finishing the current batch, then stopping"
         with stop_signals(self.stderr.write, first, interrupt_on_second=True) as (stop, _):
-            consumer = build_events_consumer(concurrency=concurrency)
+            consumer = build_events_consumer(adapters=container.current(), concurrency=concurrency)
             stats = consumer.run(
                 stop=stop, until_empty=until_empty, max_messages=max_messages, wait_time=wait_time
             )
