@@ -86,7 +86,8 @@ def test_the_consumers_composer_caches_mappings_and_the_consoles_does_not(aws):
 
 ADAPTERS = [
     name
-    for name, value in vars(Container).items()
+    for part in Container.__mro__  # the container and its mixins (container_shared)
+    for name, value in vars(part).items()
     if isinstance(value, cached_property | property) and not name.startswith("_")
 ]
 

@@ -16,7 +16,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from emailops.container import REPUTATION_REFRESH_SECONDS
+from emailops.container_shared import REPUTATION_REFRESH_SECONDS
 from emailops.core.errors import SharedStateUnavailable
 from templates_admin import roles
 from templates_admin.console import Refusal, attempt, console_view

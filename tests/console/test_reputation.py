@@ -16,7 +16,7 @@ import pytest
 from django.core.exceptions import ValidationError
 from django.core.management import call_command
 
-from emailops import container
+from emailops import container, container_shared
 from emailops.core.reputation import GateDecision, hour_of
 from templates_admin.models import ReputationPauseChange
 from templates_admin.reputation import guard, selectors, services
@@ -44,7 +44,7 @@ def guard_env(aws, settings, monkeypatch, db):
         skip_or_fail(f"Redis is not reachable at {settings.REDIS_URL}: {exc}")
     key = f"emailops-test:{uuid.uuid4().hex}"
     settings.SES_RATE_REDIS_KEY = key
-    monkeypatch.setattr(container, "REPUTATION_REFRESH_SECONDS", 0)
+    monkeypatch.setattr(container_shared, "REPUTATION_REFRESH_SECONDS", 0)
     container.reset()
     ses = SesView()
     monkeypatch.setattr(container.Container, "ses_account_view", property(lambda _: ses))
