@@ -42,9 +42,11 @@ SLOWEST_FIRST = (
     "tests/e2e/test_reputation_e2e.py",
     "tests/e2e/test_send_guard_e2e.py",  # waits for the next wall-clock minute
     "tests/e2e/test_preferences_e2e.py",
+    "tests/e2e/test_whole_by_default_e2e.py",  # the whole devstack, then a webhook delivery
     "tests/e2e/",
     "tests/faults/",
     "tests/worker/",
+    "tests/aws/test_journal_events.py",  # three full-timeline cases, ~11 s each
 )
 
 
