@@ -31,7 +31,7 @@ WEBHOOKS = Capability(
     "webhooks",
     "WEBHOOK_OUTBOX",
     "no webhook events are emitted: endpoints receive only test events",
-    lambda config: config.webhooks.outbox == "off",
+    lambda config: not config.webhooks.emitted,
 )
 UNSUBSCRIBE_LINKS = Capability(
     "unsubscribe_links",

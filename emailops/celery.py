@@ -60,7 +60,7 @@ def _beat_schedule(sender: Celery, **kwargs) -> None:
             "schedule": crontab(hour=3, minute=30),
         },
     }
-    if config.webhooks.outbox != "off":
+    if config.webhooks.emitted:
         # Only a worker reading the webhook queue runs it: `webhooks add` knows one is there.
         schedule["webhook-heartbeat"] = {
             "task": "worker.webhook_heartbeat",

@@ -230,6 +230,11 @@ class WebhooksConfig:
     rotation_overlap_hours: int
     allow_loopback: bool
 
+    @property
+    def emitted(self) -> bool:
+        """Whether webhook events are emitted at all (every outbox but ``off``)."""
+        return self.outbox != "off"
+
 
 @dataclass(frozen=True)
 class PreferencesConfig:

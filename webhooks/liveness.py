@@ -54,7 +54,7 @@ def worker_seen(*, queue: str, now: datetime, throttle: bool = False) -> None:
 def delivery_gap(*, adapters: Container, now: datetime) -> str:
     """One line saying why nothing would deliver an endpoint's events; "" when something would."""
     webhooks = adapters.config.webhooks
-    if webhooks.outbox == "off":
+    if not webhooks.emitted:
         return (
             "nothing will be delivered: WEBHOOK_OUTBOX=off emits no webhook events "
             "(endpoints get only test events)"
