@@ -142,6 +142,16 @@ TEMPLATES = [
 DATABASES = {"default": _values["DATABASE_URL"]}
 if not os.environ.get("DATABASE_URL"):  # the default's SQLite file is the project directory's
     DATABASES["default"]["NAME"] = str(BASE_DIR / "db.sqlite3")
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The local stack writes from several processes (console, workers, beat). A deferred
+    # transaction that reads, then writes, fails at once with "database is locked" when another
+    # writer is in; IMMEDIATE takes the write lock first, so writers queue (up to the timeout),
+    # and WAL lets readers go on meanwhile.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        transaction_mode="IMMEDIATE",
+        timeout=30,
+        init_command="PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -27,13 +27,10 @@ SES_RATE_REDIS_KEY = f"emailops-test:{uuid.uuid4().hex}:ses-rate"
 
 # SQLite: a file, not pytest-django's in-memory database. Tests that run a Celery worker thread
 # write from two connections at once; the in-memory database (one shared cache) answers "database
-# table is locked" at once, a file makes the second writer wait its turn (the busy timeout below).
+# table is locked" at once, a file makes the second writer wait its turn (the busy timeout of emailops.settings).
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":  # noqa: F405
     DATABASES["default"]["TEST"] = {  # noqa: F405
         "NAME": os.path.join(
             tempfile.gettempdir(), f"emailops-test-{uuid.uuid4().hex[:12]}.sqlite3"
         )
     }
-    # On a loaded 2-core machine the worker thread's transaction (a redrive job) outlasted the
-    # 5 s default and the browser test's job failed with "database is locked": wait longer.
-    DATABASES["default"].setdefault("OPTIONS", {})["timeout"] = 30  # noqa: F405

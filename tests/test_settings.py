@@ -193,3 +193,42 @@ def test_celery_refuses_a_malformed_setting_as_it_loads_the_app():
     assert result.returncode != 0
     assert "ImproperlyConfigured: RATE_SAFEGUARD_OVER_CAP must be hold or log-only" in result.stderr
     assert run("-c", "import emailops.celery", DJANGO_DEBUG="true").returncode == 0
+
+
+# Two processes, one SQLite file, each running read-then-write transactions (as update_or_create
+# does): a deferred transaction that must upgrade its read lock to a write lock gets "database is
+# locked" at once, without waiting its turn (SQLite's deadlock avoidance). The devstack's workers
+# hit this (a webhook fan-out lost its deliveries' tasks).
+_CONTENDER = """
+import sys
+import django
+django.setup()
+from django.db import connection, transaction
+with connection.cursor() as cursor:
+    cursor.execute("CREATE TABLE IF NOT EXISTS seen (name TEXT PRIMARY KEY, n INTEGER)")
+    cursor.execute("INSERT OR IGNORE INTO seen VALUES ('worker', 0)")
+for _ in range(int(sys.argv[1])):
+    with transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT n FROM seen WHERE name = 'worker'")
+        (n,) = cursor.fetchone()
+        cursor.execute("UPDATE seen SET n = %s WHERE name = 'worker'", [n + 1])
+"""
+
+
+def test_sqlite_writers_in_several_processes_wait_their_turn(tmp_path):
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    env["DJANGO_SETTINGS_MODULE"] = "emailops.settings"
+    command = [sys.executable, "-c", _CONTENDER, "3000"]
+    first = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True)  # the table
+    assert first.returncode == 0, first.stderr
+    contenders = [
+        subprocess.Popen(command, cwd=ROOT, env=env, stderr=subprocess.PIPE, text=True)
+        for _ in range(3)
+    ]
+    errors = [process.communicate(timeout=120)[1] for process in contenders]
+    assert [process.returncode for process in contenders] == [0, 0, 0], errors
+    import sqlite3
+
+    with sqlite3.connect(tmp_path / "db.sqlite3") as database:
+        (n,) = database.execute("SELECT n FROM seen").fetchone()
+    assert n == 3000 + 3 * 3000  # no update lost either
