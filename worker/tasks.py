@@ -15,23 +15,27 @@ for ``webhooks add``.
 
 from __future__ import annotations
 
+import logging
 import threading
 from dataclasses import asdict
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.db import OperationalError
+from django.db import DatabaseError, OperationalError
 from django.utils import timezone
 
 from audit import retention
 from emailops import container
 from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.contract import parse_request
+from emailops.core.events import EventLog
 from jobs import engine
 from monitoring import checks, periodic
 from webhooks import delivery as webhook_delivery
 from webhooks import liveness as webhook_liveness
 from worker.wiring import build_consumer
+
+logger = logging.getLogger("worker.tasks")
 
 
 @shared_task(name="worker.consume_emails_batch")
@@ -100,10 +104,14 @@ def webhook_fan_out(event: dict) -> list[int]:
     adapters = container.current()
     ids = webhook_delivery.fan_out(event, journal_reader=adapters.journal_reader)
     queue = adapters.config.webhooks.queue
-    # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile.
-    webhook_liveness.worker_seen(queue=queue, now=timezone.now(), throttle=True)
     for delivery_id in ids:
         webhook_deliver.apply_async(args=[delivery_id], queue=queue)
+    # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile.
+    # Only a hint for `webhooks add`: its failure must never cost the deliveries above.
+    try:
+        webhook_liveness.worker_seen(queue=queue, now=timezone.now(), throttle=True)
+    except DatabaseError as exc:
+        EventLog(logger).warning("webhook.liveness_not_recorded", queue=queue, error=repr(exc))
     return ids
 
 

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 from celery import Celery
 from django.core.management import call_command
+from django.db import OperationalError
 from django.utils import timezone
 
 from emailops.core.webhooks import sent_event
@@ -119,6 +120,24 @@ def test_the_fan_out_task_keeps_the_worker_seen(aws, on):
     event = sent_event("row-key", ses_message_id="ses-1", sent_at=BASE_TIME)
     assert tasks.webhook_fan_out(event.to_dict()) == []  # no row, no endpoint: nothing to deliver
     assert warnings(add()[1]) == []
+
+
+def test_a_liveness_write_that_fails_never_holds_back_the_deliveries(aws, on, monkeypatch):
+    """Observed on the local stack: two fan-outs at once, the liveness write of one got "database
+    is locked", and its deliveries, already created, were never attempted."""
+    monkeypatch.setattr(tasks.webhook_delivery, "fan_out", lambda event, **_: [7, 8])
+
+    def locked(**_):
+        raise OperationalError("database is locked")
+
+    monkeypatch.setattr(tasks.webhook_liveness, "worker_seen", locked)
+    attempted = []
+    monkeypatch.setattr(
+        tasks.webhook_deliver, "apply_async", lambda args, **kw: attempted.append(args[0])
+    )
+    event = sent_event("row-key", ses_message_id="ses-1", sent_at=BASE_TIME)
+    assert tasks.webhook_fan_out(event.to_dict()) == [7, 8]
+    assert attempted == [7, 8]
 
 
 def test_beat_sends_the_heartbeat_to_the_webhook_queue_only_with_the_outbox_on(on):
