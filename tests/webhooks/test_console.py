@@ -6,6 +6,7 @@ tests/console/test_ops_views.py does), the test event, and the journal row's del
 from __future__ import annotations
 
 import json
+import logging
 from datetime import timedelta
 from html import unescape
 
@@ -357,3 +358,40 @@ def test_the_journal_row_page_lists_its_webhook_deliveries(console, receiver, cl
     listed = listed.split("</table>")[0]
     assert f"endpoint #{endpoint.pk}" in listed and "email.sent" in listed
     assert receiver.url not in listed and BASE not in listed
+
+
+def test_after_creation_no_page_and_no_log_line_shows_a_secret(console, receiver, caplog):
+    """Issue 32: the secret is on the one answer that made it, and nowhere after: not on any page
+    of the area (the list, the endpoint, its delivery log and a delivery, the confirmations), not
+    in a log line; nor the sealed form the database keeps."""
+    caplog.set_level(logging.DEBUG)
+    added = console.post(BASE + "add/", {"url": receiver.url, "producer_scope": "any"})
+    endpoint = WebhookEndpoint.objects.get()
+    first = opened(endpoint.secret)
+    assert first in text(added)
+    rotated = console.post(f"{BASE}endpoint/{endpoint.pk}/rotate/")
+    endpoint.refresh_from_db()
+    second = opened(endpoint.secret)
+    assert second in text(rotated) and first not in text(rotated)
+    found = made_delivery(endpoint, sent_event(KEY, ses_message_id="ses-s", sent_at=BASE_TIME))
+    delivery.delivery_attempt(found.pk, adapters=container.current(), now=timezone.now())
+    assert console.post(f"{BASE}endpoint/{endpoint.pk}/test/").status_code == 302
+    assert len(receiver.received) == 2  # both signed, by both secrets (the overlap)
+    pages = [
+        BASE,
+        f"{BASE}endpoint/{endpoint.pk}/",
+        f"{BASE}endpoint/{endpoint.pk}/rotate/",
+        f"{BASE}endpoint/{endpoint.pk}/switch/",
+        f"{BASE}endpoint/{endpoint.pk}/remove/",
+        f"{BASE}delivery/{found.pk}/",
+        f"{BASE}add/",
+    ]
+    for page in pages:
+        shown = console.get(page)
+        assert shown.status_code == 200, page
+        for value in (first, second, endpoint.secret, endpoint.previous_secret):
+            assert value not in text(shown), page
+        assert "whsec_" not in text(shown), page
+    for value in (first, second, endpoint.secret, endpoint.previous_secret):
+        assert value not in caplog.text
+    assert "webhook.endpoint_added" in caplog.text and "webhook.endpoint_rotated" in caplog.text
