@@ -30,6 +30,7 @@ __all__ = [
     "retry_delay",
     "retryable",
     "sign",
+    "url_without_userinfo",
 ]
 
 
@@ -143,7 +144,14 @@ def _refusal(text: str, *, allow_loopback: bool) -> str:
     return ""
 
 
-def _without_userinfo(url: str) -> str:
+USERINFO_REFUSED = (
+    "a URL with user information (user:password@) is refused: it would travel in the Host "
+    "header and show in logs and pages. The signature authenticates us; put any token of the "
+    "receiver's in the path"
+)
+
+
+def url_without_userinfo(url: str) -> str:
     """The URL as it may be named in an error: its user information (a password) left out."""
     parts = urlsplit(url)
     return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
@@ -160,10 +168,8 @@ def check_destination(
     if "@" in parts.netloc:
         raise WebhookRefused(
             "check webhook URL",
-            key=_without_userinfo(url),
-            reason="a URL with user information (user:password@) is refused: it would travel in "
-            "the Host header and show in logs and pages. The signature authenticates us; put any "
-            "token of the receiver's in the path",
+            key=url_without_userinfo(url),
+            reason=USERINFO_REFUSED,
         )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookRefused("check webhook URL", key=url, reason="not an http(s) URL")

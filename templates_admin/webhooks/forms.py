@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 
+from emailops.core.webhook_delivery import USERINFO_REFUSED, url_without_userinfo
 from emailops.core.webhooks import EVENT_TYPES
 
 ANY_PRODUCER, QUEUE_ONLY, ONE_TOKEN = "any", "queue", "token"
@@ -54,6 +56,16 @@ class EndpointForm(forms.Form):
         required=False,
         help_text="The names only, never the values.",
     )
+
+    def clean_url(self) -> str:
+        """Refused here too (the service refuses it for the command), and the password is not
+        shown back in the field."""
+        url = self.cleaned_data["url"]
+        if "@" in urlsplit(url).netloc:
+            self.data = self.data.copy()
+            self.data["url"] = url_without_userinfo(url)
+            raise forms.ValidationError(USERINFO_REFUSED[0].upper() + USERINFO_REFUSED[1:] + ".")
+        return url
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

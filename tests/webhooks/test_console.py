@@ -158,6 +158,28 @@ def test_adding_refuses_a_private_address_and_a_token_scope_without_a_namespace(
     assert not WebhookEndpoint.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("url", "resolved", "words"),
+    [
+        ("https://hooks.example.org/x", "100.64.0.1", "100.64.0.1 is a private address"),
+        ("https://[::ffff:100.64.0.1]/x", "::ffff:100.64.0.1", "is a private address"),
+        ("https://u:p4ss@example.org/", "93.184.216.34", "user information (user:password@)"),
+    ],
+)
+def test_adding_refuses_shared_addresses_and_user_information(
+    console, monkeypatch, url, resolved, words, settings
+):
+    from webhooks import destination
+
+    settings.WEBHOOK_ALLOW_LOOPBACK = False  # production's posture
+    container.reset()
+    monkeypatch.setattr(destination, "resolve", lambda host, port: [resolved])
+    page = console.post(BASE + "add/", {"url": url, "producer_scope": "any"})
+    assert page.status_code == 400 and words in text(page)
+    assert "p4ss" not in text(page)  # not even back in the field
+    assert not WebhookEndpoint.objects.exists()
+
+
 def test_rotating_shows_the_new_secret_once_and_the_old_one_signs_until_the_overlap_ends(
     console, receiver
 ):
