@@ -2,7 +2,8 @@
 Go-era, its unmatched delivery events (by the address's one spelling, ``address_key``: display
 names and quoted local parts included) and the API's read-audit entries naming it; its webhook
 deliveries rewritten with the address's erased name (``webhooks.erasure``: the payload a replay
-sends, the event, the key, the attempts' errors); then the tombstone (a keyed hash and the time, never the address), which every later write meets.
+sends, the event, the key, the attempts' errors); then the tombstone (a keyed hash and the time,
+never the address), which every later write meets.
 
 Its suppression entry, if any, is kept on purpose: it is what stops mail to that address, and
 erasing it would let the next request send again. The console's own audit of staff reads

@@ -19,7 +19,8 @@ class EndpointForm(forms.Form):
         max_length=2000,
         assume_scheme="https",
         help_text="HTTPS, without user:password@. Checked now and before every delivery: only "
-        "a public (globally routable) address, never a private, shared, loopback or link-local one.",
+        "a public (globally routable) address, never a private, shared, loopback or link-local "
+        "one.",
     )
     description = forms.CharField(max_length=200, required=False)
     event_types = forms.MultipleChoiceField(
