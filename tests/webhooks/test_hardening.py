@@ -224,6 +224,19 @@ def test_the_migration_seals_the_secrets_kept_in_clear_and_going_back_opens_them
     assert (kept.secret, kept.previous_secret) == (plain, previous)
 
 
+def test_the_migration_takes_user_information_out_of_stored_urls_and_disables_them(db):
+    with_password = WebhookEndpoint.objects.create(
+        url="https://crm:p4ss@hooks.example.org/in?x=1", secret="s"
+    )
+    plain = WebhookEndpoint.objects.create(url="https://hooks.example.org/in?who=a@b", secret="s")
+    sealing.drop_user_information(django_apps, None)
+    with_password.refresh_from_db()
+    plain.refresh_from_db()
+    assert with_password.url == "https://hooks.example.org/in?x=1" and not with_password.enabled
+    assert "user:password@" in with_password.disabled_reason
+    assert (plain.url, plain.enabled) == ("https://hooks.example.org/in?who=a@b", True)
+
+
 def test_no_command_output_or_log_line_after_creation_holds_a_secret(row, receiver, caplog):
     caplog.set_level(logging.DEBUG)
     out = StringIO()
