@@ -229,6 +229,13 @@ class WebhooksConfig:
     max_per_minute: int
     rotation_overlap_hours: int
     allow_loopback: bool
+    # the back-off's base: attempt n+1 waits about base * 2^(n-1), capped at 6 h, for 3 days
+    retry_base_seconds: int = setting(
+        parse=lambda v: values.positive("WEBHOOK_RETRY_BASE_SECONDS", v)
+    )
+    # The Fernet keys that seal the endpoints' secrets, the sealing one first (WEBHOOK_SECRET_KEYS,
+    # then those derived from DJANGO_SECRET_KEY and its fallbacks); repr=False: never printed
+    secret_keys: tuple[str, ...] = field(repr=False, metadata={"setting": "WEBHOOK_SECRET_KEYS"})
 
     @property
     def emitted(self) -> bool:
@@ -289,7 +296,15 @@ class Config:
             ops=_read(OpsConfig, settings),
             console=_read(ConsoleConfig, settings),
             api=_read(ApiConfig, settings),
-            webhooks=_read(WebhooksConfig, settings),
+            webhooks=_read(
+                WebhooksConfig,
+                settings,
+                secret_keys=values.webhook_secret_keys(
+                    settings.WEBHOOK_SECRET_KEYS,
+                    settings.SECRET_KEY,
+                    settings.SECRET_KEY_FALLBACKS,
+                ),
+            ),
             preferences=_read(PreferencesConfig, settings),
         )
 

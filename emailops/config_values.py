@@ -6,9 +6,14 @@ ImproperlyConfigured naming the variable.
 
 from __future__ import annotations
 
+import base64
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
 
+from cryptography.fernet import Fernet
+from cryptography.hazmat.primitives import hashes
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 from django.core.exceptions import ImproperlyConfigured
 
 from emailops.core.header_text import control_problem
@@ -24,10 +29,13 @@ __all__ = [
     "https_mode",
     "keys",
     "over_cap",
+    "positive",
     "send_rate",
     "sender",
     "share",
     "strong_secret_key",
+    "webhook_secret_key_derived",
+    "webhook_secret_keys",
 ]
 
 
@@ -87,6 +95,12 @@ def send_rate(value: str) -> float | None:
 def cap(name: str, value: int) -> int:
     if value < 0:
         raise ImproperlyConfigured(f"{name} must be 0 (off) or a positive whole number")
+    return value
+
+
+def positive(name: str, value: int) -> int:
+    if value < 1:
+        raise ImproperlyConfigured(f"{name} must be a positive whole number")
     return value
 
 
@@ -165,3 +179,34 @@ def https_mode(value: str) -> str:
             f"on (https, no forwarded header trusted) or off (plain http), not {value!r}"
         )
     return mode
+
+
+def webhook_secret_key_derived(secret_key: str) -> str:
+    """The Fernet key that seals webhook secrets when WEBHOOK_SECRET_KEYS is empty: HKDF-SHA256
+    of ``secret_key`` (DJANGO_SECRET_KEY, or one of its fallbacks), salt ``emailops``, info
+    ``webhook endpoint secrets``. A key of its own: knowing it says nothing of the secret key."""
+    derived = HKDF(
+        algorithm=hashes.SHA256(), length=32, salt=b"emailops", info=b"webhook endpoint secrets"
+    ).derive(secret_key.encode())
+    return base64.urlsafe_b64encode(derived).decode()
+
+
+def webhook_secret_keys(
+    configured: Iterable[str], secret_key: str, fallbacks: Iterable[str] = ()
+) -> tuple[str, ...]:
+    """The keys that seal and open the endpoints' secrets, the sealing one first:
+    WEBHOOK_SECRET_KEYS (each a Fernet key), then the keys derived from DJANGO_SECRET_KEY and
+    its fallbacks, which always open (so setting WEBHOOK_SECRET_KEYS, or rotating the secret
+    key, leaves every sealed secret readable)."""
+    keys = [key.strip() for key in configured if key.strip()]
+    for key in keys:
+        try:
+            Fernet(key)
+        except ValueError:
+            raise ImproperlyConfigured(
+                "WEBHOOK_SECRET_KEYS must be a comma list of Fernet keys (44 characters of "
+                "URL-safe base64; make one with python -c 'from cryptography.fernet import "
+                "Fernet; print(Fernet.generate_key().decode())')"
+            ) from None
+    derived = [webhook_secret_key_derived(key) for key in (secret_key, *fallbacks) if key]
+    return tuple(dict.fromkeys([*keys, *derived]))

@@ -101,7 +101,6 @@ GROUPS: tuple[Group, ...] = (
         S("CONSUMER_METRICS_PORT", "int", "0", "Prometheus metrics of the consumer on this port, `0` = off; `--metrics-port` overrides it"),
         S("CLAIM_LEASE_SECONDS", "int", "0", "how long a claim lasts, ours and a Go-era row's (`Timestamp` + this): the one lease the consumer claims with and the console, `email_log`, the API, the events consumer and the stuck-claims check read rows by; `0` = the request queue's visibility timeout, read once per process when first needed (so those processes then need `EMAIL_SERVICE_QUEUE_URL` and `sqs:GetQueueAttributes`; without them they fail with `LeaseUnknown` rather than guess)"),
         S("RETRY_BACKOFF_BASE_SECONDS", "int", "30", "back-off after a transient failure: between half and all of min(cap, base * 2^(receives-1)), the re-enqueued copy's delay"),
-        S("RETRY_BACKOFF_CAP_SECONDS", "int", "900", "the back-off's cap (SQS allows at most 900)"),
         S("RETRY_MAX_SECONDS", "int", "86400", "transient trouble dead-letters a record only after this long since its first attempt (retries are fresh copies, so the queue's `maxReceiveCount` does not decide)"),
         S("SES_MAX_SEND_RATE", "str", "", "emails/s across every consumer on every machine; `0` = no limit; the local stack sets 50 (moto's quota says 1) ([send-rate.md](send-rate.md))", "SES `GetSendQuota` MaxSendRate, re-read every 5 min"),
         S("REDIS_URL", "str", "redis://127.0.0.1:6379/0", "the shared send-rate bucket (if unreachable each consumer limits itself alone, logged as ERROR, until it is back), the suppression index, the API tokens' and the unsubscribe page's per-minute counters"),
@@ -118,12 +117,13 @@ GROUPS: tuple[Group, ...] = (
     Group("Reputation ([reputation.md](reputation.md))", (
         S("STATS_TABLE", "str", "email-stats", "hourly counters per account, messageId and organization (created by `bootstrap_aws`); empty = not counted"),
         S("REPUTATION_MIN_VOLUME", "int", "200", "below this many delivered-or-bounced sends in the 24-hour window a rate is not judged (`low_volume`)"),
-        S("REPUTATION_PAUSE_WAIT_SECONDS", "int", "60", "a paused record looks again after this long (it waits; no retry budget used)"),
         S("ALERT_WEBHOOK_URL", "str", "", "warn alerts are POSTed here as `{\"text\": ...}` (Slack incoming webhooks accept it)"),
     )),
     Group("Delivery webhooks ([webhooks.md](webhooks.md))", (
         S("WEBHOOK_OUTBOX", "str", "celery", "where the pipeline and the events consumer hand webhook events: `celery` (one task on the Celery broker per event, for a worker on `WEBHOOK_QUEUE`; empty means this too) or `off` (none emitted; each process says so in one `capability.off` line)"),
         S("WEBHOOK_QUEUE", "str", "emailops-webhooks", "the Celery queue of the webhook tasks (run a worker on it: `celery -A emailops worker -Q emailops-webhooks`)"),
+        S("WEBHOOK_RETRY_BASE_SECONDS", "int", "30", "the retry back-off's base: attempt *n*+1 waits between half and all of min(6 h, base * 2^(n-1)), for 3 days; shorten it for a test or a staging stack"),
+        S("WEBHOOK_SECRET_KEYS", "list", "", "comma list of Fernet keys (`python -c 'from cryptography.fernet import Fernet; print(Fernet.generate_key().decode())'`) that seal the endpoints' signing secrets in the database: the first seals, every one opens (rotation: put the new key first, run `manage.py webhooks reseal`, then drop the old). Keys derived from `DJANGO_SECRET_KEY` and its fallbacks (HKDF-SHA256) always open too ([webhooks.md](webhooks.md#secrets-at-rest))", "derived from `DJANGO_SECRET_KEY`"),
     )),
     Group("Recipient preferences ([unsubscribe.md](unsubscribe.md))", (
         S("PUBLIC_BASE_URL", "str", "", "where the public unsubscribe page (`/u/<token>`) is reached from the internet, e.g. `https://emails.example.org` (no query, no trailing slash): categorised, non-critical mail then carries `List-Unsubscribe` and `List-Unsubscribe-Post` (RFC 8058) built on it, and its template gets `unsubscribeUrl`. Empty = no links and no List-Unsubscribe header, and the template check warns `unsubscribe-base-url` ([preferences.md](preferences.md))"),
@@ -152,6 +152,7 @@ BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 # fmt: off
 FIXED: tuple[Fixed, ...] = (
     # The consumer
+    Fixed("RETRY_BACKOFF_CAP_SECONDS", 900, "the back-off's cap is the most SQS allows a message's delay (900 s): a longer one could not be sent"),
     Fixed("CLAIM_SEND_MARGIN_SECONDS", 5, "a send starts only on a claim with this long left (else it is extended first): a safety margin, not a tuning knob"),
     Fixed("SES_QUOTA_PAUSE_SECONDS", 600, "after SES's \"Daily message quota exceeded\" every consumer pauses this long; the quota is SES's to raise, not ours to tune"),
     Fixed("SES_RATE_FALLBACK_CONSUMERS", 4, "without Redis each process sends at most the rate divided by this: a rough guess of the consumer count, for an outage"),
@@ -164,6 +165,7 @@ FIXED: tuple[Fixed, ...] = (
     Fixed("SES_EVENTS_TOPIC_NAME", "email-ses-events", "the topic bootstrap_aws creates; the consumer trusts SES_EVENTS_TOPIC_ARNS, not this name"),
     Fixed("SES_EVENTS_CONCURRENCY", 16, "consume_ses_events --concurrency sets it per process"),
     # Reputation: below SES's own lines (review at 5 % bounces / 0.1 % complaints, pause at 10 % / 0.5 %)
+    Fixed("REPUTATION_PAUSE_WAIT_SECONDS", 60, "a record the guard pauses looks again a minute later (it waits; no retry budget used): the guard judges every 5 minutes, so shorter only costs receives"),
     Fixed("REPUTATION_WINDOW_HOURS", 24, "rates over a day, as SES judges them"),
     Fixed("REPUTATION_WARN_BOUNCE_PERCENT", 2.0, "warn well below SES's 5 % review line"),
     Fixed("REPUTATION_WARN_COMPLAINT_PERCENT", 0.05, "warn at half SES's 0.1 % review line"),

@@ -96,3 +96,13 @@ def test_the_retired_variables_still_set_are_found():
     found = catalog.retired_in({"DJANGO_SECURE_HSTS_SECONDS": "0", "JOURNAL_TABLE": "x"})
     assert found == [("DJANGO_SECURE_HSTS_SECONDS", "replaced by DJANGO_HTTPS (proxy, on or off)")]
     assert all(name in catalog.RETIRED for name in ("STATS_FLUSH_SECONDS", "OPS_DASHBOARD_TOP"))
+
+
+def test_the_two_waits_fixed_for_the_webhook_settings_are_named_when_still_set():
+    """Issue 32 paid for WEBHOOK_RETRY_BASE_SECONDS and WEBHOOK_SECRET_KEYS with these two."""
+    found = dict(
+        catalog.retired_in({"RETRY_BACKOFF_CAP_SECONDS": "5", "REPUTATION_PAUSE_WAIT_SECONDS": "5"})
+    )
+    assert set(found) == {"RETRY_BACKOFF_CAP_SECONDS", "REPUTATION_PAUSE_WAIT_SECONDS"}
+    assert all(why.startswith("fixed: ") for why in found.values())
+    assert {"WEBHOOK_RETRY_BASE_SECONDS", "WEBHOOK_SECRET_KEYS"} <= set(catalog.BY_NAME)

@@ -35,6 +35,7 @@ from webhooks import sender
 from webhooks.destination import destination_check
 from webhooks.endpoints import endpoint_filter, signing_secrets
 from webhooks.models import WebhookAttempt, WebhookDelivery, WebhookEndpoint
+from webhooks.secrets import SecretUnreadable
 
 if TYPE_CHECKING:
     from emailops.config import Config
@@ -116,12 +117,14 @@ def delivery_attempt(
     )
     try:
         addresses = destination_check(endpoint.url, allow_loopback=settings.allow_loopback)
-    except WebhookRefused as exc:
+        secrets = signing_secrets(endpoint, now, keys=settings.secret_keys)
+    except (WebhookRefused, SecretUnreadable) as exc:
+        # Never posted: retried as a failure (the DNS, or the keys, may be put right meanwhile).
         result = sender.PostResult(None, 0, exc.describe())
         return _settle(
             delivery, endpoint, result, now=now, random=random, refused=True, log=log, config=config
         )
-    headers = sign(delivery.event_id, now, delivery.body, signing_secrets(endpoint, now))
+    headers = sign(delivery.event_id, now, delivery.body, secrets)
     result = sender.post(
         endpoint.url,
         addresses[0],
@@ -222,7 +225,7 @@ def _settle(
             log.warning("webhook.endpoint_gone", url=endpoint.url)
         window_ends = delivery.created_at + timedelta(seconds=RETRY_WINDOW_SECONDS)
         if (refused or retryable(result.status)) and result.status != 410:
-            retry_in = retry_delay(attempts, random=random)
+            retry_in = retry_delay(attempts, random=random, base=config.webhooks.retry_base_seconds)
             if now + timedelta(seconds=retry_in) > window_ends:
                 retry_in = None
         if retry_in is None:

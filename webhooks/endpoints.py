@@ -5,7 +5,7 @@ console passes its user; a caller without one is logged with an empty user."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
@@ -18,6 +18,7 @@ from emailops.core.webhook_delivery import WebhookFilter, new_secret
 from emailops.core.webhooks import EVENT_TYPES
 from webhooks.destination import destination_check
 from webhooks.models import WebhookEndpoint
+from webhooks.secrets import resealed, seal, unseal
 
 if TYPE_CHECKING:
     from emailops.container import Container
@@ -26,6 +27,7 @@ __all__ = [
     "endpoint_add",
     "endpoint_filter",
     "endpoint_remove",
+    "endpoint_reseal_all",
     "endpoint_rotate",
     "endpoint_set_enabled",
     "signing_secrets",
@@ -52,8 +54,8 @@ def endpoint_add(
     description: str = "",
     user: AbstractBaseUser | None = None,
 ) -> tuple[WebhookEndpoint, str]:
-    """The new endpoint and its secret (shown once). WebhookRefused for a URL we will not post
-    to; InvalidRequest for an unknown event type."""
+    """The new endpoint and its secret (shown once: the endpoint keeps it sealed). WebhookRefused
+    for a URL we will not post to; InvalidRequest for an unknown event type."""
     types = sorted(set(event_types))
     unknown = [t for t in types if t not in EVENT_TYPES]
     if unknown:
@@ -62,7 +64,7 @@ def endpoint_add(
     secret = new_secret()
     endpoint = WebhookEndpoint.objects.create(
         url=url,
-        secret=secret,
+        secret=seal(secret, keys=adapters.config.webhooks.secret_keys),
         event_types=types,
         message_ids=sorted(set(message_ids)),
         organization=organization,
@@ -91,13 +93,15 @@ def endpoint_rotate(
     now: datetime,
     user: AbstractBaseUser | None = None,
 ) -> str:
-    """A new secret; the old one keeps signing beside it for WEBHOOK_ROTATION_OVERLAP_HOURS."""
-    hours = adapters.config.webhooks.rotation_overlap_hours
+    """A new secret (shown once); the old one keeps signing beside it for
+    WEBHOOK_ROTATION_OVERLAP_HOURS. Both stay sealed."""
+    settings = adapters.config.webhooks
+    secret = new_secret()
     with transaction.atomic():
         endpoint = WebhookEndpoint.objects.select_for_update().get(pk=endpoint_id)
         endpoint.previous_secret = endpoint.secret
-        endpoint.previous_secret_until = now + timedelta(hours=hours)
-        endpoint.secret = new_secret()
+        endpoint.previous_secret_until = now + timedelta(hours=settings.rotation_overlap_hours)
+        endpoint.secret = seal(secret, keys=settings.secret_keys)
         endpoint.save(update_fields=["secret", "previous_secret", "previous_secret_until"])
     _audit(
         "webhook.endpoint_rotated",
@@ -105,7 +109,24 @@ def endpoint_rotate(
         endpoint_id,
         previousSecretUntil=endpoint.previous_secret_until.isoformat(),
     )
-    return endpoint.secret
+    return secret
+
+
+def endpoint_reseal_all(*, adapters: Container) -> int:
+    """Every endpoint's secrets sealed again under the first of WEBHOOK_SECRET_KEYS (after a new
+    key was put first, before the old one is dropped). Returns how many endpoints were changed.
+    SecretUnreadable when a secret no configured key opens."""
+    keys = adapters.config.webhooks.secret_keys
+    changed = 0
+    with transaction.atomic():
+        for endpoint in WebhookEndpoint.objects.select_for_update():
+            fields = {"secret": resealed(endpoint.secret, keys=keys)}
+            if endpoint.previous_secret:
+                fields["previous_secret"] = resealed(endpoint.previous_secret, keys=keys)
+            WebhookEndpoint.objects.filter(pk=endpoint.pk).update(**fields)
+            changed += 1
+    EventLog(logger).info("webhook.secrets_resealed", endpoints=changed)
+    return changed
 
 
 def endpoint_set_enabled(
@@ -132,11 +153,14 @@ def endpoint_remove(*, endpoint_id: int, user: AbstractBaseUser | None = None) -
     return removed
 
 
-def signing_secrets(endpoint: WebhookEndpoint, now: datetime) -> list[str]:
-    secrets = [endpoint.secret]
+def signing_secrets(endpoint: WebhookEndpoint, now: datetime, *, keys: Sequence[str]) -> list[str]:
+    """The secrets that sign now, opened with ``keys`` (WebhooksConfig.secret_keys): the current
+    one, and the previous one during a rotation's overlap. SecretUnreadable when no key opens
+    one."""
+    secrets = [unseal(endpoint.secret, keys=keys)]
     until = endpoint.previous_secret_until
     if endpoint.previous_secret and until is not None and now < until:
-        secrets.append(endpoint.previous_secret)
+        secrets.append(unseal(endpoint.previous_secret, keys=keys))
     return secrets
 
 

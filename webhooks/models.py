@@ -9,10 +9,11 @@ from django.db import models
 class WebhookEndpoint(models.Model):
     url = models.URLField(max_length=2000)
     description = models.CharField(max_length=200, blank=True)
-    # Standard Webhooks secrets ("whsec_..."): the current one, and the one before a rotation,
-    # which still signs (beside it) until previous_secret_until.
-    secret = models.CharField(max_length=100)
-    previous_secret = models.CharField(max_length=100, blank=True)
+    # Standard Webhooks secrets ("whsec_..."), sealed (webhooks.secrets: Fernet tokens, never the
+    # secret itself): the current one, and the one before a rotation, which still signs (beside
+    # it) until previous_secret_until.
+    secret = models.CharField(max_length=500)
+    previous_secret = models.CharField(max_length=500, blank=True)
     previous_secret_until = models.DateTimeField(null=True, blank=True)
     # Filters; empty means any. producer: an API token's namespace, "" the queue, None any.
     event_types = models.JSONField(default=list, blank=True)

@@ -25,6 +25,7 @@ def post(
     parts = urlsplit(url)
     host = parts.hostname or ""
     port = parts.port or (443 if parts.scheme == "https" else 80)
+    host_header = parts.netloc.rpartition("@")[2]  # never user information (the check refuses it)
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -41,7 +42,7 @@ def post(
             "POST",
             path,
             body=body.encode(),
-            headers={**headers, "Host": parts.netloc, "User-Agent": "emailops-webhooks"},
+            headers={**headers, "Host": host_header, "User-Agent": "emailops-webhooks"},
             redirect=False,
             preload_content=True,
         )

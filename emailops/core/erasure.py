@@ -9,9 +9,10 @@ from __future__ import annotations
 import hashlib
 import hmac
 import logging
+import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
-from typing import Protocol
+from typing import Any, Protocol
 
 from emailops.core.contract import address_key
 from emailops.core.delivery_events import DeliveryEvent
@@ -25,6 +26,7 @@ __all__ = [
     "TombstoneTable",
     "Tombstones",
     "address_hash",
+    "address_scrubber",
     "erased_name",
     "erased_of",
     "masked_address",
@@ -50,6 +52,27 @@ def masked_address(address: str) -> str:
     """``d***@example.com``: enough for the person who asked to recognise it, no more."""
     local, at, domain = address_key(address).rpartition("@")
     return f"{local[:1]}***{at}{domain}" if at else "***"
+
+
+def address_scrubber(address: str, name: str) -> Callable[[Any], Any]:
+    """A function that rewrites a stored value (a string, or lists and dicts of them, as JSON
+    holds) with ``address`` replaced by ``name`` (its ``erased:`` name): a value that is the
+    address in any spelling, and the address within a longer text (a row key, a reason), its
+    local part quoted or not."""
+    wanted = address_key(address)
+    local, _, domain = wanted.rpartition("@")
+    pattern = re.compile(rf'(?:"{re.escape(local)}"|{re.escape(local)})@{re.escape(domain)}', re.I)
+
+    def scrubbed(value: Any) -> Any:
+        if isinstance(value, str):
+            return name if address_key(value) == wanted else pattern.sub(name, value)
+        if isinstance(value, list):
+            return [scrubbed(v) for v in value]
+        if isinstance(value, dict):
+            return {k: scrubbed(v) for k, v in value.items()}
+        return value
+
+    return scrubbed
 
 
 class Tombstones(Protocol):

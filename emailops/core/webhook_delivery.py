@@ -30,6 +30,7 @@ __all__ = [
     "retry_delay",
     "retryable",
     "sign",
+    "url_without_userinfo",
 ]
 
 
@@ -37,7 +38,9 @@ class WebhookRefused(PermanentError):
     """An endpoint URL we will not post to (scheme, or where its host resolves)."""
 
 
-# Delivery: retried on these, with exponential back-off and jitter, for about three days.
+# Delivery: retried on these, with exponential back-off and jitter, for about three days. The
+# base is WEBHOOK_RETRY_BASE_SECONDS (this is its default), so a test or a staging stack can
+# shorten the schedule; the cap and the window stay.
 RETRY_BASE_SECONDS = 30
 RETRY_CAP_SECONDS = 6 * 3600
 RETRY_WINDOW_SECONDS = 3 * 86400
@@ -68,10 +71,12 @@ def retryable(status: int | None) -> bool:
     return status is None or status == 429 or status >= 500
 
 
-def retry_delay(attempt: int, *, random: Callable[[], float]) -> float:
-    """Seconds before attempt ``attempt + 1``: exponential, capped, with full jitter in its
-    upper half (so a burst of failures does not come back all at once)."""
-    ceiling = min(RETRY_CAP_SECONDS, RETRY_BASE_SECONDS * 2 ** max(attempt - 1, 0))
+def retry_delay(
+    attempt: int, *, random: Callable[[], float], base: float = RETRY_BASE_SECONDS
+) -> float:
+    """Seconds before attempt ``attempt + 1``: exponential from ``base``, capped, with full
+    jitter in its upper half (so a burst of failures does not come back all at once)."""
+    ceiling = min(RETRY_CAP_SECONDS, base * 2 ** max(attempt - 1, 0))
     return ceiling / 2 + random() * ceiling / 2
 
 
@@ -96,14 +101,76 @@ def body_of(data: Mapping[str, Any]) -> str:
 
 Resolver = Callable[[str, int], list[str]]
 
+# Not globally routable although Python's is_global (3.11) may say so, or worth naming anyway:
+# carrier-grade NAT (often a cloud's own internal range), IETF protocol assignments, benchmarking,
+# the old class E.
+_NOT_PUBLIC = tuple(
+    ipaddress.ip_network(n)
+    for n in ("100.64.0.0/10", "192.0.0.0/24", "198.18.0.0/15", "240.0.0.0/4")
+)
+
+
+_NAT64 = ipaddress.ip_network("64:ff9b::/96")
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address:
+    """An IPv6 address that carries an IPv4 one (IPv4-mapped ``::ffff:100.64.0.1``, NAT64
+    ``64:ff9b::/96``, 6to4 ``2002::/16``) is judged as that IPv4 address."""
+    address = ipaddress.ip_address(text.split("%")[0])
+    if isinstance(address, ipaddress.IPv6Address):
+        if address.ipv4_mapped is not None:
+            return address.ipv4_mapped
+        if address in _NAT64:
+            return ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if address.sixtofour is not None:
+            return address.sixtofour
+    return address
+
+
+def _loopback(text: str) -> bool:
+    return _address(text).is_loopback
+
+
+def _refusal(text: str, *, allow_loopback: bool) -> str:
+    """Why an address is not one to post to ("" when it is): only a globally routable unicast
+    address, loopback where allowed."""
+    address = _address(text)
+    if address.is_loopback:
+        return "" if allow_loopback else f"{text} is loopback"
+    if address.is_multicast:
+        return f"{text} is a multicast address"
+    if not address.is_global or any(address in network for network in _NOT_PUBLIC):
+        return f"{text} is a private address (not globally routable)"
+    return ""
+
+
+USERINFO_REFUSED = (
+    "a URL with user information (user:password@) is refused: it would travel in the Host "
+    "header and show in logs and pages. The signature authenticates us; put any token of the "
+    "receiver's in the path"
+)
+
+
+def url_without_userinfo(url: str) -> str:
+    """The URL as it may be named in an error: its user information (a password) left out."""
+    parts = urlsplit(url)
+    return parts._replace(netloc=parts.netloc.rpartition("@")[2]).geturl()
+
 
 def check_destination(
     url: str, *, resolve: Resolver, allow_loopback: bool, require_https: bool
 ) -> list[str]:
     """The addresses ``url``'s host resolves to, or WebhookRefused: a scheme other than https
-    (http only where allowed), or any address that is private, loopback (unless allowed),
-    link-local, reserved or multicast. Checked at creation and again before every delivery."""
+    (http only where allowed), user information in the URL, or any address that is not globally
+    routable unicast (private, shared, reserved, link-local, multicast, their IPv4-mapped IPv6
+    forms; loopback unless allowed). Checked at creation and again before every attempt."""
     parts = urlsplit(url)
+    if "@" in parts.netloc:
+        raise WebhookRefused(
+            "check webhook URL",
+            key=url_without_userinfo(url),
+            reason=USERINFO_REFUSED,
+        )
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise WebhookRefused("check webhook URL", key=url, reason="not an http(s) URL")
     if parts.scheme == "http" and require_https:
@@ -118,21 +185,8 @@ def check_destination(
     if not addresses:
         raise WebhookRefused("check webhook URL", key=url, reason="does not resolve")
     for text in addresses:
-        address = ipaddress.ip_address(text.split("%")[0])
-        if address.is_loopback:
-            if allow_loopback:
-                continue
-            raise WebhookRefused("check webhook URL", key=url, reason=f"{address} is loopback")
-        if (
-            address.is_private
-            or address.is_link_local
-            or address.is_reserved
-            or address.is_multicast
-            or address.is_unspecified
-        ):
-            raise WebhookRefused(
-                "check webhook URL", key=url, reason=f"{address} is a private address"
-            )
-    if parts.scheme == "http" and not all(ipaddress.ip_address(a).is_loopback for a in addresses):
+        if reason := _refusal(text, allow_loopback=allow_loopback):
+            raise WebhookRefused("check webhook URL", key=url, reason=reason)
+    if parts.scheme == "http" and not all(_loopback(a) for a in addresses):
         raise WebhookRefused("check webhook URL", key=url, reason="http only to loopback")
     return addresses

@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import re
 import time
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any
@@ -22,7 +21,7 @@ from cryptography.fernet import Fernet
 
 from emailops.aws.sqs import FAILURE_REASON_ATTRIBUTE, QueueMessage, SqsQueue
 from emailops.core.contract import address_key
-from emailops.core.erasure import Tombstones, masked_address
+from emailops.core.erasure import Tombstones, address_scrubber, masked_address
 from emailops.core.ports import SuppressionWriter
 from jobs.models import Job, JobStep
 from templates_admin.jobs.dlq import dead_letter_queues
@@ -149,21 +148,7 @@ def erase_from_jobs(address: str, *, own: int, tombstones: Tombstones) -> int:
     """Other jobs' inputs, results and steps naming ``address`` (a bulk resend's recipients, a
     dead-letter listing's messages, a step's row key): the address replaced by its ``erased:``
     name. Returns how many jobs were changed. Jobs are few (pruned by AUDIT_RETENTION_DAYS)."""
-    name = tombstones.name(address)
-    wanted = address_key(address)
-    local, _, domain = wanted.rpartition("@")
-    # Within a longer text (a row key, a reason): the address, its local part quoted or not.
-    pattern = re.compile(rf'(?:"{re.escape(local)}"|{re.escape(local)})@{re.escape(domain)}', re.I)
-
-    def scrubbed(value: Any) -> Any:
-        if isinstance(value, str):
-            return name if address_key(value) == wanted else pattern.sub(name, value)
-        if isinstance(value, list):
-            return [scrubbed(v) for v in value]
-        if isinstance(value, dict):
-            return {k: scrubbed(v) for k, v in value.items()}
-        return value
-
+    scrubbed = address_scrubber(address, tombstones.name(address))
     changed = 0
     for job in Job.objects.exclude(pk=own).iterator():
         inputs, result = scrubbed(job.inputs), scrubbed(job.result)

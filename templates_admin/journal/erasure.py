@@ -1,7 +1,9 @@
 """Erasure of one recipient (a data-subject request): every journal row of the address, new and
 Go-era, its unmatched delivery events (by the address's one spelling, ``address_key``: display
-names and quoted local parts included) and the API's read-audit entries naming it; then the
-tombstone (a keyed hash and the time, never the address), which every later write meets.
+names and quoted local parts included) and the API's read-audit entries naming it; its webhook
+deliveries rewritten with the address's erased name (``webhooks.erasure``: the payload a replay
+sends, the event, the key, the attempts' errors); then the tombstone (a keyed hash and the time,
+never the address), which every later write meets.
 
 Its suppression entry, if any, is kept on purpose: it is what stops mail to that address, and
 erasing it would let the next request send again. The console's own audit of staff reads
@@ -30,6 +32,7 @@ from emailops.core.events import EventLog
 from templates_admin.categories import preference_store
 from templates_admin.journal.selectors import looks_like_email
 from templates_admin.suppression.selectors import address_suppression
+from webhooks.erasure import deliveries_erase, deliveries_naming
 
 if TYPE_CHECKING:
     from emailops.container import Container
@@ -54,6 +57,7 @@ class ErasureReport:
     suppressed: bool = False  # "also suppress" added an entry
     preferences: int = 0  # the address's preferences removed (or, kept, how many there are)
     preferences_kept: bool = False  # "keep preferences" was asked
+    webhook_deliveries: int = 0  # deliveries whose payloads named it, rewritten without it
 
     def lines(self) -> list[str]:
         verb = "would remove" if self.dry_run else "removed"
@@ -71,6 +75,8 @@ class ErasureReport:
             f"{verb} {self.go_journal_rows} journal row(s) written by the Go consumer",
             f"{verb} {self.unmatched_events} unmatched delivery event(s)",
             f"{verb} {self.api_read_audits} API read-audit entry(ies) naming the address",
+            f"{'would rewrite' if self.dry_run else 'rewrote'} {self.webhook_deliveries} webhook "
+            "delivery(ies) with the address's erased name (their payloads, replays included)",
         ]
         if not self.dry_run:
             lines += [
@@ -124,6 +130,7 @@ def _report(
         go_journal_rows=len(rows.go_rows),
         unmatched_events=len(events),
         api_read_audits=_api_audits(address).count(),
+        webhook_deliveries=deliveries_naming(address, journal_keys=rows.all).count(),
         suppression_kept=(suppression.reason or "suppressed") if suppression else "",
         dry_run=dry_run,
         preferences=(
@@ -159,6 +166,10 @@ def recipient_erase(
     if events:
         eraser.delete(adapters.config.events.unmatched_table, events)
     _api_audits(address).delete()
+    rewritten = deliveries_erase(
+        address=address, name=adapters.tombstones.name(address), journal_keys=rows.all
+    )
+    report = replace(report, webhook_deliveries=rewritten)
     store = preference_store(adapters)
     if store is not None:
         if keep_preferences:  # kept under the tombstone's name: no address stays in the table
@@ -177,6 +188,7 @@ def recipient_erase(
         goJournalRows=report.go_journal_rows,
         unmatchedEvents=report.unmatched_events,
         apiReadAudits=report.api_read_audits,
+        webhookDeliveries=report.webhook_deliveries,
         suppressionKept=bool(report.suppression_kept),
         preferences=report.preferences,
         preferencesKept=keep_preferences,

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
 from django import forms
 
+from emailops.core.webhook_delivery import USERINFO_REFUSED, url_without_userinfo
 from emailops.core.webhooks import EVENT_TYPES
 
 ANY_PRODUCER, QUEUE_ONLY, ONE_TOKEN = "any", "queue", "token"
@@ -16,8 +18,9 @@ class EndpointForm(forms.Form):
         label="URL",
         max_length=2000,
         assume_scheme="https",
-        help_text="HTTPS. Checked now and before every delivery: no private, loopback or "
-        "link-local address.",
+        help_text="HTTPS, without user:password@. Checked now and before every delivery: only "
+        "a public (globally routable) address, never a private, shared, loopback or link-local "
+        "one.",
     )
     description = forms.CharField(max_length=200, required=False)
     event_types = forms.MultipleChoiceField(
@@ -54,6 +57,16 @@ class EndpointForm(forms.Form):
         required=False,
         help_text="The names only, never the values.",
     )
+
+    def clean_url(self) -> str:
+        """Refused here too (the service refuses it for the command), and the password is not
+        shown back in the field."""
+        url = self.cleaned_data["url"]
+        if "@" in urlsplit(url).netloc:
+            self.data = self.data.copy()
+            self.data["url"] = url_without_userinfo(url)
+            raise forms.ValidationError(USERINFO_REFUSED[0].upper() + USERINFO_REFUSED[1:] + ".")
+        return url
 
     def clean(self) -> dict[str, Any]:
         data = super().clean()

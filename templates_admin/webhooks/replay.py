@@ -31,6 +31,7 @@ from webhooks.delivery import AttemptOutcome, delivery_attempt
 from webhooks.destination import destination_check
 from webhooks.endpoints import signing_secrets
 from webhooks.models import WebhookDelivery, WebhookEndpoint
+from webhooks.secrets import SecretUnreadable
 
 if TYPE_CHECKING:
     from emailops.config import WebhooksConfig
@@ -271,13 +272,14 @@ def send_test_event(
     settings = adapters.config.webhooks
     try:
         addresses = destination_check(endpoint.url, allow_loopback=settings.allow_loopback)
-    except WebhookRefused as exc:
+        secrets = signing_secrets(endpoint, now, keys=settings.secret_keys)
+    except (WebhookRefused, SecretUnreadable) as exc:
         result = sender.PostResult(None, 0, exc.describe())
     else:
         result = sender.post(
             endpoint.url,
             addresses[0],
-            headers=sign(event.id, now, body, signing_secrets(endpoint, now)),
+            headers=sign(event.id, now, body, secrets),
             body=body,
             timeout=settings.timeout_seconds,
         )

@@ -57,6 +57,16 @@ def test_filters():
     assert not webhook_delivery.WebhookFilter(producer="").matches("email.sent", ROW, "7")
 
 
+def test_a_shorter_base_shortens_the_whole_schedule_under_the_same_cap():
+    default = [webhook_delivery.retry_delay(n, random=lambda: 1.0) for n in range(1, 8)]
+    short = [webhook_delivery.retry_delay(n, random=lambda: 1.0, base=1) for n in range(1, 8)]
+    assert default == [30, 60, 120, 240, 480, 960, 1920]
+    assert short == [1, 2, 4, 8, 16, 32, 64]
+    assert webhook_delivery.retry_delay(40, random=lambda: 1.0, base=1) == (
+        webhook_delivery.RETRY_CAP_SECONDS
+    )
+
+
 def test_back_off_grows_is_jittered_and_spans_about_three_days():
     low = [webhook_delivery.retry_delay(n, random=lambda: 0.0) for n in range(1, 30)]
     high = [webhook_delivery.retry_delay(n, random=lambda: 1.0) for n in range(1, 30)]
@@ -87,7 +97,17 @@ def _resolver(addresses):
 
 
 @pytest.mark.parametrize(
-    "address", ["10.0.0.5", "192.168.1.1", "172.16.0.1", "169.254.169.254", "::1", "fd00::1"]
+    "address",
+    [
+        *("10.0.0.5", "192.168.1.1", "172.16.0.1", "169.254.169.254", "::1", "fd00::1"),
+        # Issue 32: only globally routable unicast addresses. Carrier-grade NAT (neither private
+        # nor global to Python), IETF assignments, benchmarking, class E, multicast...
+        *("100.64.0.1", "100.127.255.254", "192.0.0.9", "198.18.0.1", "240.0.0.1"),
+        *("224.0.0.1", "239.255.255.250", "ff02::1", "0.0.0.0", "::"),
+        # ... and each IPv4 one carried in IPv6: mapped, NAT64, 6to4.
+        *("::ffff:100.64.0.1", "::ffff:10.0.0.1", "::ffff:127.0.0.1", "64:ff9b::a00:1"),
+        "2002:a00:1::",
+    ],
 )
 def test_private_destinations_are_refused(address):
     with pytest.raises(webhook_delivery.WebhookRefused):
@@ -127,3 +147,24 @@ def test_loopback_only_where_allowed_and_http_only_to_loopback():
         allow_loopback=False,
         require_https=True,
     )
+
+
+@pytest.mark.parametrize(
+    "url", ["https://u:p4ss@example.org/", "https://token@example.org/x", "https://:p4ss@x.org/"]
+)
+def test_a_url_with_user_information_is_refused_without_naming_the_password(url):
+    with pytest.raises(webhook_delivery.WebhookRefused, match="user information") as refused:
+        webhook_delivery.check_destination(
+            url, resolve=_resolver(["93.184.216.34"]), allow_loopback=True, require_https=False
+        )
+    assert "p4ss" not in refused.value.describe() and "token@" not in refused.value.describe()
+
+
+def test_public_addresses_pass_in_both_families():
+    for address in ("93.184.216.34", "2606:4700::1111", "64:ff9b::5db8:d822"):
+        assert webhook_delivery.check_destination(
+            "https://x.example/h",
+            resolve=_resolver([address]),
+            allow_loopback=False,
+            require_https=True,
+        ) == [address]

@@ -29,7 +29,8 @@ def e2e_stack_options() -> dict:
             "SES_EVENTS_VERIFY_SIGNATURES": "false",
             "SES_RATE_REDIS_KEY": REDIS_KEY,  # our own guard state in the shared Redis
             "REPUTATION_MIN_VOLUME": "4",  # judge the rates on this test's handful of sends
-            "REPUTATION_PAUSE_WAIT_SECONDS": "2",
+            # The pause's wait (2 s here) is a fixed value, not a variable: set by these settings.
+            "DJANGO_SETTINGS_MODULE": "tests.support.fast_settings",
             "ALERT_WEBHOOK_URL": "",
         },
     }
@@ -133,7 +134,7 @@ def test_counts_rates_and_the_guard_end_to_end(stack):
     stack.manage("reputation", "evaluate")  # still past the line: a person's lift holds
     assert reputation(stack)["paused"] == []
 
-    def visible() -> bool:  # after REPUTATION_PAUSE_WAIT_SECONDS the waiting record is back
+    def visible() -> bool:  # after the pause's wait (2 s) the waiting record is back
         attributes = stack.sqs.get_queue_attributes(
             QueueUrl=stack.direct(stack.queue_url), AttributeNames=["ApproximateNumberOfMessages"]
         )["Attributes"]

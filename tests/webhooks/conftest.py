@@ -34,7 +34,10 @@ class Receiver:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/hooks"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        # A short poll: shutdown() waits for it, once per test (the default 0.5 s added up).
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+        )
         self.thread.start()
 
     def close(self) -> None:
@@ -56,3 +59,10 @@ def loopback_webhooks(settings):
     container.reset()
     yield
     container.reset()
+
+
+def opened(stored: str) -> str:
+    """A secret as the endpoint keeps it (sealed), opened with the container's keys."""
+    from webhooks.secrets import unseal
+
+    return unseal(stored, keys=container.current().config.webhooks.secret_keys)

@@ -18,6 +18,7 @@ from emailops import container
 from emailops.aws.journal_codec import row_from_item
 from emailops.core.webhooks import sent_event
 from tests.journal_factory import BASE_TIME, journal_row
+from tests.webhooks.conftest import opened
 from webhooks import delivery, destination
 from webhooks.models import WebhookEndpoint
 
@@ -65,7 +66,7 @@ def test_add_prints_the_id_and_a_secret_that_verifies_the_delivery(journal, rece
     endpoint = WebhookEndpoint.objects.get()
     assert f"#{endpoint.pk}" in out
     secret = out.split("secret (shown once; keep it to verify signatures): ")[1].strip()
-    assert secret.startswith("whsec_") and secret == endpoint.secret
+    assert secret.startswith("whsec_") and secret == opened(endpoint.secret)
 
     assert [o.state for o in deliver(journal)] == ["delivered"]
     ((headers, body),) = receiver.received
@@ -113,7 +114,7 @@ def test_list_never_shows_a_secret(loopback_webhooks, receiver):
     run_json("rotate", str(first["id"]))
     second = run_json("add", receiver.url, "--producer", "queue", "--description", "crm")
     endpoint = WebhookEndpoint.objects.get(pk=first["id"])
-    secrets = {endpoint.secret, endpoint.previous_secret, second["secret"]}
+    secrets = {opened(endpoint.secret), opened(endpoint.previous_secret), second["secret"]}
 
     text, listed = run("list"), run_json("list")
     for output in (text, json.dumps(listed)):
@@ -137,19 +138,19 @@ def test_rotate_prints_the_new_secret_and_when_the_old_stops(journal, receiver, 
     before = timezone.now()
     out = run("rotate", str(added["id"]))
     endpoint = WebhookEndpoint.objects.get()
-    assert endpoint.secret in out and endpoint.secret != added["secret"]
-    assert endpoint.previous_secret == added["secret"]
+    assert opened(endpoint.secret) in out and opened(endpoint.secret) != added["secret"]
+    assert opened(endpoint.previous_secret) == added["secret"]
     until = endpoint.previous_secret_until
     assert before + timedelta(hours=6) <= until <= timezone.now() + timedelta(hours=6)
     assert f"{until:%Y-%m-%d %H:%M:%S}" in out and "WEBHOOK_ROTATION_OVERLAP_HOURS" in out
 
     deliver(journal)  # during the overlap, both verify
     ((headers, body),) = receiver.received
-    Webhook(endpoint.secret).verify(body, headers)
+    Webhook(opened(endpoint.secret)).verify(body, headers)
     Webhook(added["secret"]).verify(body, headers)
 
     rotated = run_json("rotate", str(added["id"]))
-    assert rotated["secret"] == WebhookEndpoint.objects.get().secret
+    assert rotated["secret"] == opened(WebhookEndpoint.objects.get().secret)
     assert rotated["previous_secret_until"]
 
 
@@ -192,6 +193,11 @@ def test_an_unknown_event_type_is_refused(loopback_webhooks, receiver):
         ("https://hooks.internal.test/x", ["10.1.2.3"], "10.1.2.3 is a private address"),
         ("https://metadata.test/x", ["169.254.169.254"], "private address"),
         ("https://127.0.0.1:9/x", ["127.0.0.1"], "loopback"),
+        # Issue 32: carrier-grade NAT (neither private nor global to Python), its IPv4-mapped
+        # IPv6 form, and credentials in the URL (refused without echoing the password).
+        ("https://100.64.0.1/x", ["100.64.0.1"], "100.64.0.1 is a private address"),
+        ("https://[::ffff:100.64.0.1]/x", ["::ffff:100.64.0.1"], "private address"),
+        ("https://u:p4ss@example.org/", ["93.184.216.34"], "user information"),
         ("ftp://hooks.example.com/x", ["93.184.216.34"], "not an http(s) URL"),
         ("not a url", [], "not an http(s) URL"),
     ],
@@ -203,7 +209,7 @@ def test_a_refused_url_is_one_line(settings, db, monkeypatch, url, addresses, re
     with pytest.raises(CommandError) as refused:
         run("add", url)
     message = str(refused.value)
-    assert reason in message and "\n" not in message
+    assert reason in message and "\n" not in message and "p4ss" not in message
     assert not WebhookEndpoint.objects.exists()
     container.reset()
 

@@ -6,6 +6,7 @@ tests/console/test_ops_views.py does), the test event, and the journal row's del
 from __future__ import annotations
 
 import json
+import logging
 from datetime import timedelta
 from html import unescape
 
@@ -21,6 +22,7 @@ from emailops.core.webhooks import failed_event, sent_event
 from jobs.engine import job_run
 from jobs.models import Job
 from tests.journal_factory import BASE_TIME, journal_row, put_rows
+from tests.webhooks.conftest import opened
 from webhooks import delivery, endpoints
 from webhooks.models import WebhookDelivery, WebhookEndpoint
 
@@ -137,14 +139,14 @@ def test_adding_shows_the_secret_once_and_only_on_the_next_page(console, receive
     )
     assert page.status_code == 200 and "no-store" in page["Cache-Control"]
     endpoint = WebhookEndpoint.objects.get()
-    assert endpoint.secret.startswith("whsec_") and endpoint.secret in text(page)
+    assert opened(endpoint.secret).startswith("whsec_") and opened(endpoint.secret) in text(page)
     assert endpoint.event_types == ["email.bounced", "email.complained"]
     assert endpoint.message_ids == ["added-to-team", "welcome"]
     assert (endpoint.organization, endpoint.producer) == ("42", "")
     assert endpoint.include_context_keys and endpoint.description == "CRM"
     for later in (BASE, f"{BASE}endpoint/{endpoint.pk}/"):
         shown = text(console.get(later))
-        assert receiver.url in shown and endpoint.secret not in shown
+        assert receiver.url in shown and opened(endpoint.secret) not in shown
     assert "email.bounced, email.complained" in text(console.get(BASE))
 
 
@@ -156,6 +158,28 @@ def test_adding_refuses_a_private_address_and_a_token_scope_without_a_namespace(
     assert not WebhookEndpoint.objects.exists()
 
 
+@pytest.mark.parametrize(
+    ("url", "resolved", "words"),
+    [
+        ("https://hooks.example.org/x", "100.64.0.1", "100.64.0.1 is a private address"),
+        ("https://[::ffff:100.64.0.1]/x", "::ffff:100.64.0.1", "is a private address"),
+        ("https://u:p4ss@example.org/", "93.184.216.34", "user information (user:password@)"),
+    ],
+)
+def test_adding_refuses_shared_addresses_and_user_information(
+    console, monkeypatch, url, resolved, words, settings
+):
+    from webhooks import destination
+
+    settings.WEBHOOK_ALLOW_LOOPBACK = False  # production's posture
+    container.reset()
+    monkeypatch.setattr(destination, "resolve", lambda host, port: [resolved])
+    page = console.post(BASE + "add/", {"url": url, "producer_scope": "any"})
+    assert page.status_code == 400 and words in text(page)
+    assert "p4ss" not in text(page)  # not even back in the field
+    assert not WebhookEndpoint.objects.exists()
+
+
 def test_rotating_shows_the_new_secret_once_and_the_old_one_signs_until_the_overlap_ends(
     console, receiver
 ):
@@ -163,11 +187,11 @@ def test_rotating_shows_the_new_secret_once_and_the_old_one_signs_until_the_over
     assert "Rotate" in text(console.get(f"{BASE}endpoint/{endpoint.pk}/rotate/"))
     page = console.post(f"{BASE}endpoint/{endpoint.pk}/rotate/")
     endpoint.refresh_from_db()
-    assert "no-store" in page["Cache-Control"] and endpoint.secret in text(page)
-    assert endpoint.secret != old and endpoint.previous_secret == old
+    assert "no-store" in page["Cache-Control"] and opened(endpoint.secret) in text(page)
+    assert opened(endpoint.secret) != old and opened(endpoint.previous_secret) == old
     assert endpoint.previous_secret_until > timezone.now() + timedelta(hours=23)
     shown = text(console.get(f"{BASE}endpoint/{endpoint.pk}/"))
-    assert endpoint.secret not in shown and old not in shown and "signs beside" in shown
+    assert opened(endpoint.secret) not in shown and old not in shown and "signs beside" in shown
 
 
 def test_disable_and_enable_need_a_reason_and_are_logged(console, receiver, caplog):
@@ -356,3 +380,40 @@ def test_the_journal_row_page_lists_its_webhook_deliveries(console, receiver, cl
     listed = listed.split("</table>")[0]
     assert f"endpoint #{endpoint.pk}" in listed and "email.sent" in listed
     assert receiver.url not in listed and BASE not in listed
+
+
+def test_after_creation_no_page_and_no_log_line_shows_a_secret(console, receiver, caplog):
+    """Issue 32: the secret is on the one answer that made it, and nowhere after: not on any page
+    of the area (the list, the endpoint, its delivery log and a delivery, the confirmations), not
+    in a log line; nor the sealed form the database keeps."""
+    caplog.set_level(logging.DEBUG)
+    added = console.post(BASE + "add/", {"url": receiver.url, "producer_scope": "any"})
+    endpoint = WebhookEndpoint.objects.get()
+    first = opened(endpoint.secret)
+    assert first in text(added)
+    rotated = console.post(f"{BASE}endpoint/{endpoint.pk}/rotate/")
+    endpoint.refresh_from_db()
+    second = opened(endpoint.secret)
+    assert second in text(rotated) and first not in text(rotated)
+    found = made_delivery(endpoint, sent_event(KEY, ses_message_id="ses-s", sent_at=BASE_TIME))
+    delivery.delivery_attempt(found.pk, adapters=container.current(), now=timezone.now())
+    assert console.post(f"{BASE}endpoint/{endpoint.pk}/test/").status_code == 302
+    assert len(receiver.received) == 2  # both signed, by both secrets (the overlap)
+    pages = [
+        BASE,
+        f"{BASE}endpoint/{endpoint.pk}/",
+        f"{BASE}endpoint/{endpoint.pk}/rotate/",
+        f"{BASE}endpoint/{endpoint.pk}/switch/",
+        f"{BASE}endpoint/{endpoint.pk}/remove/",
+        f"{BASE}delivery/{found.pk}/",
+        f"{BASE}add/",
+    ]
+    for page in pages:
+        shown = console.get(page)
+        assert shown.status_code == 200, page
+        for value in (first, second, endpoint.secret, endpoint.previous_secret):
+            assert value not in text(shown), page
+        assert "whsec_" not in text(shown), page
+    for value in (first, second, endpoint.secret, endpoint.previous_secret):
+        assert value not in caplog.text
+    assert "webhook.endpoint_added" in caplog.text and "webhook.endpoint_rotated" in caplog.text

@@ -6,6 +6,8 @@
     webhooks list                         the endpoints, their filters and health; never a secret
     webhooks rotate ID                    a new secret; the old one signs beside it for a while
     webhooks disable ID [--reason R]      webhooks enable ID      webhooks remove ID
+    webhooks reseal                       every stored secret sealed again under the first of
+                                          WEBHOOK_SECRET_KEYS (a key rotation)
 
 Every action takes --json.
 """
@@ -127,13 +129,14 @@ class Command(BaseCommand):
         enable.add_argument("endpoint_id", type=int, metavar="ID")
         remove = action("remove", "delete an endpoint and its delivery log")
         remove.add_argument("endpoint_id", type=int, metavar="ID")
+        action("reseal", "seal every secret again under the first of WEBHOOK_SECRET_KEYS")
 
     def handle(self, *args, action: str, **options):
         self.as_json = options["json"]
         self.adapters = container.current()
         try:
             return getattr(self, f"_{action}")(options)
-        except EmailOpsError as exc:  # WebhookRefused, InvalidRequest: one line, no traceback
+        except EmailOpsError as exc:  # WebhookRefused, InvalidRequest, SecretUnreadable: one line
             raise CommandError(exc.describe()) from exc
 
     def _emit(self, data: Any, text: str) -> None:
@@ -230,4 +233,12 @@ class Command(BaseCommand):
         self._emit(
             {"id": endpoint_id, "removed": True},
             f"webhook endpoint #{endpoint_id} removed, with its delivery log",
+        )
+
+    def _reseal(self, options) -> None:
+        count = endpoints.endpoint_reseal_all(adapters=self.adapters)
+        self._emit(
+            {"resealed": count},
+            f"{count} endpoint(s) sealed again under the first of WEBHOOK_SECRET_KEYS: "
+            "the other keys may go once every process runs with this list",
         )
