@@ -185,7 +185,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         if selectors.journal_email_renderable(row=row, mapping_store=adapters.mapping_store)
         else "",
         "resend_url": _entry_url(admin_site, "resend", key),
-        "template_version_url": _template_version_url(admin_site, row),
+        "template_version_url": _template_version_url(request, admin_site, row),
     }
     return AREA.page(request, admin_site, "detail.html", context)
 
@@ -210,10 +210,11 @@ def _webhook_deliveries(request: HttpRequest, admin_site, key: str) -> list[dict
     return shown
 
 
-def _template_version_url(admin_site, row: JournalRow) -> str:
-    """The template history page at the version this row was sent with ("" if unrecorded)."""
+def _template_version_url(request: HttpRequest, admin_site, row: JournalRow) -> str:
+    """The template history page at the version this row was sent with ("" if unrecorded, or
+    for a reader the history pages refuse: only what the reader can open is offered)."""
     key, version = row.template_key, row.template_version
-    if not key or not version:
+    if not key or not version or not request.user.has_perm(roles.MANAGE_MAPPINGS):
         return ""
     try:
         history = reverse(f"{admin_site.name}:templates_admin_draft_history", kwargs={"key": key})
