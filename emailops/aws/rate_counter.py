@@ -9,7 +9,8 @@ One item per ``Bucket`` (S, the partition key), TTL on ``ExpiresAt``:
   a bucket it did not name, so these are invisible to it.
 - ``hold#<hash of the dedupe key>``: ours, a request the safeguard holds right now (for the
   console and the hold budget): ``MessageId``, ``HoldReason``, ``FirstHeldAt``, ``HeldUntil``,
-  ``Holds``.
+  ``Holds``, and who it is for: ``RecipientHash`` (``send_guard.recipient_digest``, to find it
+  by address) and ``RecipientMasked`` (``d***@example.com``, to show), never the address.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from emailops.aws.dynamo import conditional_call, table_call
-from emailops.core.send_guard import LoopCount
+from emailops.core.send_guard import HeldRecipient, LoopCount
 
 __all__ = ["DynamoRateCounters", "HeldRequest"]
 
@@ -82,8 +83,20 @@ class DynamoRateCounters:
         return LoopCount(within=False, over=int(over["Attributes"]["Over"]["N"]))
 
     def note_hold(
-        self, bucket: str, *, message_id: str, why: str, now: int, until: int, expires_at: int
+        self,
+        bucket: str,
+        *,
+        message_id: str,
+        why: str,
+        now: int,
+        until: int,
+        expires_at: int,
+        recipient: HeldRecipient | None = None,
     ) -> int:
+        who = ", RecipientHash = :rh, RecipientMasked = :rm" if recipient else ""
+        names = (
+            {":rh": {"S": recipient.digest}, ":rm": {"S": recipient.masked}} if recipient else {}
+        )
         answer = table_call(
             self.client,
             self.table,
@@ -93,7 +106,7 @@ class DynamoRateCounters:
             Key={"Bucket": {"S": bucket}},
             UpdateExpression=(
                 "SET FirstHeldAt = if_not_exists(FirstHeldAt, :now), HeldUntil = :until, "
-                "MessageId = :m, HoldReason = :why, ExpiresAt = :exp ADD Holds :one"
+                f"MessageId = :m, HoldReason = :why, ExpiresAt = :exp{who} ADD Holds :one"
             ),
             ExpressionAttributeValues={
                 ":now": {"N": str(now)},
@@ -102,6 +115,7 @@ class DynamoRateCounters:
                 ":why": {"S": why},
                 ":exp": {"N": str(expires_at)},
                 ":one": {"N": "1"},
+                **names,
             },
             ReturnValues="ALL_NEW",
         )
@@ -117,14 +131,20 @@ class DynamoRateCounters:
             Key={"Bucket": {"S": bucket}},
         )
 
-    def held(self, *, now: int, limit: int = 500) -> list[HeldRequest]:
+    def held(self, *, now: int, limit: int = 500, recipient_hash: str = "") -> list[HeldRequest]:
         """Requests held right now (their hold has not ended more than a window ago), newest
-        first. A Scan: the table holds only minutes of counters and the holds themselves."""
+        first; only those for one recipient when ``recipient_hash`` is given. A Scan: the table
+        holds only minutes of counters and the holds themselves."""
         rows: list[HeldRequest] = []
+        values = {":hold": {"S": "hold#"}, ":since": {"N": str(now - 60)}}
+        condition = "begins_with(#b, :hold) AND HeldUntil >= :since"
+        if recipient_hash:
+            condition += " AND RecipientHash = :rh"
+            values[":rh"] = {"S": recipient_hash}
         kwargs: dict[str, Any] = {
-            "FilterExpression": "begins_with(#b, :hold) AND HeldUntil >= :since",
+            "FilterExpression": condition,
             "ExpressionAttributeNames": {"#b": "Bucket"},
-            "ExpressionAttributeValues": {":hold": {"S": "hold#"}, ":since": {"N": str(now - 60)}},
+            "ExpressionAttributeValues": values,
         }
         while len(rows) < limit:
             page = table_call(
@@ -140,13 +160,15 @@ class DynamoRateCounters:
 
 @dataclass(frozen=True)
 class HeldRequest:
-    """One held request as the console lists it (no address: only its messageId)."""
+    """One held request as the console lists it (its address only masked; "" on a record
+    written before the hold kept it)."""
 
     message_id: str
     reason: str
     first_held_at: int
     held_until: int
     holds: int
+    recipient_masked: str = ""
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> HeldRequest:
@@ -159,4 +181,5 @@ class HeldRequest:
             first_held_at=number("FirstHeldAt"),
             held_until=number("HeldUntil"),
             holds=number("Holds"),
+            recipient_masked=item.get("RecipientMasked", {}).get("S", ""),
         )

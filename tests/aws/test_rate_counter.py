@@ -55,3 +55,23 @@ def test_holds_keep_their_first_time_and_are_listed_while_current(aws):
     assert table.held(now=300) == []
     table.forget_hold("hold#x")
     assert table.held(now=150) == []
+
+
+def test_a_hold_keeps_its_recipient_hashed_and_masked_and_is_found_by_it(aws):
+    """Issue 36: a held request is findable by recipient while it waits, and shown masked; the
+    record never holds the address."""
+    from emailops.core.send_guard import HeldRecipient, recipient_digest
+
+    table = counters()
+    kw = {"message_id": "invite", "why": "over 5 per minute (global)", "expires_at": 999}
+    table.note_hold(
+        "hold#x", now=100, until=120, recipient=HeldRecipient.of("Dana@Example.com"), **kw
+    )
+    table.note_hold(
+        "hold#y", now=100, until=120, recipient=HeldRecipient.of("eve@example.com"), **kw
+    )
+
+    [held] = table.held(now=110, recipient_hash=recipient_digest("dana@example.com"))
+    assert held.recipient_masked == "d***@example.com"
+    assert "dana" not in str(item("hold#x")).lower()
+    assert len(table.held(now=110)) == 2
