@@ -26,8 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import NamedTuple, Protocol
 
-from emailops.core.contract import address_key
-from emailops.core.erasure import masked_address
+from emailops.core.contract import address_key, masked_address
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.log_only import LogOnlyReason
