@@ -11,6 +11,8 @@ One item per ``Bucket`` (S, the partition key), TTL on ``ExpiresAt``:
   console and the hold budget): ``MessageId``, ``HoldReason``, ``FirstHeldAt``, ``HeldUntil``,
   ``Holds``, and who it is for: ``RecipientHash`` (``send_guard.recipient_digest``, to find it
   by address) and ``RecipientMasked`` (``d***@example.com``, to show), never the address.
+- ``heldfor#<recipient hash>``: ours, the hold buckets of one recipient (``Held``, SS), so that a
+  search by address reads its holds with a GetItem each, never a Scan of the counters.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from emailops.aws.dynamo import conditional_call, table_call
+from emailops.aws.dynamo import conditional_call, get_item, table_call
 from emailops.core.send_guard import HeldRecipient, LoopCount
 
 __all__ = ["DynamoRateCounters", "HeldRequest"]
@@ -119,6 +121,17 @@ class DynamoRateCounters:
             },
             ReturnValues="ALL_NEW",
         )
+        if recipient is not None:
+            table_call(
+                self.client,
+                self.table,
+                "update_item",
+                "index a held request by recipient (rate safeguard)",
+                bucket,
+                Key={"Bucket": {"S": f"heldfor#{recipient.digest}"}},
+                UpdateExpression="ADD Held :b SET ExpiresAt = :exp",
+                ExpressionAttributeValues={":b": {"SS": [bucket]}, ":exp": {"N": str(expires_at)}},
+            )
         return int(answer["Attributes"]["FirstHeldAt"]["N"])
 
     def forget_hold(self, bucket: str) -> None:
@@ -131,20 +144,14 @@ class DynamoRateCounters:
             Key={"Bucket": {"S": bucket}},
         )
 
-    def held(self, *, now: int, limit: int = 500, recipient_hash: str = "") -> list[HeldRequest]:
+    def held(self, *, now: int, limit: int = 500) -> list[HeldRequest]:
         """Requests held right now (their hold has not ended more than a window ago), newest
-        first; only those for one recipient when ``recipient_hash`` is given. A Scan: the table
-        holds only minutes of counters and the holds themselves."""
+        first. A Scan: the table holds only minutes of counters and the holds themselves."""
         rows: list[HeldRequest] = []
-        values = {":hold": {"S": "hold#"}, ":since": {"N": str(now - 60)}}
-        condition = "begins_with(#b, :hold) AND HeldUntil >= :since"
-        if recipient_hash:
-            condition += " AND RecipientHash = :rh"
-            values[":rh"] = {"S": recipient_hash}
         kwargs: dict[str, Any] = {
-            "FilterExpression": condition,
+            "FilterExpression": "begins_with(#b, :hold) AND HeldUntil >= :since",
             "ExpressionAttributeNames": {"#b": "Bucket"},
-            "ExpressionAttributeValues": values,
+            "ExpressionAttributeValues": {":hold": {"S": "hold#"}, ":since": {"N": str(now - 60)}},
         }
         while len(rows) < limit:
             page = table_call(
@@ -156,6 +163,20 @@ class DynamoRateCounters:
             kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
         rows.sort(key=lambda row: row.first_held_at, reverse=True)
         return rows[:limit]
+
+    def held_for(self, recipient_hash: str, *, now: int, limit: int = 20) -> list[HeldRequest]:
+        """The requests held right now for one recipient (``send_guard.recipient_digest``),
+        newest first: its ``heldfor#`` item, then each hold it names (GetItems, no Scan)."""
+        what = "read the held requests of a recipient"
+        index = get_item(self.client, self.table, "Bucket", f"heldfor#{recipient_hash}", what=what)
+        buckets = sorted(index.get("Held", {}).get("SS", [])) if index else []
+        rows = []
+        for bucket in buckets[:limit]:
+            item = get_item(self.client, self.table, "Bucket", bucket, what=what)
+            if item and int(item.get("HeldUntil", {}).get("N", "0")) >= now - 60:
+                rows.append(HeldRequest.from_item(item))
+        rows.sort(key=lambda row: row.first_held_at, reverse=True)
+        return rows
 
 
 @dataclass(frozen=True)

@@ -85,7 +85,7 @@ def _held(adapters: Container, address: str) -> list[Held]:
     counters = adapters.rate_counters
     if counters is None:
         return []
-    found = counters.held(now=int(time.time()), recipient_hash=recipient_digest(address))
+    found = counters.held_for(recipient_digest(address), now=int(time.time()))
     return [
         Held(h, local_text(h.first_held_at), utc_text(h.first_held_at), local_text(h.held_until))
         for h in found

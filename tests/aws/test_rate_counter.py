@@ -71,7 +71,10 @@ def test_a_hold_keeps_its_recipient_hashed_and_masked_and_is_found_by_it(aws):
         "hold#y", now=100, until=120, recipient=HeldRecipient.of("eve@example.com"), **kw
     )
 
-    [held] = table.held(now=110, recipient_hash=recipient_digest("dana@example.com"))
+    [held] = table.held_for(recipient_digest("dana@example.com"), now=110)
     assert held.recipient_masked == "d***@example.com"
     assert "dana" not in str(item("hold#x")).lower()
     assert len(table.held(now=110)) == 2
+    assert table.held_for(recipient_digest("dana@example.com"), now=300) == []  # ended
+    table.forget_hold("hold#x")
+    assert table.held_for(recipient_digest("dana@example.com"), now=110) == []
