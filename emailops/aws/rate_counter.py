@@ -17,15 +17,20 @@ One item per ``Bucket`` (S, the partition key), TTL on ``ExpiresAt``:
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from emailops.aws.dynamo import conditional_call, get_item, table_call
+from emailops.core.errors import EmailOpsError
+from emailops.core.events import EventLog
 from emailops.core.send_guard import HeldRecipient, LoopCount
 
 __all__ = ["DynamoRateCounters", "HeldRequest"]
+
+logger = logging.getLogger("emailops.aws.rate_counter")
 
 
 class DynamoRateCounters:
@@ -122,17 +127,26 @@ class DynamoRateCounters:
             ReturnValues="ALL_NEW",
         )
         if recipient is not None:
+            self._index_hold(bucket, recipient.digest, expires_at)
+        return int(answer["Attributes"]["FirstHeldAt"]["N"])
+
+    def _index_hold(self, bucket: str, digest: str, expires_at: int) -> None:
+        """Name the hold under its recipient, for the console only: a failure here costs that
+        search one window (the hold is renewed, and indexed again, when it comes back), never
+        the hold's budget, so it is logged and not raised."""
+        try:
             table_call(
                 self.client,
                 self.table,
                 "update_item",
                 "index a held request by recipient (rate safeguard)",
                 bucket,
-                Key={"Bucket": {"S": f"heldfor#{recipient.digest}"}},
+                Key={"Bucket": {"S": f"heldfor#{digest}"}},
                 UpdateExpression="ADD Held :b SET ExpiresAt = :exp",
                 ExpressionAttributeValues={":b": {"SS": [bucket]}, ":exp": {"N": str(expires_at)}},
             )
-        return int(answer["Attributes"]["FirstHeldAt"]["N"])
+        except EmailOpsError as exc:
+            EventLog(logger).warning("rate.hold_not_indexed", error=exc.describe())
 
     def forget_hold(self, bucket: str) -> None:
         table_call(

@@ -78,3 +78,28 @@ def test_a_hold_keeps_its_recipient_hashed_and_masked_and_is_found_by_it(aws):
     assert table.held_for(recipient_digest("dana@example.com"), now=300) == []  # ended
     table.forget_hold("hold#x")
     assert table.held_for(recipient_digest("dana@example.com"), now=110) == []
+
+
+def test_a_hold_whose_recipient_index_fails_keeps_its_first_time(aws, caplog):
+    """The index is the console's: losing it must not reset the hold budget."""
+    from botocore.exceptions import ClientError
+
+    from emailops.core.send_guard import HeldRecipient
+
+    real = container.current().client("dynamodb")
+
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def update_item(self, **kwargs):
+            if kwargs["Key"]["Bucket"]["S"].startswith("heldfor#"):
+                raise ClientError({"Error": {"Code": "InternalServerError"}}, "UpdateItem")
+            return real.update_item(**kwargs)
+
+    table = DynamoRateCounters(Failing(), TABLE)
+    kw = {"message_id": "invite", "why": "cap", "expires_at": 999}
+    who = HeldRecipient.of("dana@example.com")
+    assert table.note_hold("hold#z", now=100, until=120, recipient=who, **kw) == 100
+    assert table.note_hold("hold#z", now=160, until=180, recipient=who, **kw) == 100
+    assert "rate.hold_not_indexed" in caplog.text
