@@ -20,6 +20,7 @@ __all__ = [
     "address_links",
     "address_url",
     "entry_url",
+    "row_act_link",
     "search_states",
     "template_version_url",
     "with_row_urls",
@@ -95,3 +96,25 @@ def template_version_url(request: HttpRequest, admin_site, row: JournalRow) -> s
     except NoReverseMatch:  # the history pages are not mounted
         return ""
     return f"{history}?{urlencode({'new': version})}#version-{version}"
+
+
+def row_act_link(request: HttpRequest, admin_site, row: JournalRow) -> tuple[str, str] | None:
+    """Where to act on a log-only row's cause, when the reader may: (words, url) or None."""
+    reason = row.logged_only_reason if row.logged_only else ""
+    user = request.user
+    try:
+        if reason == "unsubscribed" and user.has_perm(roles.VIEW_SUPPRESSIONS):
+            page = address_url(admin_site, row.recipient)
+            return ("The address's preferences", f"{page}#preferences-heading") if page else None
+        if reason in ("loop", "rate-safeguard") and user.has_perm(roles.RESEND_EMAIL):
+            held = reverse(f"{admin_site.name}:templates_admin_journal_held")
+            return "Release it (Held and log-only)", f"{held}?{urlencode({'reason': reason})}"
+        if reason == "template-off" and user.has_perm(roles.MANAGE_MAPPINGS):
+            mapping = reverse(
+                f"{admin_site.name}:templates_admin_mapping_detail",
+                kwargs={"message_id": row.message_id},
+            )
+            return "The template mapping (sending off)", mapping
+    except NoReverseMatch:
+        return None
+    return None

@@ -196,6 +196,7 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         + "?"
         + urlencode({"q": row.recipient}),
         "held_url": reverse(f"{admin_site.name}:templates_admin_journal_held"),
+        "act": links.row_act_link(request, admin_site, row),
         "address_url": links.address_url(admin_site, row.recipient)
         if selectors.looks_like_email(row.recipient.strip())
         else "",

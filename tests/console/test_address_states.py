@@ -193,3 +193,29 @@ def test_the_address_page_is_refused_without_the_journal_and_hides_what_the_read
     page = text(client.get(url))
     assert 'id="address-sends"' in page
     assert 'id="preferences-heading"' not in page and "suppressionlistpage" not in page
+
+
+@pytest.mark.parametrize(
+    ("reason", "group", "words"),
+    [
+        ("unsubscribed", "Support", "The address's preferences"),
+        ("loop", "Support leads", "Release it (Held and log-only)"),
+        ("loop", "Support", None),  # Support cannot release: not offered
+        ("template-off", "Template owners", "The template mapping (sending off)"),
+        ("template-off", "Support", None),
+    ],
+)
+def test_a_log_only_rows_page_links_to_where_its_cause_is_lifted(
+    aws, client, make_user, reason, group, words
+):
+    aws.load_samples()  # the mapping of added-to-team
+    row = journal_row("ray@example.com", at=BASE_TIME, LoggedOnly=True, LoggedOnlyReason=reason)
+    put_rows(aws.dynamodb, "email-journal", [row])
+    client.force_login(make_user(group))
+    page = text(client.get(reverse("admin:templates_admin_journal_detail", args=[row["Id"]])))
+    if words is None:
+        assert 'id="journal-act-link"' not in page
+        return
+    link = page.split('id="journal-act-link">')[0].rsplit('href="', 1)[1].split('"')[0]
+    assert f'id="journal-act-link">{words}</a>' in page
+    assert client.get(link).status_code == 200
