@@ -44,7 +44,7 @@ def address_url(admin_site, address: str) -> str:
 def address_links(request: HttpRequest, admin_site, address: str) -> dict[str, str]:
     """The places to act on ``address``'s states, those the reader may open."""
     held = reverse(f"{admin_site.name}:templates_admin_journal_held")
-    links = {"held": held, "held_release": f"{held}#journal-release-form"}
+    links = {"held": held}
     page = address_url(admin_site, address)
     links["address"] = page
     if request.user.has_perm(roles.VIEW_SUPPRESSIONS):
