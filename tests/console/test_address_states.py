@@ -219,3 +219,21 @@ def test_a_log_only_rows_page_links_to_where_its_cause_is_lifted(
     link = page.split('id="journal-act-link">')[0].rsplit('href="', 1)[1].split('"')[0]
     assert f'id="journal-act-link">{words}</a>' in page
     assert client.get(link).status_code == 200
+
+
+def test_the_suppression_pages_offer_the_address_page_only_to_journal_readers(
+    everything, client, make_user
+):
+    from django.contrib.auth.models import Permission
+
+    reader = make_user(None, username="suppressions-only")
+    reader.user_permissions.add(Permission.objects.get(codename="view_suppressions"))
+    client.force_login(reader)
+    url = reverse("admin:templates_admin_journal_address", args=[ADDRESS])
+    for where in (
+        "/admin/templates_admin/suppressionlistpage/?q=pat",
+        reverse("admin:templates_admin_suppression_detail", args=[ADDRESS]),
+    ):
+        page = text(client.get(where))
+        assert 'id="suppression-results"' in page or 'id="suppression-status"' in page
+        assert f'href="{url}' not in page, where
