@@ -49,8 +49,8 @@ def _loop_words(detail: str) -> str:
     if not loop:
         return f"a loop: {detail.removeprefix('loop: ')}" if detail else "a loop"
     return (
-        f"a loop: the loop detector counted more than {loop.group(1)} different requests for "
-        f"messageId {loop.group(2)} to this recipient within one clock hour"
+        f"a loop: more than {loop.group(1)} different requests for messageId {loop.group(2)} to "
+        "this recipient within one clock hour (the loop detector)"
     )
 
 

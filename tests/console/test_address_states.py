@@ -74,7 +74,7 @@ def test_a_search_says_each_state_first_with_its_time_reason_and_link(
         "unsubscribed",
         "suppressed",
     ]
-    assert "the loop detector counted more than 5 different requests" in states
+    assert "a loop: more than 5 different requests for messageId added-to-team" in states
     assert reverse("admin:templates_admin_journal_detail", args=[LOOP["Id"]]) in states
     assert "Release it (Held and log-only)" in states  # a lead may release a loop's row
     assert "Unsubscribed</strong> from Activity on datasets since" in states

@@ -37,8 +37,8 @@ def _row(address: str, reason: str, detail: str) -> dict:
 CASES = {
     "loop@example.com": (
         ("loop", _guard_detail(loop_limit=5)),
-        "the loop detector counted more than 5 different requests for messageId welcome "
-        "to this recipient within one clock hour",
+        "a loop: more than 5 different requests for messageId welcome to this recipient "
+        "within one clock hour (the loop detector)",
     ),
     "cap@example.com": (
         ("rate-safeguard", _guard_detail(loop_limit=0, global_cap=3, over_cap=OverCap.LOG_ONLY)),
