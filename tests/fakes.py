@@ -358,6 +358,7 @@ class InMemoryRateCounters:
         self.copies: dict[str, set[str]] = {}
         self.over: dict[str, int] = {}
         self.holds: dict[str, int] = {}  # bucket -> first held at
+        self.held_for: dict[str, object] = {}  # bucket -> HeldRecipient
         self.down = False
 
     def _check(self) -> None:
@@ -380,8 +381,9 @@ class InMemoryRateCounters:
         self.over[bucket] = self.over.get(bucket, 0) + 1
         return LoopCount(within=False, over=self.over[bucket])
 
-    def note_hold(self, bucket, *, message_id, why, now, until, expires_at) -> int:
+    def note_hold(self, bucket, *, message_id, why, now, until, expires_at, recipient=None) -> int:
         self._check()
+        self.held_for[bucket] = recipient
         return self.holds.setdefault(bucket, now)
 
     def forget_hold(self, bucket: str) -> None:

@@ -9,20 +9,28 @@ One item per ``Bucket`` (S, the partition key), TTL on ``ExpiresAt``:
   a bucket it did not name, so these are invisible to it.
 - ``hold#<hash of the dedupe key>``: ours, a request the safeguard holds right now (for the
   console and the hold budget): ``MessageId``, ``HoldReason``, ``FirstHeldAt``, ``HeldUntil``,
-  ``Holds``.
+  ``Holds``, and who it is for: ``RecipientHash`` (``send_guard.recipient_digest``, to find it
+  by address) and ``RecipientMasked`` (``d***@example.com``, to show), never the address.
+- ``heldfor#<recipient hash>``: ours, the hold buckets of one recipient (``Held``, SS), so that a
+  search by address reads its holds with a GetItem each, never a Scan of the counters.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
-from emailops.aws.dynamo import conditional_call, table_call
-from emailops.core.send_guard import LoopCount
+from emailops.aws.dynamo import conditional_call, get_item, table_call
+from emailops.core.errors import EmailOpsError
+from emailops.core.events import EventLog
+from emailops.core.send_guard import HeldRecipient, LoopCount
 
 __all__ = ["DynamoRateCounters", "HeldRequest"]
+
+logger = logging.getLogger("emailops.aws.rate_counter")
 
 
 class DynamoRateCounters:
@@ -82,8 +90,20 @@ class DynamoRateCounters:
         return LoopCount(within=False, over=int(over["Attributes"]["Over"]["N"]))
 
     def note_hold(
-        self, bucket: str, *, message_id: str, why: str, now: int, until: int, expires_at: int
+        self,
+        bucket: str,
+        *,
+        message_id: str,
+        why: str,
+        now: int,
+        until: int,
+        expires_at: int,
+        recipient: HeldRecipient | None = None,
     ) -> int:
+        who = ", RecipientHash = :rh, RecipientMasked = :rm" if recipient else ""
+        names = (
+            {":rh": {"S": recipient.digest}, ":rm": {"S": recipient.masked}} if recipient else {}
+        )
         answer = table_call(
             self.client,
             self.table,
@@ -93,7 +113,7 @@ class DynamoRateCounters:
             Key={"Bucket": {"S": bucket}},
             UpdateExpression=(
                 "SET FirstHeldAt = if_not_exists(FirstHeldAt, :now), HeldUntil = :until, "
-                "MessageId = :m, HoldReason = :why, ExpiresAt = :exp ADD Holds :one"
+                f"MessageId = :m, HoldReason = :why, ExpiresAt = :exp{who} ADD Holds :one"
             ),
             ExpressionAttributeValues={
                 ":now": {"N": str(now)},
@@ -102,10 +122,31 @@ class DynamoRateCounters:
                 ":why": {"S": why},
                 ":exp": {"N": str(expires_at)},
                 ":one": {"N": "1"},
+                **names,
             },
             ReturnValues="ALL_NEW",
         )
+        if recipient is not None:
+            self._index_hold(bucket, recipient.digest, expires_at)
         return int(answer["Attributes"]["FirstHeldAt"]["N"])
+
+    def _index_hold(self, bucket: str, digest: str, expires_at: int) -> None:
+        """Name the hold under its recipient, for the console only: a failure here costs that
+        search one window (the hold is renewed, and indexed again, when it comes back), never
+        the hold's budget, so it is logged and not raised."""
+        try:
+            table_call(
+                self.client,
+                self.table,
+                "update_item",
+                "index a held request by recipient (rate safeguard)",
+                bucket,
+                Key={"Bucket": {"S": f"heldfor#{digest}"}},
+                UpdateExpression="ADD Held :b SET ExpiresAt = :exp",
+                ExpressionAttributeValues={":b": {"SS": [bucket]}, ":exp": {"N": str(expires_at)}},
+            )
+        except EmailOpsError as exc:
+            EventLog(logger).warning("rate.hold_not_indexed", error=exc.describe())
 
     def forget_hold(self, bucket: str) -> None:
         table_call(
@@ -137,16 +178,32 @@ class DynamoRateCounters:
         rows.sort(key=lambda row: row.first_held_at, reverse=True)
         return rows[:limit]
 
+    def held_for(self, recipient_hash: str, *, now: int, limit: int = 20) -> list[HeldRequest]:
+        """The requests held right now for one recipient (``send_guard.recipient_digest``),
+        newest first: its ``heldfor#`` item, then each hold it names (GetItems, no Scan)."""
+        what = "read the held requests of a recipient"
+        index = get_item(self.client, self.table, "Bucket", f"heldfor#{recipient_hash}", what=what)
+        buckets = sorted(index.get("Held", {}).get("SS", [])) if index else []
+        rows = []
+        for bucket in buckets[:limit]:
+            item = get_item(self.client, self.table, "Bucket", bucket, what=what)
+            if item and int(item.get("HeldUntil", {}).get("N", "0")) >= now - 60:
+                rows.append(HeldRequest.from_item(item))
+        rows.sort(key=lambda row: row.first_held_at, reverse=True)
+        return rows
+
 
 @dataclass(frozen=True)
 class HeldRequest:
-    """One held request as the console lists it (no address: only its messageId)."""
+    """One held request as the console lists it (its address only masked; "" on a record
+    written before the hold kept it)."""
 
     message_id: str
     reason: str
     first_held_at: int
     held_until: int
     holds: int
+    recipient_masked: str = ""
 
     @classmethod
     def from_item(cls, item: dict[str, Any]) -> HeldRequest:
@@ -159,4 +216,5 @@ class HeldRequest:
             first_held_at=number("FirstHeldAt"),
             held_until=number("HeldUntil"),
             holds=number("Holds"),
+            recipient_masked=item.get("RecipientMasked", {}).get("S", ""),
         )

@@ -27,6 +27,7 @@ __all__ = [
     "address_key",
     "address_problem",
     "address_spellings",
+    "masked_address",
     "parse_complete_request",
     "parse_request",
     "request_to_json",
@@ -210,6 +211,13 @@ def address_key(address: str) -> str:
         if _DOT_ATOM.fullmatch(bare):
             return f"{bare}@{domain}"
     return key
+
+
+def masked_address(address: str) -> str:
+    """``d***@example.com``: enough for the person who asked to recognise it, no more (how the
+    console shows an address it does not need in full)."""
+    local, at, domain = address_key(address).rpartition("@")
+    return f"{local[:1]}***{at}{domain}" if at else "***"
 
 
 def address_spellings(address: str) -> list[str]:

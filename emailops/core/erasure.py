@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import replace
 from typing import Any, Protocol
 
-from emailops.core.contract import address_key
+from emailops.core.contract import address_key, masked_address
 from emailops.core.delivery_events import DeliveryEvent
 from emailops.core.events import EventLog
 from emailops.core.index_guard import IndexGuard
@@ -46,12 +46,6 @@ def address_hash(key: bytes, address: str) -> str:
 def erased_name(key: bytes, address: str) -> str:
     """What stands for an erased address in a stored record: a short form of its hash."""
     return ERASED_PREFIX + address_hash(key, address)[:24]
-
-
-def masked_address(address: str) -> str:
-    """``d***@example.com``: enough for the person who asked to recognise it, no more."""
-    local, at, domain = address_key(address).rpartition("@")
-    return f"{local[:1]}***{at}{domain}" if at else "***"
 
 
 def address_scrubber(address: str, name: str) -> Callable[[Any], Any]:

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from emailops.core.journal_row import DeliveryState, JournalRow
 from emailops.core.lease import LeasePolicy
+from emailops.core.log_only import logged_only_cause, logged_only_remedy
 from emailops.core.ports import Status
 
 __all__ = [
@@ -27,6 +28,9 @@ __all__ = [
     "complaint_detail",
     "delivery_words",
     "failure_words",
+    "logged_only_cause",
+    "logged_only_explanation",
+    "logged_only_words",
     "row_state",
     "suppression_detail",
     "suppression_reason",
@@ -282,22 +286,21 @@ def claim_words(row: JournalRow, *, now: int, lease: LeasePolicy) -> ClaimWords 
     return ClaimWords("stuck" if lease.stuck(row, now=now) else "in-progress", lease_ends_at)
 
 
-_LOGGED_ONLY_REASONS = {
-    "service-stop": "sending is stopped for the whole service",
-    "template-off": "sending is off for this template",
-    "suppressed": "the address is on the suppression list",
-    "rate-safeguard": "held by the rate safeguard past its budget (too many sends a minute)",
-    "loop": "a loop: this email went to this recipient too often within an hour",
-    "unsubscribed": "",  # its detail says it all: "unsubscribed from <label> on <date> (one-click)"
-}
-
-
 def logged_only_words(row: JournalRow) -> str:
-    """A log-only row (journaled, not sent) in words; a Go row records no reason."""
-    reason = row.logged_only_reason
-    detail = row.logged_only_detail
-    words = _LOGGED_ONLY_REASONS.get(reason, reason) or detail or "logged only, reason unknown"
-    return f"not delivered: {words}" + (f" ({detail})" if detail and detail != words else "")
+    """A log-only row in words: "not delivered: <its cause>" (the cause: ``log_only``)."""
+    return f"not delivered: {logged_only_cause(row) or 'logged only, reason unknown'}"
+
+
+def logged_only_explanation(row: JournalRow, claimed: str) -> FailureWords:
+    """The row page's words for a log-only row journaled at ``claimed``: its cause, what it
+    means, what to do."""
+    words = logged_only_words(row)
+    details = [
+        f"Journaled at {claimed} and never handed to SES (a log-only row, as the Go service "
+        "writes it: SENT with LoggedOnly).",
+        logged_only_remedy(row.logged_only_reason),
+    ]
+    return FailureWords("warning", f"{words[0].upper()}{words[1:]}.", details)
 
 
 def row_state(row: JournalRow, *, now: int, lease: LeasePolicy) -> str:

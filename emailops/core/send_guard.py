@@ -24,9 +24,9 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
-from emailops.core.contract import address_key
+from emailops.core.contract import address_key, masked_address
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.log_only import LogOnlyReason
@@ -35,6 +35,7 @@ __all__ = [
     "LOOP_WINDOW_SECONDS",
     "RATE_WINDOW_SECONDS",
     "GuardVerdict",
+    "HeldRecipient",
     "LoopCount",
     "OverCap",
     "RateCounters",
@@ -43,6 +44,7 @@ __all__ = [
     "global_bucket",
     "loop_bucket",
     "message_bucket",
+    "recipient_digest",
     "window_start",
 ]
 
@@ -93,7 +95,15 @@ class RateCounters(Protocol):
         ...
 
     def note_hold(
-        self, bucket: str, *, message_id: str, why: str, now: int, until: int, expires_at: int
+        self,
+        bucket: str,
+        *,
+        message_id: str,
+        why: str,
+        now: int,
+        until: int,
+        expires_at: int,
+        recipient: HeldRecipient | None = None,
     ) -> int:
         """Record (or renew) a held request, for the console: when it was first held."""
         ...
@@ -120,11 +130,36 @@ def _digest(text: str) -> str:
 
 def loop_bucket(message_id: str, recipient: str, hour_start: int) -> str:
     """One (messageId, recipient) per hour; the address only as a hash of its address_key."""
-    return f"loop#{message_id}#{_digest(address_key(recipient))}#{hour_start}"
+    return f"loop#{message_id}#{recipient_digest(recipient)}#{hour_start}"
 
 
 def hold_bucket(key: str) -> str:
     return f"hold#{_digest(key)}"
+
+
+def recipient_digest(address: str) -> str:
+    """The address as the guard's records hold it: a hash of its ``address_key`` (any spelling
+    of one address gives the same), so that the console can find a held request by recipient."""
+    return _digest(address_key(address))
+
+
+@dataclass(frozen=True)
+class HeldRecipient:
+    """Who a held request is for, as its hold record keeps it: the hash to find it by, and the
+    address masked (``d***@example.com``) to show; never the address itself."""
+
+    digest: str
+    masked: str
+
+    @classmethod
+    def of(cls, address: str) -> HeldRecipient:
+        return cls(recipient_digest(address), masked_address(address))
+
+
+class HeldRequestOf(NamedTuple):
+    message_id: str
+    recipient: str
+    key: str
 
 
 @dataclass(eq=False, kw_only=True)
@@ -143,7 +178,7 @@ class Safeguard:
         log = EventLog(logger, messageId=message_id, recipient=recipient, key=key)
         verdict = self._loop(message_id, recipient, key, now, log)
         if verdict.verdict is Verdict.ALLOW:
-            verdict = self._rate(message_id, key, now, log)
+            verdict = self._rate(message_id, recipient, key, now, log)
         return verdict
 
     def refund(self, verdict: GuardVerdict, *, now: float) -> None:
@@ -205,7 +240,9 @@ class Safeguard:
 
     # --- the rate safeguard ------------------------------------------------------------------
 
-    def _rate(self, message_id: str, key: str, now: float, log: EventLog) -> GuardVerdict:
+    def _rate(
+        self, message_id: str, recipient: str, key: str, now: float, log: EventLog
+    ) -> GuardVerdict:
         start = window_start(now)
         expires_at = int(now) + 2 * RATE_WINDOW_SECONDS
         checks = [(global_bucket(start), self.global_cap)]
@@ -230,13 +267,13 @@ class Safeguard:
             if count > cap:
                 counter = bucket.rsplit("#", 1)[0]
                 log.warning("rate limit exceeded", rateKey=counter, limitPerMinute=cap)
-                return self._over_cap(message_id, key, counter, cap, start, int(now), log)
+                held = HeldRequestOf(message_id, recipient, key)
+                return self._over_cap(held, counter, cap, start, int(now), log)
         return GuardVerdict(Verdict.ALLOW, counted=tuple(counted)) if counted else ALLOW
 
     def _over_cap(
         self,
-        message_id: str,
-        key: str,
+        held: HeldRequestOf,
         counter: str,
         cap: int,
         start: int,
@@ -247,15 +284,16 @@ class Safeguard:
         if self.over_cap is OverCap.LOG_ONLY:
             return GuardVerdict(Verdict.LOG_ONLY, reason=LogOnlyReason.RATE_SAFEGUARD, detail=why)
         until = start + RATE_WINDOW_SECONDS
-        bucket = hold_bucket(key)
+        bucket = hold_bucket(held.key)
         try:
             first = self.counters.note_hold(
                 bucket,
-                message_id=message_id,
+                message_id=held.message_id,
                 why=why,
                 now=now,
                 until=until,
                 expires_at=until + 2 * RATE_WINDOW_SECONDS,
+                recipient=HeldRecipient.of(held.recipient),
             )
         except EmailOpsError as exc:  # held without a budget: never dropped
             log.warning("rate.hold_not_recorded", error=exc.describe())

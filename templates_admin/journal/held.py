@@ -3,8 +3,9 @@ rate safeguard's ``hold#`` records in the rate-counter table) and log-only rows 
 
 Held requests have no journal row yet (they wait on the queue, unclaimed, so that the Go consumer
 and ours both still see them as new): the consumer keeps one small record per held request in
-``email-rate-counter`` while it holds it (messageId, why, first held, held until; no address), and
-this page lists those. Log-only rows are journal rows, found by a bounded Scan.
+``email-rate-counter`` while it holds it (messageId, why, first held, held until, and its recipient
+only hashed and masked), and this page lists those; a search by address finds its own through
+``journal.address``. Log-only rows are journal rows, found by a bounded Scan.
 """
 
 from __future__ import annotations

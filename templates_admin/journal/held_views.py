@@ -10,10 +10,13 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.urls import reverse
 
 from audit.reads import read_by_console
+from emailops.core.erasure import masked_address
+from emailops.core.journal_words import logged_only_cause
 from templates_admin import roles
 from templates_admin.console import Refusal, attempt, console_view
-from templates_admin.display import utc_text
+from templates_admin.display import local_text, utc_text
 from templates_admin.journal.held import REASONS, guard_view
+from templates_admin.journal.links import entry_url
 from templates_admin.journal.release import RELEASABLE, logged_only_release
 from templates_admin.journal.views import AREA
 
@@ -62,8 +65,24 @@ def held(request: HttpRequest, admin_site) -> HttpResponse:
             request, "held", found.reason, {"reason": found.reason}, rows=len(found.logged_only)
         )
     held_rows = [
-        {**asdict(h), "first": utc_text(h.first_held_at), "until": utc_text(h.held_until)}
+        {
+            **asdict(h),
+            "since": local_text(h.first_held_at),
+            "since_utc": utc_text(h.first_held_at),
+            "until": local_text(h.held_until),
+        }
         for h in found.held
+    ]
+    logged_rows = [
+        {
+            "row": row,
+            "recipient": masked_address(row.recipient) if row.recipient else "",
+            "cause": logged_only_cause(row) or "reason unknown (a Go row)",
+            "since": local_text(row.timestamp),
+            "since_utc": utc_text(row.timestamp),
+            "url": entry_url(admin_site, "detail", row.key),
+        }
+        for row in found.logged_only
     ]
     return AREA.page(
         request,
@@ -72,7 +91,7 @@ def held(request: HttpRequest, admin_site) -> HttpResponse:
         {
             "title": "Held and log-only",
             "held": held_rows,
-            "rows": found.logged_only,
+            "rows": logged_rows,
             "reason": found.reason,
             "reasons": REASONS,
             "releasable": RELEASABLE,

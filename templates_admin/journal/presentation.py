@@ -13,7 +13,7 @@ from emailops.core.journal_words import (
     claim_words,
     delivery_words,
     failure_words,
-    logged_only_words,
+    logged_only_explanation,
     row_state,
 )
 from emailops.core.lease import LeasePolicy
@@ -151,16 +151,8 @@ def explain_status(row: JournalRow, *, now: int, lease: LeasePolicy) -> StatusEx
     status = row.status
     claimed = local_text(row.timestamp)
     if row.logged_only:
-        words = logged_only_words(row)
-        return StatusExplanation(
-            "warning",
-            f"{words[0].upper()}{words[1:]}.",
-            [
-                f"Journaled at {claimed} and never handed to SES: a send control, the "
-                "suppression list or the rate safeguard kept it back (a log-only row, as the Go "
-                "service writes it: SENT with LoggedOnly)."
-            ],
-        )
+        words = logged_only_explanation(row, claimed)
+        return StatusExplanation(words.tone, words.headline, words.details)
     if status == Status.SENT or row.delivery.status:
         accepted = _rfc3339_local(row.message_sent) or claimed
         return _explain_delivery(row, accepted)

@@ -7,7 +7,7 @@ from functools import partial
 
 from django.urls import URLPattern, path
 
-from templates_admin.journal import held_views, views
+from templates_admin.journal import address_views, held_views, views
 
 
 def admin_urls(admin_site) -> list[URLPattern]:
@@ -16,6 +16,11 @@ def admin_urls(admin_site) -> list[URLPattern]:
 
     return [
         path("held/", page(held_views.held), name="templates_admin_journal_held"),
+        path(
+            "address/<path:address>/",
+            page(address_views.address),
+            name="templates_admin_journal_address",
+        ),
         path("export.csv", page(views.export), name="templates_admin_journal_export"),
         path("entry/<path:key>/email/", page(views.email), name="templates_admin_journal_email"),
         path("entry/<path:key>/resend/", page(views.resend), name="templates_admin_journal_resend"),

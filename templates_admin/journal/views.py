@@ -23,7 +23,14 @@ from emailops.core.journal_row import JournalRow
 from emailops.core.stored_attributes import AttributeRole, StoredAttribute, StoredAttributes
 from templates_admin import roles
 from templates_admin.console import Area, Refusal, attempt, confirmed_action, console_view
-from templates_admin.journal import csv_export, delivery, no_result, presentation, selectors
+from templates_admin.journal import (
+    csv_export,
+    delivery,
+    links,
+    no_result,
+    presentation,
+    selectors,
+)
 from templates_admin.journal.forms import JournalSearchForm, ResendForm
 from templates_admin.journal.services import (
     email_resend,
@@ -39,8 +46,7 @@ if TYPE_CHECKING:
 AREA = Area("templates_admin/journal/", EmailJournalPage, "templates_admin/journal.css")
 
 
-def _entry_url(admin_site, name: str, key: str) -> str:
-    return reverse(f"{admin_site.name}:templates_admin_journal_{name}", args=[key])
+_entry_url = links.entry_url
 
 
 @console_view(roles.SEARCH_JOURNAL)
@@ -67,11 +73,15 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             )
             if isinstance(empty, Refusal):
                 error, empty = empty.text, None
+    states = links.search_states(
+        request, admin_site, result, first_page=not request.GET.get("cursor")
+    )
     now = int(time.time())
     rows = [
         (
             presentation.summarize(row, now=now, lease=adapters.lease_policy),
             _entry_url(admin_site, "detail", row.key),
+            links.address_url(admin_site, row.recipient),
         )
         for row in (result.rows if result else [])
     ]
@@ -93,6 +103,10 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             "empty": empty,
             "unfiltered_url": _without(request, "message_id", "status", "delivery"),
             "unwindowed_url": _without(request, "since", "until"),
+            "states": states,
+            "links": links.address_links(request, admin_site, result.query) if states else {},
+            "can_release": request.user.has_perm(roles.RESEND_EMAIL),
+            "held_url": reverse(f"{admin_site.name}:templates_admin_journal_held"),
         },
         status=status,
     )
@@ -181,11 +195,16 @@ def detail(request: HttpRequest, admin_site, key: str) -> HttpResponse:
         "recipient_url": reverse(f"{admin_site.name}:templates_admin_emailjournalpage_changelist")
         + "?"
         + urlencode({"q": row.recipient}),
+        "held_url": reverse(f"{admin_site.name}:templates_admin_journal_held"),
+        "act": links.row_act_link(request, admin_site, row),
+        "address_url": links.address_url(admin_site, row.recipient)
+        if selectors.looks_like_email(row.recipient.strip())
+        else "",
         "email_url": _entry_url(admin_site, "email", key)
         if selectors.journal_email_renderable(row=row, mapping_store=adapters.mapping_store)
         else "",
         "resend_url": _entry_url(admin_site, "resend", key),
-        "template_version_url": _template_version_url(admin_site, row),
+        "template_version_url": links.template_version_url(request, admin_site, row),
     }
     return AREA.page(request, admin_site, "detail.html", context)
 
@@ -208,18 +227,6 @@ def _webhook_deliveries(request: HttpRequest, admin_site, key: str) -> list[dict
             }
         )
     return shown
-
-
-def _template_version_url(admin_site, row: JournalRow) -> str:
-    """The template history page at the version this row was sent with ("" if unrecorded)."""
-    key, version = row.template_key, row.template_version
-    if not key or not version:
-        return ""
-    try:
-        history = reverse(f"{admin_site.name}:templates_admin_draft_history", kwargs={"key": key})
-    except NoReverseMatch:  # the history pages are not mounted
-        return ""
-    return f"{history}?{urlencode({'new': version})}#version-{version}"
 
 
 def _suppression_url(

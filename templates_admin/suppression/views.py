@@ -10,7 +10,7 @@ from typing import Any
 from django.contrib import messages
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect
-from django.urls import reverse
+from django.urls import NoReverseMatch, reverse
 from django.utils.http import urlencode
 from django.views.decorators.http import require_POST
 
@@ -42,6 +42,16 @@ def _journal_url(admin_site, query: str) -> str:
     return f"{search}?{urlencode({'q': query})}"
 
 
+def _address_url(admin_site, address: str) -> str:
+    """The journal's address page (sends, suppression, preferences); "" for no address."""
+    if "@" not in address:
+        return ""
+    try:
+        return reverse(f"{admin_site.name}:templates_admin_journal_address", args=[address.strip()])
+    except NoReverseMatch:
+        return ""
+
+
 def _shown(entry: Suppression, admin_site) -> dict[str, Any]:
     """An entry with its words, times and links, for the templates."""
     return {
@@ -50,6 +60,7 @@ def _shown(entry: Suppression, admin_site) -> dict[str, Any]:
         "since": local_text(entry.created_at),
         "since_utc": utc_text(entry.created_at),
         "url": _url(admin_site, "detail", entry.address),
+        "address_url": _address_url(admin_site, entry.address),
     }
 
 
@@ -87,6 +98,7 @@ def search(request: HttpRequest, admin_site) -> HttpResponse:
             "error": error,
             "next_url": next_url,
             "first_url": "?" + urlencode({"q": page.prefix}) if page and cursor else "",
+            "address_url": _address_url(admin_site, prefix) if page and not page.entries else "",
         },
         status=status,
     )
@@ -125,6 +137,7 @@ def _detail_page(
         "can_remove": request.user.has_perm(roles.REMOVE_SUPPRESSION),
         "remove_url": _url(admin_site, "remove", found.address),
         "journal_url": _journal_url(admin_site, found.address),
+        "address_url": _address_url(admin_site, found.address),
     }
     if found.suppression and found.suppression.source:
         context["source_url"] = _journal_url(admin_site, found.suppression.source)

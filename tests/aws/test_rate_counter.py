@@ -55,3 +55,51 @@ def test_holds_keep_their_first_time_and_are_listed_while_current(aws):
     assert table.held(now=300) == []
     table.forget_hold("hold#x")
     assert table.held(now=150) == []
+
+
+def test_a_hold_keeps_its_recipient_hashed_and_masked_and_is_found_by_it(aws):
+    """Issue 36: a held request is findable by recipient while it waits, and shown masked; the
+    record never holds the address."""
+    from emailops.core.send_guard import HeldRecipient, recipient_digest
+
+    table = counters()
+    kw = {"message_id": "invite", "why": "over 5 per minute (global)", "expires_at": 999}
+    table.note_hold(
+        "hold#x", now=100, until=120, recipient=HeldRecipient.of("Dana@Example.com"), **kw
+    )
+    table.note_hold(
+        "hold#y", now=100, until=120, recipient=HeldRecipient.of("eve@example.com"), **kw
+    )
+
+    [held] = table.held_for(recipient_digest("dana@example.com"), now=110)
+    assert held.recipient_masked == "d***@example.com"
+    assert "dana" not in str(item("hold#x")).lower()
+    assert len(table.held(now=110)) == 2
+    assert table.held_for(recipient_digest("dana@example.com"), now=300) == []  # ended
+    table.forget_hold("hold#x")
+    assert table.held_for(recipient_digest("dana@example.com"), now=110) == []
+
+
+def test_a_hold_whose_recipient_index_fails_keeps_its_first_time(aws, caplog):
+    """The index is the console's: losing it must not reset the hold budget."""
+    from botocore.exceptions import ClientError
+
+    from emailops.core.send_guard import HeldRecipient
+
+    real = container.current().client("dynamodb")
+
+    class Failing:
+        def __getattr__(self, name):
+            return getattr(real, name)
+
+        def update_item(self, **kwargs):
+            if kwargs["Key"]["Bucket"]["S"].startswith("heldfor#"):
+                raise ClientError({"Error": {"Code": "InternalServerError"}}, "UpdateItem")
+            return real.update_item(**kwargs)
+
+    table = DynamoRateCounters(Failing(), TABLE)
+    kw = {"message_id": "invite", "why": "cap", "expires_at": 999}
+    who = HeldRecipient.of("dana@example.com")
+    assert table.note_hold("hold#z", now=100, until=120, recipient=who, **kw) == 100
+    assert table.note_hold("hold#z", now=160, until=180, recipient=who, **kw) == 100
+    assert "rate.hold_not_indexed" in caplog.text

@@ -133,6 +133,7 @@ TABLE: dict[str, Fill | list[Fill]] = {
     # The journal.
     JOURNAL: [Fill(), Fill(query={"q": ADDRESS}, shows=True)],
     f"{JOURNAL}held/": Fill(shows=True),
+    f"{JOURNAL}address/<path:address>/": Fill(lambda s: {"address": ADDRESS}, shows=True),
     f"{JOURNAL}export.csv": Fill(query={"q": ADDRESS}, shows=True),
     f"{JOURNAL}entry/<path:key>/": Fill(_key, shows=True),
     f"{JOURNAL}entry/<path:key>/email/": Fill(_key),

@@ -53,7 +53,8 @@ def test_log_only_rows_are_listed_by_reason_and_released_by_a_support_lead(
 ):
     client.force_login(make_user("Support leads"))
     page = client.get(PAGE, {"reason": "rate-safeguard"}).content.decode()
-    assert key_of(2) in page and "p2@example.com" in page
+    assert key_of(2) in page and "p***@example.com" in page  # masked, as the console masks
+    assert "p2@example.com" not in page
     assert key_of(1) not in page  # sent, not log-only
     assert key_of(2) not in client.get(PAGE, {"reason": "loop"}).content.decode()
 
@@ -117,3 +118,5 @@ def test_support_sees_the_list_without_release_and_held_requests_are_listed(
     assert held.process(body(4)).action is Action.WAIT
     page = client.get(PAGE).content.decode()
     assert 'id="journal-held"' in page and "invite" in page and "over 1 per minute" in page
+    held_row = page[page.index('class="journal-held-row"') :].split("</tr>")[0]
+    assert "p***@example.com" in held_row and "<time" in held_row  # who, since when

@@ -92,3 +92,19 @@ def test_a_version_the_console_never_saw_falls_back_to_todays_template(aws, owne
     assert "Replaced by hand for Curators" in frame  # said to be today's template, not the sent one
     url = reverse("admin:templates_admin_journal_detail", args=[row["Id"]]) + "email/"
     assert "today's template" in unescape(support.get(url).content.decode())
+
+
+def test_the_version_link_is_offered_only_to_those_who_can_open_it(aws, owner, client, make_user):
+    """Issue 36, point 6: the history pages are the template owners'; Support was offered a
+    "Template version …" button that led to "Not open to you"."""
+    aws.load_samples()
+    publish(owner, "<p>Welcome to {{.teamName}}</p>")
+    row = send(aws, "vic@example.com")
+    url = reverse("admin:templates_admin_journal_detail", args=[row["Id"]])
+    for group, offered in (("Support", False), ("Support leads", False), ("Template owners", True)):
+        client.force_login(make_user(group, username=f"u-{group}"))
+        page = client.get(url).content.decode()
+        assert ('id="journal-template-version-link"' in page) is offered, group
+        if offered:
+            link = re.search(r'href="([^"]+)" id="journal-template-version-link"', page).group(1)
+            assert client.get(unescape(link)).status_code == 200

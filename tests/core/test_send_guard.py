@@ -98,3 +98,13 @@ def test_a_loop_copy_is_not_counted_against_the_rate():
     check(g, 0)
     check(g, 1)
     assert counters.counts[global_bucket(WINDOW)] == 1
+
+
+def test_a_hold_records_its_recipient_hashed_and_masked():
+    from emailops.core.send_guard import HeldRecipient, hold_bucket, recipient_digest
+
+    g, counters, _ = guard(global_cap=1, message_cap=10)
+    check(g, 0)
+    assert check(g, 1, recipient="Kim@Example.com").verdict is Verdict.HOLD
+    recorded = counters.held_for[hold_bucket("key-1")]
+    assert recorded == HeldRecipient(recipient_digest("kim@example.com"), "k***@example.com")
