@@ -6,6 +6,7 @@
     templates publish DRAFT_ID [--reason R] [--accept-warnings]   prints the new version
     templates history KEY                    versions, newest first, the version id first
     templates rollback KEY VERSION [--reason R]
+    templates lint PATH... [--org ORG] [--message-id ID] [--subject S]   local files; exit 1 on errors
 
 Every action takes --json. KEY is an object key: default/welcome.html, custom/O367/welcome.html.
 --user names the console user the change is recorded for (default: the OS user, if such a console
@@ -78,6 +79,11 @@ class Command(ActionCommand):
         rollback.add_argument("key")
         rollback.add_argument("version")
         rollback.add_argument("--reason", default="")
+        lint = action("lint", "check local template files (HTML or MJML); exit 1 on errors")
+        lint.add_argument("paths", nargs="+", type=Path)
+        lint.add_argument("--org", default=None, help="check as this organization's copy")
+        lint.add_argument("--message-id", default="", help="the manifest entry to sample")
+        lint.add_argument("--subject", default=None, help="the subject to check with the body")
 
     @cached_property
     def adapters(self) -> Container:
@@ -211,3 +217,37 @@ class Command(ActionCommand):
             template_store=self.adapters.template_store,
         )
         self.emit(version_json(version), version.version_id)
+
+    def _lint(self, options) -> None:
+        from templates_admin.drafts.lint import finding_json, lint_files, lint_paths
+
+        files = lint_paths(options["paths"])
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing:
+            raise CommandError(f"no such file: {', '.join(missing)}")
+        try:
+            found = lint_files(
+                files,
+                adapters=self.adapters,
+                organization=options["org"],
+                message_id=options["message_id"],
+                subject=options["subject"],
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read: {exc}") from exc
+        lines = []
+        for path, f in found:
+            where = f"{path}" + (f":{f.line}" if f.line else "")
+            lines.append(f"{f.severity:7}  {where}  {f.rule}: {f.message}")
+            if f.element:
+                lines.append(f"         at {f.element}")
+            if f.fix:
+                lines.append(f"         fix: {f.fix}")
+        errors = sum(1 for _, f in found if f.is_error)
+        lines.append(
+            f"{len(files)} file(s): {errors} error(s), "
+            f"{sum(1 for _, f in found if f.severity == 'warning')} warning(s)"
+        )
+        self.emit([finding_json(path, f) for path, f in found], "\n".join(lines))
+        if errors:
+            raise CommandError(f"the lint found {errors} error(s)", returncode=1)
