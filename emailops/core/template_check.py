@@ -31,7 +31,12 @@ from emailops.core.compose import html_to_text
 from emailops.core.errors import TemplateError
 from emailops.core.rendering import ONE_LINE_REASON, Renderer, is_control_reason
 from emailops.core.template_findings import ERROR, WARNING, Finding, dedupe
-from emailops.core.template_gate import GateOptions, apply_off, gate_findings
+from emailops.core.template_gate import (
+    GateOptions,
+    apply_off,
+    gate_findings,
+    spam_score_findings,
+)
 from emailops.core.template_links import link_findings
 from emailops.core.template_source import TemplateSourceError, directives, inline_css, is_mjml
 from emailops.core.template_source import compile_mjml as _compile_mjml
@@ -266,10 +271,15 @@ def _check_one_render(
             options=gate,
             written=mjml,
         )
-        if gate.spam is not None:
-            found += gate.spam(
-                subject=subject, html=html, text=text, key=key, organization=organization
-            )
+        found += spam_score_findings(
+            subject=subject,
+            html=html,
+            text=text,
+            source=mjml or source,
+            key=key,
+            organization=organization,
+            options=gate,
+        )
     return found
 
 

@@ -16,9 +16,10 @@ from emailops.core.template_dark import dark_mode_findings
 from emailops.core.template_dom import parse_document
 from emailops.core.template_findings import Finding
 from emailops.core.template_source import authored_html, directives
+from emailops.core.template_spam import SpamScorer, full_message, spam_findings
 from emailops.core.template_support import DEFAULT_CLIENTS, client_support_findings
 
-__all__ = ["RULES", "GateOptions", "apply_off", "gate_findings"]
+__all__ = ["RULES", "GateOptions", "apply_off", "gate_findings", "spam_score_findings"]
 
 RULES = (
     "client-support",
@@ -43,7 +44,8 @@ class GateOptions:
     scored)."""
 
     clients: tuple[str, ...] = DEFAULT_CLIENTS
-    spam: Callable[..., list[Finding]] | None = None
+    spam: SpamScorer | None = None
+    sender: str = "Sender <sender@example.com>"  # the From the scored message carries
 
 
 def _line_mapper(html: str, source: str) -> Callable[[etree._Element], int | None]:
@@ -99,3 +101,23 @@ def apply_off(findings: Iterable[Finding], source: str) -> list[Finding]:
     (``<!-- emailops: off=contrast -->``); errors always stay."""
     off = directives(source).off
     return [f for f in findings if f.is_error or f.rule not in off]
+
+
+def spam_score_findings(
+    *,
+    subject: str,
+    html: str,
+    text: str,
+    source: str,
+    key: str,
+    organization: str | None,
+    options: GateOptions,
+) -> list[Finding]:
+    """The full message scored by ``options.spam`` (nothing without a scorer)."""
+    if options.spam is None:
+        return []
+    message = full_message(subject=subject, html=html, text=text, sender=options.sender)
+    threshold = directives(source).spam_threshold
+    return spam_findings(
+        options.spam.score(message), key=key, organization=organization, threshold=threshold
+    )

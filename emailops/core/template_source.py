@@ -6,10 +6,11 @@
   the line: the structure (unknown ``mj-`` element, a tag closed out of order, one never closed) is
   checked here first, since MRML's own errors seldom say where.
 - **Directives**, in an HTML comment anywhere in the source:
-  ``<!-- emailops: inline-css; off=contrast,link-text -->``. ``inline-css`` has the ``<style>``
-  rules written into ``style`` attributes at publish (css-inline; ``@media`` rules stay in
-  ``<style>``); ``off=`` turns the named gate rules' warnings and notes off for this template
-  (an error is never turned off).
+  ``<!-- emailops: inline-css; off=contrast,link-text; spam-threshold=6 -->``. ``inline-css``
+  has the ``<style>`` rules written into ``style`` attributes at publish (css-inline; ``@media``
+  rules stay in ``<style>``); ``off=`` turns the named gate rules' warnings and notes off for
+  this template (an error is never turned off); ``spam-threshold=`` moves the spam score's
+  warning from SpamAssassin's 5.0.
 
 The consumers (ours and the Go service) read published objects as HTML: ``publishable`` is
 what is written there; the source itself is what the draft and the version history keep.
@@ -17,6 +18,7 @@ what is written there; the source itself is what the draft and the version histo
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import re
 from dataclasses import dataclass
@@ -110,17 +112,21 @@ class TemplateSourceError(ValueError):
 class Directives:
     inline_css: bool = False
     off: frozenset[str] = frozenset()
+    spam_threshold: float = 5.0  # SpamAssassin's required_score
 
 
 def directives(source: str) -> Directives:
-    inline, off = False, set()
+    inline, off, threshold = False, set(), 5.0
     for match in _DIRECTIVE.finditer(source):
         for part in re.split(r"[;\s]+", match["body"].strip()):
             if part == "inline-css":
                 inline = True
             elif part.startswith("off="):
                 off |= {rule.strip() for rule in part[4:].split(",") if rule.strip()}
-    return Directives(inline, frozenset(off))
+            elif part.startswith("spam-threshold="):
+                with contextlib.suppress(ValueError):
+                    threshold = float(part.split("=", 1)[1])
+    return Directives(inline, frozenset(off), threshold)
 
 
 def is_mjml(key: str, source: str) -> bool:

@@ -18,6 +18,7 @@ from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.preferences import may_be_refused
 from emailops.core.template_check import check_render, missing_in_contexts, unsubscribe_findings
 from emailops.core.template_findings import ERROR, WARNING, Finding, dedupe, organization_of_key
+from templates_admin.drafts.gate import gate_options
 from templates_admin.drafts.preview import RecentSend, recent_sends
 from templates_admin.drafts.samples import sample_context_for, variables_of
 from templates_admin.mappings import selectors as mapping_selectors
@@ -113,6 +114,7 @@ def check_sources(
             message_id=message_id, mapping_store=adapters.mapping_store
         )
     renderer = adapters.renderer
+    gate = gate_options(adapters=adapters)
     sample = sample_context_for(
         message_id=message_id, sources=sources, subject=subject, adapters=adapters
     )
@@ -127,6 +129,7 @@ def check_sources(
             subject_source=subject,
             contexts=[context],
             organization=organization,
+            gate=gate,
         )
         found += _missing_variable_findings(
             key=key, source=source, subject=subject, recent=recent or (), renderer=renderer

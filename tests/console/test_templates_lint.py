@@ -1,6 +1,7 @@
 """``manage.py templates lint``: the fixture set of tests/gate_templates/, one known defect each,
 named by its rule and element in the JSON a pipeline reads; the clean templates pass; errors exit
-non-zero. No AWS: lint reads local files and the manifest only."""
+non-zero. No AWS: lint reads local files and the manifest only. The spam score is SpamAssassin's
+own, from the spamd at 127.0.0.1:783 (.ci/run starts it)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,9 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
+
+from emailops.spamd import SpamdScorer
+from tests.conftest import skip_or_fail
 
 FIXTURES = Path(__file__).resolve().parent.parent / "gate_templates"
 
@@ -65,8 +69,8 @@ def test_flexbox_names_the_clients_that_lack_it():
 def test_a_clean_template_passes(fixture):
     findings, failed = lint(str(FIXTURES / fixture))
     assert blocking(findings) == [] and not failed
-    # Partial support is listed as notes, never to confirm.
-    assert all(f["rule"] == "client-support" for f in findings)
+    # Partial support is listed as notes, never to confirm; so is "not scored" (no spamd here).
+    assert {f["rule"] for f in findings} <= {"client-support", "spam-score"}
 
 
 def test_a_directory_a_branded_copy_and_the_text_output(tmp_path):
@@ -93,3 +97,33 @@ def test_a_rule_turned_off_in_the_template_is_not_reported(tmp_path):
 def test_a_missing_file_is_an_error(tmp_path):
     with pytest.raises(CommandError, match="no such file"):
         call_command("templates", "lint", str(tmp_path / "nope.html"), stdout=StringIO())
+
+
+SPAMD = "127.0.0.1:783"
+
+
+@pytest.fixture
+def spamd(settings):
+    if not SpamdScorer(SPAMD)._reachable():
+        skip_or_fail(f"spamd not reachable at {SPAMD} (apt-get install spamassassin spamc)")
+    settings.SPAMD_ADDRESS = SPAMD
+
+
+def test_free_money_act_now_scores_as_spam(spamd):
+    findings, failed = lint(str(FIXTURES / "spam.html"), "--subject", "FREE $$$ ACT NOW!!!")
+    [spam] = blocking(findings)
+    assert (spam["severity"], spam["rule"]) == ("warning", "spam-score") and not failed
+    assert "SpamAssassin scores" in spam["message"] and "DEAR_FRIEND" in spam["message"]
+
+
+def test_the_clean_template_scores_below_the_threshold(spamd):
+    findings, _ = lint(str(FIXTURES / "clean.html"), "--subject", "Welcome to Pennsieve")
+    [score] = [f for f in findings if f["rule"] == "spam-score"]
+    assert score["severity"] == "note" and "SpamAssassin scores" in score["message"]
+
+
+def test_an_unreachable_spamd_says_so(settings):
+    settings.SPAMD_ADDRESS = "127.0.0.1:9"  # discard: nothing listens
+    findings, _ = lint(str(FIXTURES / "clean.html"))
+    [score] = [f for f in findings if f["rule"] == "spam-score"]
+    assert score["message"] == "not scored: spamd not reachable at 127.0.0.1:9"

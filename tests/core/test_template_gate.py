@@ -151,3 +151,51 @@ def test_directives():
     found = directives("<!-- emailops: inline-css; off=contrast,link-text -->")
     assert found.inline_css and found.off == {"contrast", "link-text"}
     assert directives("<p>no directive</p>").off == frozenset()
+
+
+REPORT = """8.7/5.0
+Spam detection software, running on the system "vm",
+
+Content analysis details:   (8.7 points, 5.0 required)
+
+ pts rule name              description
+---- ---------------------- --------------------------------------------------
+ 2.9 MONEY_BACK             BODY: Money back guarantee
+-0.0 NO_RELAYS              Informational: message was not relayed via SMTP
+ 1.4 HTML_IMAGE_ONLY_12     BODY: HTML: images with 800-1200 bytes of
+                            words
+"""
+
+
+def test_spamc_report_is_read_into_the_score_and_its_rules():
+    from emailops.core.template_spam import spam_findings
+    from emailops.spamd import parse_report
+
+    score = parse_report(REPORT)
+    assert score.score == 8.7
+    assert score.rules[2] == (
+        1.4,
+        "HTML_IMAGE_ONLY_12",
+        "BODY: HTML: images with 800-1200 bytes of words",
+    )
+    [warning] = spam_findings(score, key="default/t.html", organization=None)
+    assert warning.severity == "warning" and warning.message.index(
+        "MONEY_BACK"
+    ) < warning.message.index("HTML_IMAGE")
+    [note] = spam_findings(score, key="default/t.html", organization=None, threshold=9)
+    assert note.severity == "note"
+    assert parse_report("") is None
+
+
+def test_the_scored_message_is_the_full_mime_message():
+    from email import message_from_bytes
+
+    from emailops.core.template_spam import full_message
+
+    message = message_from_bytes(
+        full_message(subject="Hi", html="<p>x</p>", text="x", sender="P <support@pennsieve.io>")
+    )
+    assert (
+        message["Subject"] == "Hi" and message["Date"] and "@pennsieve.io>" in message["Message-ID"]
+    )
+    assert [p.get_content_type() for p in message.get_payload()] == ["text/plain", "text/html"]
