@@ -17,7 +17,14 @@ from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.preferences import may_be_refused
 from emailops.core.template_check import check_render, missing_in_contexts, unsubscribe_findings
-from emailops.core.template_findings import ERROR, WARNING, Finding, dedupe, organization_of_key
+from emailops.core.template_findings import (
+    ERROR,
+    NOTE,
+    WARNING,
+    Finding,
+    dedupe,
+    organization_of_key,
+)
 from templates_admin.drafts.gate import gate_options
 from templates_admin.drafts.preview import RecentSend, recent_sends
 from templates_admin.drafts.samples import sample_context_for, variables_of
@@ -217,6 +224,11 @@ class DraftVerdict:
     @property
     def inherited_warnings(self) -> list[Finding]:
         return [f for f in warnings_of(self.findings) if _identity(f) in self.inherited]
+
+    @property
+    def notes(self) -> list[Finding]:
+        """Listed, never to confirm: partial client support, the spam score under the line."""
+        return [f for f in self.findings if f.severity == NOTE]
 
 
 def _published_sources(
