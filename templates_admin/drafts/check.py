@@ -28,6 +28,7 @@ from emailops.core.template_findings import (
 from templates_admin.drafts.gate import gate_options
 from templates_admin.drafts.preview import RecentSend, recent_sends
 from templates_admin.drafts.samples import sample_context_for, variables_of
+from templates_admin.drafts.selectors import written_source
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import template_manifest
 
@@ -236,8 +237,12 @@ def _published_sources(
 ) -> dict[str, str]:
     if not draft.source:  # a subject-only draft renders the published files themselves
         return dict(sources)
-    current = adapters.template_store.read_template(draft.key)
-    return {draft.key: current} if current is not None else {}
+    current = adapters.template_store.read_object(draft.key)
+    if current is None:
+        return {}
+    return {
+        draft.key: written_source(current, key=draft.key, template_store=adapters.template_store)
+    }
 
 
 def _basis(message_id: str, sends: Sequence[RecentSend] | None, *, adapters: Container) -> str:
