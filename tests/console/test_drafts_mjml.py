@@ -101,3 +101,18 @@ def test_an_mjml_error_blocks_the_publish(samples, owner):
         publish(owner, broken)
     [error] = failed.value.findings
     assert (error.rule, error.line) == ("mjml", 5)
+
+
+def test_the_replay_preview_shows_the_compiled_mjml(samples, owner, client):
+    draft = services.draft_create(
+        key=KEY,
+        source=MJML,
+        subject=None,
+        message_id=TEAM,
+        user=owner,
+        adapters=container.current(),
+    )
+    client.force_login(owner)
+    page = client.get(f"/admin/templates_admin/templatemappingpage/draft/{draft.pk}/").content
+    assert b"&lt;mj-column&gt;" not in page  # the draft pane renders HTML, not the MJML
+    assert b"mj-outlook-group-fix" in page  # MRML's markup, rendered in the draft's pane
