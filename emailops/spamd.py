@@ -44,6 +44,16 @@ def parse_report(output: str) -> SpamScore | None:
     return SpamScore(float(head[1]), tuple(rules))
 
 
+_STAMPS = re.compile(rb"^(Date|Message-ID): [^\n]*\n", re.M | re.I)
+
+
+def _digest(message: bytes) -> str:
+    """The message's identity for the cache: its bytes less the Date and Message-ID each
+    message is given anew (the same render scores the same within the cache's life)."""
+    head, sep, body = message.partition(b"\n\n")
+    return hashlib.sha256(_STAMPS.sub(b"", head + b"\n") + sep + body).hexdigest()
+
+
 class SpamdScorer:
     def __init__(self, address: str, *, timeout: float = 10.0) -> None:
         self.address = address
@@ -65,7 +75,7 @@ class SpamdScorer:
     def score(self, message: bytes) -> SpamScore | str:
         if not self.address:
             return "SPAMD_ADDRESS is empty"
-        digest = hashlib.sha256(message).hexdigest()
+        digest = _digest(message)
         if digest in self._cache:
             return self._cache[digest]
         spamc = shutil.which("spamc")

@@ -5,11 +5,12 @@ template's ``<!-- emailops: spam-threshold=N -->``) is a warning naming the rule
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from email.charset import QP, Charset
 from email.mime.multipart import MIMEMultipart
 from email.mime.text import MIMEText
-from email.utils import formatdate, make_msgid, parseaddr
+from email.utils import formatdate, parseaddr
 from typing import Protocol
 
 from emailops.core.template_findings import NOTE, WARNING, Finding
@@ -45,13 +46,16 @@ def full_message(*, subject: str, html: str, text: str, sender: str) -> bytes:
     multipart/alternative of the text and the HTML (UTF-8, quoted-printable)."""
     charset = Charset("utf-8")
     charset.body_encoding = QP
-    message = MIMEMultipart("alternative")
+    # The boundary and the Message-ID follow the content: the same render is the same message
+    # (but for its Date), so a scorer may keep its score.
+    seed = hashlib.sha256("\0".join((subject, html, text, sender)).encode()).hexdigest()
+    message = MIMEMultipart("alternative", boundary=f"=_emailops_{seed[:24]}")
     message["From"] = sender
     message["To"] = _RECIPIENT
     message["Subject"] = subject
     message["Date"] = formatdate(usegmt=True)
     domain = parseaddr(sender)[1].rpartition("@")[2] or "example.com"
-    message["Message-ID"] = make_msgid(domain=domain)
+    message["Message-ID"] = f"<{seed[24:56]}@{domain}>"
     for body, subtype in ((text, "plain"), (html, "html")):
         if body:
             message.attach(MIMEText(body, subtype, charset))  # type: ignore[arg-type]

@@ -199,3 +199,16 @@ def test_the_scored_message_is_the_full_mime_message():
         message["Subject"] == "Hi" and message["Date"] and "@pennsieve.io>" in message["Message-ID"]
     )
     assert [p.get_content_type() for p in message.get_payload()] == ["text/plain", "text/html"]
+
+
+def test_the_same_render_is_scored_once():
+    from emailops.core.template_spam import SpamScore, full_message
+    from emailops.spamd import SpamdScorer
+
+    scorer = SpamdScorer("127.0.0.1:9")
+    one = full_message(subject="Hi", html="<p>x</p>", text="x", sender="a@b.test")
+    scorer._cache[__import__("emailops.spamd").spamd._digest(one)] = SpamScore(1.0, ())
+    again = full_message(subject="Hi", html="<p>x</p>", text="x", sender="a@b.test")
+    assert scorer.score(again) == SpamScore(1.0, ())  # a second later: another Date
+    other = full_message(subject="Hi", html="<p>y</p>", text="y", sender="a@b.test")
+    assert scorer.score(other) == "spamd not reachable at 127.0.0.1:9"
