@@ -271,15 +271,16 @@ def _check_one_render(
             options=gate,
             written=mjml,
         )
-        found += spam_score_findings(
-            subject=subject,
-            html=html,
-            text=text,
-            source=mjml or source,
-            key=key,
-            organization=organization,
-            options=gate,
-        )
+        if size < GMAIL_CLIP_BYTES:  # over it the draft cannot go out: no 5 s score of it
+            found += spam_score_findings(
+                subject=subject,
+                html=html,
+                text=text,
+                source=mjml or source,
+                key=key,
+                organization=organization,
+                options=gate,
+            )
     return found
 
 

@@ -127,3 +127,8 @@ def test_an_unreachable_spamd_says_so(settings):
     findings, _ = lint(str(FIXTURES / "clean.html"))
     [score] = [f for f in findings if f["rule"] == "spam-score"]
     assert score["message"] == "not scored: spamd not reachable at 127.0.0.1:9"
+
+
+def test_an_email_over_gmails_limit_is_not_scored(spamd):
+    findings, failed = lint(str(FIXTURES / "large.html"))
+    assert failed and [f for f in findings if f["rule"] == "spam-score"] == []
