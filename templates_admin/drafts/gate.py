@@ -25,6 +25,7 @@ def gate_options(*, adapters: Container) -> GateOptions:
     console, sending = adapters.config.console, adapters.config.sending
     return GateOptions(
         clients=console.template_check_clients,
-        spam=_scorer(console.spamd_address),
+        # SPAMD_ADDRESS empty: scoring is off, said once in the docs, not on every finding list
+        spam=_scorer(console.spamd_address) if console.spamd_address else None,
         sender=sending.from_address or "Sender <sender@example.com>",
     )

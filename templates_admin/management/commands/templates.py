@@ -157,21 +157,27 @@ class Command(ActionCommand):
         verdict = draft_verdict(draft=draft, adapters=self.adapters)
         findings, errors = verdict.findings, verdict.errors
         inherited = {id(f) for f in verdict.inherited_warnings}
-        lines = [
-            f"{f.severity:7}  {f.file}"
-            + (f" [O{f.organization}]" if f.organization else "")
-            + (f":{f.line}" if f.line else "")
-            + f"  {f.code}: {f.message}"
-            + ("  (the published version has it too)" if id(f) in inherited else "")
-            for f in findings
-        ]
+        lines = []
+        for f in findings:
+            lines.append(
+                f"{f.severity:7}  {f.file}"
+                + (f" [O{f.organization}]" if f.organization else "")
+                + (f":{f.line}" if f.line else "")
+                + f"  {f.rule}: {f.message}"
+                + ("  (the published version has it too)" if id(f) in inherited else "")
+            )
+            if f.element and f.severity != "note":
+                lines.append(f"         at {f.element}")
+            if f.fix and f.severity != "note":
+                lines.append(f"         fix: {f.fix}")
         lines.append(
             f"{len(errors)} error(s), {len(verdict.new_warnings)} new warning(s), "
             f"{len(inherited)} already published"
         )
         lines.append(verdict.basis)
         self.emit(
-            [{**asdict(f), "inherited": id(f) in inherited} for f in findings], "\n".join(lines)
+            [{"rule": f.rule, **asdict(f), "inherited": id(f) in inherited} for f in findings],
+            "\n".join(lines),
         )
         if errors:
             raise CommandError(f"the check found {len(errors)} error(s)", returncode=1)
@@ -239,9 +245,9 @@ class Command(ActionCommand):
         for path, f in found:
             where = f"{path}" + (f":{f.line}" if f.line else "")
             lines.append(f"{f.severity:7}  {where}  {f.rule}: {f.message}")
-            if f.element:
+            if f.element and f.severity != "note":
                 lines.append(f"         at {f.element}")
-            if f.fix:
+            if f.fix and f.severity != "note":
                 lines.append(f"         fix: {f.fix}")
         errors = sum(1 for _, f in found if f.is_error)
         lines.append(
