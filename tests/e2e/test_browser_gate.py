@@ -6,6 +6,9 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import subprocess
+import sys
 from io import StringIO
 from pathlib import Path
 
@@ -20,7 +23,8 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 TEAM = "added-to-team"
 BASE = "/admin/templates_admin/templatemappingpage/"
-FIXTURES = Path(__file__).resolve().parent.parent / "gate_templates"
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "gate_templates"
 
 
 def linted(path: Path) -> set[tuple[str, str]]:
@@ -70,3 +74,36 @@ def test_the_draft_page_shows_what_lint_finds(fixture, login, make_user, live_se
         assert "The check found errors" in page.content()
     else:
         assert page.locator("#check-new .finding-fix").first.inner_text().startswith("Fix: ")
+
+
+def test_lint_runs_axe_core_in_chromium_where_asked():
+    # As a producer's CI runs it: its own process (this one's Playwright loop is the browser
+    # fixtures').
+    files = [str(FIXTURES / "img-no-alt.html"), str(FIXTURES / "clean.html")]
+    done = subprocess.run(
+        [sys.executable, "manage.py", "templates", "lint", "--json", "--axe", *files],
+        cwd=ROOT,
+        env={**os.environ, "DJANGO_DEBUG": "true", "SPAMD_ADDRESS": ""},
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr.decode()
+    axe = [f for f in json.loads(done.stdout) if f["rule"].startswith("axe")]
+    assert [(f["rule"], Path(f["path"]).name) for f in axe] == [
+        ("axe-image-alt", "img-no-alt.html")
+    ]
+    assert axe[0]["element"].startswith('<img src="https://cdn.example.com/banner.jpg"')
+
+
+def test_lint_says_when_axe_core_could_not_run(monkeypatch):
+    from emailops import axe
+
+    monkeypatch.setattr(axe, "CHROMIUM", Path("/nonexistent/chromium"))
+    out = StringIO()
+    call_command("templates", "lint", "--json", "--axe", str(FIXTURES / "clean.html"), stdout=out)
+    [note] = [f for f in json.loads(out.getvalue()) if f["rule"] == "axe"]
+    assert note["severity"] == "note"
+    assert note["message"] == (
+        "axe-core not run: no chromium at /nonexistent/chromium (Debian's chromium package)"
+    )

@@ -6,7 +6,7 @@
     templates publish DRAFT_ID [--reason R] [--accept-warnings]   prints the new version
     templates history KEY                    versions, newest first, the version id first
     templates rollback KEY VERSION [--reason R]
-    templates lint PATH... [--org ORG] [--message-id ID] [--subject S]   local files; exit 1 on errors
+    templates lint PATH... [--org ORG] [--message-id ID] [--subject S] [--axe]   local files; exit 1 on errors
 
 Every action takes --json. KEY is an object key: default/welcome.html, custom/O367/welcome.html.
 --user names the console user the change is recorded for (default: the OS user, if such a console
@@ -84,6 +84,7 @@ class Command(ActionCommand):
         lint.add_argument("--org", default=None, help="check as this organization's copy")
         lint.add_argument("--message-id", default="", help="the manifest entry to sample")
         lint.add_argument("--subject", default=None, help="the subject to check with the body")
+        lint.add_argument("--axe", action="store_true", help="also run axe-core in chromium")
 
     @cached_property
     def adapters(self) -> Container:
@@ -238,6 +239,7 @@ class Command(ActionCommand):
                 organization=options["org"],
                 message_id=options["message_id"],
                 subject=options["subject"],
+                axe=options["axe"],
             )
         except (OSError, UnicodeDecodeError) as exc:
             raise CommandError(f"cannot read: {exc}") from exc
