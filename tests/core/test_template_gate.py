@@ -214,3 +214,17 @@ def test_the_same_render_is_scored_once():
     assert again != one and scorer.score(again) == SpamScore(1.0, ())
     other = full_message(subject="Hi", html="<p>y</p>", text="y", sender="a@b.test")
     assert scorer.score(other) == "spamd not reachable at 127.0.0.1:9"
+
+
+def test_the_dark_previews():
+    from emailops.core.template_dark_preview import forced_inversion, prefers_dark
+
+    html = (
+        "<html><head><style>@media (prefers-color-scheme: dark) { p { color: #fff } }</style>"
+        "</head><body><p>x</p></body></html>"
+    )
+    dark = prefers_dark(html)
+    assert "@media all { p { color: #fff } }" in dark and "color-scheme:dark" in dark
+    inverted = forced_inversion(html)
+    assert inverted.index("filter:invert(1)") < inverted.index("<body>")
+    assert "img,picture" in inverted  # images inverted back: kept as they are
