@@ -12,7 +12,7 @@ from pathlib import Path
 
 from emailops.core.template_findings import WARNING, Finding
 
-__all__ = ["CHROMIUM", "AxeUnavailable", "axe_findings", "axe_session"]
+__all__ = ["CHROMIUM", "AxeSession", "AxeUnavailable", "axe_findings", "axe_session"]
 
 CHROMIUM = Path("/usr/bin/chromium")
 # What a rendered email cannot be asked for: a page's landmarks and its one <main>.
@@ -24,7 +24,7 @@ class AxeUnavailable(RuntimeError):
 
 
 @dataclass
-class _Session:
+class AxeSession:
     page: object
     script: str
 
@@ -40,7 +40,7 @@ class _Session:
 
 
 @contextmanager
-def axe_session(chromium: Path | None = None) -> Iterator[_Session]:
+def axe_session(chromium: Path | None = None) -> Iterator[AxeSession]:
     """One headless chromium for many renders (no network: the page's images are not fetched)."""
     chromium = chromium or CHROMIUM
     if not chromium.exists():
@@ -54,7 +54,7 @@ def axe_session(chromium: Path | None = None) -> Iterator[_Session]:
         browser = playwright.chromium.launch(executable_path=str(chromium), headless=True)
         try:
             context = browser.new_context(java_script_enabled=True, offline=True)
-            yield _Session(context.new_page(), AXE_SCRIPT)
+            yield AxeSession(context.new_page(), AXE_SCRIPT)
         finally:
             browser.close()
 

@@ -20,6 +20,7 @@ from templates_admin.drafts.samples import sample_context_for
 from templates_admin.mappings.variables import template_manifest
 
 if TYPE_CHECKING:
+    from emailops.axe import AxeSession
     from emailops.container import Container
 
 __all__ = ["finding_json", "lint_files", "lint_paths"]
@@ -67,7 +68,12 @@ def lint_files(
 
 
 def _lint(
-    files, adapters, organization, message_id, subject, session
+    files: Sequence[Path],
+    adapters: Container,
+    organization: str | None,
+    message_id: str,
+    subject: str | None,
+    session: AxeSession | None,
 ) -> list[tuple[Path, Finding]]:
     manifest = template_manifest(adapters=adapters)
     options = gate_options(adapters=adapters)
@@ -98,7 +104,14 @@ def _lint(
     return found
 
 
-def _axe(session, adapters, key, source, context, organization) -> list[Finding]:
+def _axe(
+    session: AxeSession,
+    adapters: Container,
+    key: str,
+    source: str,
+    context: dict[str, Any],
+    organization: str | None,
+) -> list[Finding]:
     try:
         html = adapters.renderer.render_body(publishable(key, source), context, name=key).text
     except (EmailOpsError, TemplateSourceError):
