@@ -223,12 +223,34 @@ def _has_text(element: etree._Element) -> bool:
     return any((child.tail or "").strip() for child in element)
 
 
+def _hidden(doc: Document, element: etree._Element) -> bool:
+    """Not shown: a preheader (``display:none``, ``max-height:0``...) or the like, on the element
+    or an ancestor, or text whose own size comes to 0 (MJML's cells are ``font-size:0`` around
+    text that sets its own)."""
+    if _font_px(doc, element) == 0:
+        return True
+    for node in (element, *element.iterancestors()):
+        declared = doc.declared(node)
+        if declared.get("display", "").startswith("none") or declared.get(
+            "visibility", ""
+        ).startswith("hidden"):
+            return True
+        if any(
+            _LENGTH.match(declared.get(name, "")) and float(_LENGTH.match(declared[name])[1]) == 0
+            for name in ("max-height", "opacity")
+        ):
+            return True
+        if node.get("hidden") is not None or node.get("aria-hidden") == "true":
+            return True
+    return False
+
+
 def _contrast_rules(doc: Document, emit: Emit) -> None:
     seen: set[tuple] = set()
     for element in doc.elements():
         if element.tag in _SKIP_TEXT or not _has_text(element):
             continue
-        if any(a.tag in _SKIP_TEXT for a in element.iterancestors()):
+        if any(a.tag in _SKIP_TEXT for a in element.iterancestors()) or _hidden(doc, element):
             continue
         background = background_behind(doc, element)
         if background is None:

@@ -57,6 +57,14 @@ def test_contrast_reads_the_cascade_from_style_blocks_and_inline_styles():
     assert "#555555 on #222222" in on_dark.message
 
 
+def test_hidden_text_is_not_judged():
+    preheader = '<div style="display:none;max-height:0;color:#ffffff">Preview text</div><p>Hi</p>'
+    assert "contrast" not in rules(findings(preheader))
+    assert "contrast" not in rules(
+        findings('<div style="font-size:0"><p style="color:#eee">x</p></div>')
+    )
+
+
 def test_large_text_needs_3_to_1_only():
     assert findings('<p style="color:#888888;font-size:24px">big</p>') == []
     assert rules(findings('<p style="color:#888888;font-size:16px">small</p>')) == ["contrast"]
