@@ -24,9 +24,12 @@ _DARK = "<style>:root{color-scheme:dark;background:#121212;color:#e8e8e8}</style
 
 
 def _inject(html: str, style: str) -> str:
-    head = re.search(r"<head[^>]*>", html, re.I)
-    if head:
-        return html[: head.end()] + style + html[head.end() :]
+    """``style`` at the top of the head: after ``<head>``, else after ``<html>`` or the doctype
+    (before them a page falls into quirks mode), else first."""
+    for opening in (r"<head[^>]*>", r"<html[^>]*>", r"<!doctype[^>]*>"):
+        found = re.search(opening, html, re.I)
+        if found:
+            return html[: found.end()] + style + html[found.end() :]
     return style + html
 
 

@@ -236,3 +236,6 @@ def test_the_dark_previews():
     inverted = forced_inversion(html)
     assert inverted.index("filter:invert(1)") < inverted.index("<body>")
     assert "img,picture" in inverted  # images inverted back: kept as they are
+    assert forced_inversion("<!DOCTYPE html>\n<html><body>x</body></html>").startswith(
+        "<!DOCTYPE html>\n<html><style>"
+    )  # never before the doctype: no quirks mode

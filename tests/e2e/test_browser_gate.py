@@ -75,11 +75,11 @@ def test_the_draft_page_shows_what_lint_finds(fixture, login, make_user, live_se
     else:
         assert page.locator("#check-new .finding-fix").first.inner_text().startswith("Fix: ")
         # The dark previews beside the light one: its own dark styles, and a forced inversion.
-        pane = page.locator("section.draft-pair[data-pane=default] .preview-pane.draft")
-        pane.locator(".dark-previews summary").click()
-        inverted = pane.locator("iframe.dark-inverted").content_frame
+        dark = page.locator("section.draft-pair[data-pane=default] .dark-previews")
+        dark.locator("summary").click()
+        inverted = dark.locator("iframe.dark-inverted").content_frame
         assert "invert(1)" in inverted.locator("style").first.inner_text()
-        assert pane.locator("iframe.dark-prefers").is_visible()
+        assert dark.locator("iframe.dark-prefers").is_visible()
 
 
 def test_lint_runs_axe_core_in_chromium_where_asked():
