@@ -3,7 +3,7 @@ PYTHON ?= python3.11
 VENV ?= .venv
 PY := $(VENV)/bin/python
 
-.PHONY: run test lint bench chaos client webhook-schema settings-docs
+.PHONY: run test lint bench chaos client webhook-schema caniemail settings-docs
 
 $(PY): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -52,6 +52,17 @@ client: $(PY)  ## regenerate emailops/client/messages.py from emailops/data/temp
 
 webhook-schema: $(PY)  ## regenerate docs/webhooks.schema.json from emailops.core.webhooks.WebhookPayload
 	$(PY) -m api.webhook_schema
+
+CANIEMAIL ?= latest
+caniemail:  ## refresh emailops/data/caniemail/ (caniemail's data, MIT) from the npm package caniemail@$(CANIEMAIL)
+	set -e; tmp=$$(mktemp -d); (cd $$tmp && npm pack --silent caniemail@$(CANIEMAIL) >/dev/null && tar xzf caniemail-*.tgz); \
+	cp $$tmp/package/data/caniemail.json $$tmp/package/LICENSE emailops/data/caniemail/; \
+	version=$$(node -p "require('$$tmp/package/package.json').version"); \
+	updated=$$(node -p "require('$$tmp/package/data/caniemail.json').last_update_date"); \
+	printf '%s\n' "caniemail's data (https://www.caniemail.com, MIT: LICENSE beside this file), as the npm package" \
+	  "caniemail $$version ships it (data/caniemail.json), last_update_date $$updated," \
+	  "vendored $$(date -u +%F). Refresh: \`make caniemail\` (npm pack caniemail, then this file is rewritten)." \
+	  > emailops/data/caniemail/SOURCE; rm -rf $$tmp; cat emailops/data/caniemail/SOURCE
 
 settings-docs: $(PY)  ## rewrite .env.example and docs/configuration.md's tables from emailops/settings_catalog.py
 	$(PY) -m emailops.settings_docs

@@ -108,7 +108,8 @@ class SendingConfig:
     consumer_concurrency: int
     consumer_metrics_port: int
     redis_url: str
-    suppression_index_key: str = setting("SUPPRESSION_INDEX_REDIS_KEY")
+    # None (the fixed value): <SES_RATE_REDIS_KEY>:suppressed (suppression_index_prefix)
+    suppression_index_key: str | None = setting("SUPPRESSION_INDEX_REDIS_KEY")
     # None: SES's MaxSendRate; 0: no limit
     max_send_rate: float | None = setting("SES_MAX_SEND_RATE", values.send_rate)
     quota_pause_seconds: int = setting("SES_QUOTA_PAUSE_SECONDS")
@@ -144,6 +145,13 @@ class SendingConfig:
                 "EMAIL_SENDER is not set (nor PENNSIEVE_DOMAIN to derive it from)"
             )
         return self.from_address, self.reply_to
+
+    @property
+    def suppression_index_prefix(self) -> str:
+        """The prefix of the erasure tombstones' Redis set; empty: no set (the table alone)."""
+        if self.suppression_index_key is None:
+            return f"{self.rate_redis_key}:suppressed"
+        return self.suppression_index_key
 
 
 @dataclass(frozen=True)
@@ -204,6 +212,9 @@ class ConsoleConfig:
     # lowercased; a context key containing one has its value masked
     sensitive_keys: tuple[str, ...] = setting("JOURNAL_SENSITIVE_KEYS", values.keys)
     template_variables_path: Path
+    # the publish gate (docs/templates.md): caniemail's family.platform names; spamd's host:port
+    template_check_clients: tuple[str, ...] = setting("TEMPLATE_CHECK_CLIENTS", values.clients)
+    spamd_address: str = setting("SPAMD_ADDRESS", values.host_port)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ ImproperlyConfigured naming the variable.
 from __future__ import annotations
 
 import base64
+import re
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from email.utils import formataddr, parseaddr
@@ -140,6 +141,32 @@ def hour(hour: int) -> int:
 
 def keys(keys: list[str]) -> tuple[str, ...]:
     return tuple(key.strip().lower() for key in keys if key.strip())
+
+
+_CLIENT = re.compile(r"^[a-z0-9-]+\.[a-z0-9-]+$")
+
+
+def clients(names: list[str]) -> tuple[str, ...]:
+    """TEMPLATE_CHECK_CLIENTS: caniemail's ``family.platform`` names, e.g. ``outlook.windows``."""
+    found = tuple(name.strip().lower() for name in names if name.strip())
+    wrong = [name for name in found if not _CLIENT.match(name)]
+    if wrong:
+        raise ImproperlyConfigured(
+            f"TEMPLATE_CHECK_CLIENTS: {', '.join(wrong)} is not family.platform "
+            "(e.g. outlook.windows, gmail.android)"
+        )
+    return found
+
+
+def host_port(value: str) -> str:
+    """SPAMD_ADDRESS: ``host:port``, or empty (not scored)."""
+    value = value.strip()
+    host, _, port = value.rpartition(":")
+    if value and not (host and port.isdigit() and 0 < int(port) < 65536):
+        raise ImproperlyConfigured(
+            f"SPAMD_ADDRESS must be host:port, e.g. 127.0.0.1:783 (not {value!r})"
+        )
+    return value
 
 
 # --- Django's own settings, checked as emailops.settings reads them (before Django loads) -------

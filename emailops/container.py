@@ -130,7 +130,7 @@ class Container(SharedStateAdapters):
     @cached_property
     def tombstones(self) -> DynamoTombstones | IndexedTombstones:
         """Erasure's tombstones (ERASURE_TOMBSTONE_TABLE, keyed by ERASURE_HASH_KEY), behind a
-        Redis set of their hashes (``<SUPPRESSION_INDEX_REDIS_KEY>:erased``), so a send's check
+        Redis set of their hashes (``<SES_RATE_REDIS_KEY>:suppressed:erased``), so a send's check
         costs no DynamoDB read (only the erasure writes them, so the set misses none); no key, no
         set."""
         from emailops.aws.tombstones import DynamoTombstones
@@ -142,9 +142,9 @@ class Container(SharedStateAdapters):
             require("ERASURE_TOMBSTONE_TABLE", aws.erasure_tombstone_table),
             key=aws.erasure_hash_key.encode(),
         )
-        if not sending.suppression_index_key:
+        if not sending.suppression_index_prefix:
             return table
-        key = f"{sending.suppression_index_key}:erased"
+        key = f"{sending.suppression_index_prefix}:erased"
         index = RedisSuppressionIndex.from_url(sending.redis_url, key=key)
         return IndexedTombstones(table, index, clock=time.monotonic)
 

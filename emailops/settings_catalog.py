@@ -76,7 +76,6 @@ GROUPS: tuple[Group, ...] = (
         S("ERASURE_HASH_KEY", "str", "", "the tombstones' HMAC key. Set it on its own in production: a new `DJANGO_SECRET_KEY` without it makes earlier tombstones unrecognised", "derived from `DJANGO_SECRET_KEY`"),
         S("PREFERENCES_TABLE", "str", "email-preferences", "recipient preferences: one item per (`address_key`, category) a recipient unsubscribed from or re-subscribed to, with its last 20 changes; written and read by emailops only (the Go service never reads it); created by `bootstrap_aws`"),
         S("SES_ACCOUNT_SUPPRESSION_SYNC", "bool", "false", "mirror suppression additions/removals to SES's account-level list (sesv2; needs its permissions)"),
-        S("SUPPRESSION_INDEX_REDIS_KEY", "str", "emailops:suppressed", "the prefix of the Redis set of erasure tombstones (`<key>:erased`, at `REDIS_URL`), so a send's tombstone check costs no DynamoDB read; empty = always the table ([journal.md](journal.md#erasure)). The suppression check itself always reads the table, so rows the Go service writes count at once ([pipeline.md](pipeline.md), \"The suppression check\")"),
     )),
     Group("SES delivery events ([delivery-events.md](delivery-events.md))", (
         S("SES_CONFIGURATION_SET", "str", "emailops", "every email is sent with it (its event destination feeds delivery events; `bootstrap_aws` creates both); empty = none, and no delivery events"),
@@ -91,6 +90,8 @@ GROUPS: tuple[Group, ...] = (
     Group("The console and operations", (
         S("JOURNAL_GO_CUTOVER", "str", "", "when the Go consumer stopped writing (ISO date/time, UTC if no zone); bounds searches for its rows ([journal.md](journal.md)); empty = search them without a bound"),
         S("AUDIT_RETENTION_DAYS", "int", "400", "Celery beat prunes the audit trails (journal reads, mapping changes, resends, suppression removals, finished jobs) daily past this age; `0` keeps them"),
+        S("TEMPLATE_CHECK_CLIENTS", "list", "gmail.desktop-webmail,gmail.ios,gmail.android,outlook.windows,outlook.macos,outlook.outlook-com,apple-mail.macos,apple-mail.ios,yahoo.desktop-webmail", "the email clients the template check's `client-support` rule counts, as caniemail names them (`family.platform`, comma list; its newest tested version each) ([templates.md](templates.md#the-publish-gate))"),
+        S("SPAMD_ADDRESS", "str", "127.0.0.1:783", "`host:port` of the SpamAssassin daemon that scores each draft's render (`spam-score`); empty = not scored ([templates.md](templates.md#the-publish-gate))"),
         S("OPS_DLQ_CHECK_SECONDS", "int", "60", "how often Celery beat reads the dead-letter queue's depth (ERROR line and console banner when > 0; [operations.md](operations.md))"),
     )),
     Group("AWS", (
@@ -98,7 +99,6 @@ GROUPS: tuple[Group, ...] = (
     ), "boto3 reads its own variables as well: the standard credential chain (environment, shared config, instance or task role), and `AWS_ENDPOINT_URL`, which points every client at moto (the local stack, end-to-end tests; unset in production)."),
     Group("The email consumer", (
         S("CONSUMER_CONCURRENCY", "int", "16", "records (and recipients) one consumer process works on at once; `--concurrency` overrides it"),
-        S("CONSUMER_METRICS_PORT", "int", "0", "Prometheus metrics of the consumer on this port, `0` = off; `--metrics-port` overrides it"),
         S("CLAIM_LEASE_SECONDS", "int", "0", "how long a claim lasts, ours and a Go-era row's (`Timestamp` + this): the one lease the consumer claims with and the console, `email_log`, the API, the events consumer and the stuck-claims check read rows by; `0` = the request queue's visibility timeout, read once per process when first needed (so those processes then need `EMAIL_SERVICE_QUEUE_URL` and `sqs:GetQueueAttributes`; without them they fail with `LeaseUnknown` rather than guess)"),
         S("RETRY_BACKOFF_BASE_SECONDS", "int", "30", "back-off after a transient failure: between half and all of min(cap, base * 2^(receives-1)), the re-enqueued copy's delay"),
         S("RETRY_MAX_SECONDS", "int", "86400", "transient trouble dead-letters a record only after this long since its first attempt (retries are fresh copies, so the queue's `maxReceiveCount` does not decide)"),
@@ -159,6 +159,8 @@ FIXED: tuple[Fixed, ...] = (
     Fixed("TEMPLATE_CACHE_SECONDS", 60, "consumers cache templates and mappings a minute (then revalidate by ETag); the console says so when a mapping changes"),
     Fixed("PREFERENCES_CACHE_SECONDS", 5, "an unsubscribe reaches every consumer within 5 s; shorter costs a read per categorised send"),
     Fixed("RATE_SAFEGUARD_HOLD_MAX_SECONDS", 3600, "a request held by the send guard an hour is journaled log-only: RATE_SAFEGUARD_OVER_CAP=log-only is the way not to hold"),
+    Fixed("CONSUMER_METRICS_PORT", 0, "the consumer serves metrics only where its command line says `--metrics-port N` (docker/compose.yml, the Kubernetes manifest): each process's port is its own, never a shared setting"),
+    Fixed("SUPPRESSION_INDEX_REDIS_KEY", None, "derived: the erasure tombstones' Redis set is `<SES_RATE_REDIS_KEY>:suppressed:erased`, one per SES account and region like the bucket (rebuilt from the table when missing); a test sets `\"\"` (no set) or its own prefix"),
     Fixed("STATS_FLUSH_SECONDS", 1.0, "reputation counters are written once a second per scope: longer only loses more counts to a SIGKILL"),
     # SES events
     Fixed("SES_EVENTS_MAX_AGE_SECONDS", 2_592_000, "30 days: above the oldest genuine event (SNS retries delivery to SQS for 23 days, the queue keeps a message 4); older signed messages are replays"),

@@ -21,6 +21,9 @@ from emailops.settings import *  # noqa: F403
 # Tests reset moto's tables between cases; a Redis set of suppressed addresses would outlive them.
 # The tests of the index give it a key of their own.
 SUPPRESSION_INDEX_REDIS_KEY = ""
+# The draft check scores every render with spamd (~0.4 s each): only the tests of the spam score
+# point it at one (tests/console/test_templates_lint.py).
+SPAMD_ADDRESS = ""
 # The send-rate bucket and the reputation flags are keyed under this name: test processes running
 # side by side (pytest-xdist) must not pace or pause each other.
 SES_RATE_REDIS_KEY = f"emailops-test:{uuid.uuid4().hex}:ses-rate"

@@ -25,7 +25,13 @@ MOVED = [
     ("ALERT_WEBHOOK_URL", "http://hook.example", lambda c: c.reputation.alert_webhook_url),
     ("API_MAX_RECIPIENTS", 5, lambda c: c.api.max_recipients),
     ("CONSUMER_CONCURRENCY", 3, lambda c: c.sending.consumer_concurrency),
-    ("CONSUMER_METRICS_PORT", 9109, lambda c: c.sending.consumer_metrics_port),
+    (
+        "CONSUMER_METRICS_PORT",
+        9109,
+        lambda c: c.sending.consumer_metrics_port,
+    ),  # fixed, still a setting
+    ("TEMPLATE_CHECK_CLIENTS", ["outlook.windows"], lambda c: c.console.template_check_clients),
+    ("SPAMD_ADDRESS", "spamd.internal:783", lambda c: c.console.spamd_address),
     ("SES_EVENTS_CONCURRENCY", 20, lambda c: c.events.concurrency),
     ("PREFERENCES_TABLE", "prefs-2", lambda c: c.aws.preferences_table),
     ("PREFERENCES_CACHE_SECONDS", 30, lambda c: c.sending.preferences_cache_seconds),
@@ -38,6 +44,7 @@ MOVED = [
     ),
 ]
 SHOWN = {
+    "TEMPLATE_CHECK_CLIENTS": ("outlook.windows",),
     "JOURNAL_SENSITIVE_KEYS": ("token", "pin"),
     "PUBLIC_BASE_URL": "https://email.example.org",  # without its trailing slash
 }
@@ -176,4 +183,28 @@ def test_a_control_character_in_the_sender_stops_start_up(settings, name, value)
     """The From name goes into every email's header as written: refused before anything is sent."""
     setattr(settings, name, value)
     with pytest.raises(ImproperlyConfigured, match=rf"^{name}: control character U\+00"):
+        Config.from_settings()
+
+
+def test_the_tombstone_set_follows_the_send_rate_key_unless_a_test_names_its_own(settings):
+    settings.SUPPRESSION_INDEX_REDIS_KEY = None  # the fixed value: derived
+    settings.SES_RATE_REDIS_KEY = "acct-1:ses-rate"
+    assert (
+        container.current().config.sending.suppression_index_prefix == "acct-1:ses-rate:suppressed"
+    )
+    settings.SUPPRESSION_INDEX_REDIS_KEY = ""
+    assert container.current().config.sending.suppression_index_prefix == ""
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("TEMPLATE_CHECK_CLIENTS", ["outlook"], "is not family.platform"),
+        ("SPAMD_ADDRESS", "spamd", "must be host:port"),
+        ("SPAMD_ADDRESS", "spamd:99999", "must be host:port"),
+    ],
+)
+def test_the_gate_settings_refuse_a_malformed_value(settings, name, value, says):
+    setattr(settings, name, value)
+    with pytest.raises(ImproperlyConfigured, match=says):
         Config.from_settings()

@@ -68,7 +68,8 @@ def test_compose_is_whole_with_no_extra_setting(compose):
 
 def test_consumer_healthcheck_probes_the_metrics_port_it_serves(compose):
     consumer = compose["services"]["consumer"]
-    port = consumer["environment"]["CONSUMER_METRICS_PORT"]
+    argv = consumer["command"].split()
+    port = argv[argv.index("--metrics-port") + 1]
     assert f"127.0.0.1:{port}/metrics" in " ".join(consumer["healthcheck"]["test"])
 
 

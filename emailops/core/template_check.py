@@ -31,7 +31,15 @@ from emailops.core.compose import html_to_text
 from emailops.core.errors import TemplateError
 from emailops.core.rendering import ONE_LINE_REASON, Renderer, is_control_reason
 from emailops.core.template_findings import ERROR, WARNING, Finding, dedupe
+from emailops.core.template_gate import (
+    GateOptions,
+    apply_off,
+    gate_findings,
+    spam_score_findings,
+)
 from emailops.core.template_links import link_findings
+from emailops.core.template_source import TemplateSourceError, directives, inline_css, is_mjml
+from emailops.core.template_source import compile_mjml as _compile_mjml
 
 __all__ = [
     "GMAIL_CLIP_BYTES",
@@ -48,6 +56,7 @@ GMAIL_CLIP_BYTES = 102 * 1024  # Gmail clips a message at about 102 KB
 SIZE_WARNING_BYTES = 90 * 1024
 MAX_SUBJECT_LENGTH = 998  # RFC 5322: a header line is at most 998 characters
 UNSUBSCRIBE_VARIABLE = "unsubscribeUrl"  # the /u/<token> link the consumer provides
+DEFAULT_GATE = GateOptions()
 
 # --- size --------------------------------------------------------------------------------------
 
@@ -90,9 +99,18 @@ def check_render(
     subject_source: str | None,
     contexts: Sequence[Mapping[str, Any]],
     organization: str | None = None,
+    gate: GateOptions | None = DEFAULT_GATE,
 ) -> list[Finding]:
     """Every check on one file (default or one organization's branded copy) rendered with each
-    of ``contexts``; ``subject_source`` None leaves the subject out (a file without a mapping)."""
+    of ``contexts``; ``subject_source`` None leaves the subject out (a file without a mapping).
+    An MJML source is checked as the HTML it compiles to (with its CSS inlined if it asks), as
+    it would be published; ``gate`` None leaves out the publish gate's rules
+    (``emailops.core.template_gate``)."""
+    written = source
+    try:
+        source = _publishable(key, source)
+    except TemplateSourceError as exc:
+        return [_source_finding(exc, key=key, organization=organization, source=written)]
     found: list[Finding] = []
     try:
         renderer.check(source, html=True, name=key)
@@ -120,11 +138,34 @@ def check_render(
                 )
             )
             subject_source = None
+    mjml = written if source != written and is_mjml(key, written) else None
     for context in contexts or ({},):
         found += _check_one_render(
-            renderer, key, source, subject_source, dict(context), organization
+            renderer, key, source, subject_source, dict(context), organization, gate, mjml
         )
-    return dedupe(found)
+    return dedupe(apply_off(found, written))
+
+
+def _publishable(key: str, source: str) -> str:
+    html = _compile_mjml(source) if is_mjml(key, source) else source
+    return inline_css(html) if directives(source).inline_css else html
+
+
+def _source_finding(
+    exc: TemplateSourceError, *, key: str, organization: str | None, source: str
+) -> Finding:
+    lines = source.splitlines()
+    element = lines[exc.line - 1].strip()[:120] if exc.line and exc.line <= len(lines) else ""
+    return Finding(
+        ERROR,
+        "mjml",
+        exc.message,
+        key,
+        organization,
+        exc.line,
+        element,
+        "fix the MJML at that line (https://documentation.mjml.io lists the elements)",
+    )
 
 
 def _check_one_render(
@@ -134,6 +175,8 @@ def _check_one_render(
     subject_source: str | None,
     context: dict[str, Any],
     organization: str | None,
+    gate: GateOptions | None = None,
+    mjml: str | None = None,
 ) -> list[Finding]:
     found: list[Finding] = []
     subject = ""
@@ -219,6 +262,25 @@ def _check_one_render(
             )
         )
     found += link_findings(html, source, key=key, organization=organization)
+    if gate is not None:
+        found += gate_findings(
+            html=html,
+            source=source,
+            key=key,
+            organization=organization,
+            options=gate,
+            written=mjml,
+        )
+        if size < GMAIL_CLIP_BYTES:  # over it the draft cannot go out: no 5 s score of it
+            found += spam_score_findings(
+                subject=subject,
+                html=html,
+                text=text,
+                source=mjml or source,
+                key=key,
+                organization=organization,
+                options=gate,
+            )
     return found
 
 

@@ -1,4 +1,4 @@
-"""An index in Redis: one set of a table's keys (``<SUPPRESSION_INDEX_REDIS_KEY>:erased``, the
+"""An index in Redis: one set of a table's keys (``<SES_RATE_REDIS_KEY>:suppressed:erased``, the
 erasure tombstones' hashes; the suppression check no longer uses one, see core.suppression_index).
 
 The set also holds a marker member (``_COMPLETE``, never a key: keys are stripped) that only a full

@@ -17,9 +17,18 @@ from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, default_template_key
 from emailops.core.preferences import may_be_refused
 from emailops.core.template_check import check_render, missing_in_contexts, unsubscribe_findings
-from emailops.core.template_findings import ERROR, WARNING, Finding, dedupe, organization_of_key
+from emailops.core.template_findings import (
+    ERROR,
+    NOTE,
+    WARNING,
+    Finding,
+    dedupe,
+    organization_of_key,
+)
+from templates_admin.drafts.gate import gate_options
 from templates_admin.drafts.preview import RecentSend, recent_sends
 from templates_admin.drafts.samples import sample_context_for, variables_of
+from templates_admin.drafts.selectors import written_source
 from templates_admin.mappings import selectors as mapping_selectors
 from templates_admin.mappings.variables import template_manifest
 
@@ -113,6 +122,7 @@ def check_sources(
             message_id=message_id, mapping_store=adapters.mapping_store
         )
     renderer = adapters.renderer
+    gate = gate_options(adapters=adapters)
     sample = sample_context_for(
         message_id=message_id, sources=sources, subject=subject, adapters=adapters
     )
@@ -127,6 +137,7 @@ def check_sources(
             subject_source=subject,
             contexts=[context],
             organization=organization,
+            gate=gate,
         )
         found += _missing_variable_findings(
             key=key, source=source, subject=subject, recent=recent or (), renderer=renderer
@@ -215,14 +226,23 @@ class DraftVerdict:
     def inherited_warnings(self) -> list[Finding]:
         return [f for f in warnings_of(self.findings) if _identity(f) in self.inherited]
 
+    @property
+    def notes(self) -> list[Finding]:
+        """Listed, never to confirm: partial client support, the spam score under the line."""
+        return [f for f in self.findings if f.severity == NOTE]
+
 
 def _published_sources(
     draft: TemplateDraft, sources: Mapping[str, str], *, adapters: Container
 ) -> dict[str, str]:
     if not draft.source:  # a subject-only draft renders the published files themselves
         return dict(sources)
-    current = adapters.template_store.read_template(draft.key)
-    return {draft.key: current} if current is not None else {}
+    current = adapters.template_store.read_object(draft.key)
+    if current is None:
+        return {}
+    return {
+        draft.key: written_source(current, key=draft.key, template_store=adapters.template_store)
+    }
 
 
 def _basis(message_id: str, sends: Sequence[RecentSend] | None, *, adapters: Container) -> str:

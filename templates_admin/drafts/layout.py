@@ -9,7 +9,12 @@ from django.core.exceptions import ValidationError
 
 from emailops.aws.s3 import INTERNAL_PREFIX
 
-__all__ = ["draft_object_key", "history_object_key", "validate_template_key"]
+__all__ = [
+    "draft_object_key",
+    "history_object_key",
+    "history_source_key",
+    "validate_template_key",
+]
 
 _FILE = r"[A-Za-z0-9][A-Za-z0-9._-]*"
 _PUBLISHED_KEY = re.compile(rf"^(?:default|custom/O\d+)/{_FILE}$")
@@ -26,6 +31,12 @@ def validate_template_key(key: str) -> None:
 def history_object_key(key: str, version_id: str) -> str:
     """The exact bytes of one published version of ``key``."""
     return f"{INTERNAL_PREFIX}history/{key}/{version_id}"
+
+
+def history_source_key(key: str, version_id: str) -> str:
+    """The template's own source for a version published as bytes compiled from it (MJML, or
+    HTML whose CSS was inlined at publish): what a new draft and the history's diffs show."""
+    return f"{history_object_key(key, version_id)}.source"
 
 
 def draft_object_key(draft_id: int, key: str) -> str:

@@ -22,6 +22,7 @@ from emailops.core.contract import organization_id_of
 from emailops.core.errors import EmailOpsError
 from emailops.core.ports import TemplateMapping, custom_template_key, default_template_key
 from emailops.core.template_findings import organization_of_key
+from emailops.core.template_source import TemplateSourceError, publishable
 from templates_admin.display import mask_context
 from templates_admin.drafts.samples import sample_context_for
 from templates_admin.mappings import selectors as mapping_selectors
@@ -321,8 +322,11 @@ def draft_preview(
     )
     published, orgs = _published_files(draft, mapping, store=adapters.template_store)
     drafted = dict(published)
-    if draft.source:
-        drafted[draft.key] = draft.source
+    if draft.source:  # as it would be published: MJML compiled (an error shows in the check)
+        try:
+            drafted[draft.key] = publishable(draft.key, draft.source)
+        except TemplateSourceError:
+            drafted[draft.key] = draft.source
     template_file = mapping.template_file if mapping else draft.key.rsplit("/", 1)[-1]
     published_subject = mapping.subject if mapping else None
     draft_subject = (draft.subject or published_subject) if mapping else None

@@ -27,7 +27,7 @@ from django.db import IntegrityError, transaction
 from emailops.aws.s3 import PublishedObject, S3TemplateStore
 from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
-from templates_admin.drafts.layout import history_object_key
+from templates_admin.drafts.layout import history_object_key, history_source_key
 from templates_admin.models import TemplateDraft, TemplateVersion
 
 __all__ = [
@@ -83,6 +83,9 @@ class FileChange:
     reason: str
     draft: TemplateDraft | None = None
     restored_from: str = ""
+    # the template's own source when ``data`` is compiled from it (MJML, CSS inlined): kept in
+    # the history beside the bytes that go out
+    source: bytes | None = None
 
     def audit_fields(self) -> dict[str, object]:
         """Who, why and how, as the version row records them."""
@@ -208,6 +211,8 @@ def _record_intent(
     version_id = uuid.uuid4().hex
     history_key = history_object_key(key, version_id)
     store.write_internal(history_key, change.data)  # unreferenced until the row commits
+    if change.source is not None:
+        store.write_internal(history_source_key(key, version_id), change.source)
     try:
         with transaction.atomic():
             parent = _parent_of(key, current)

@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from emailops.aws.s3 import PublishedObject, S3TemplateStore
 from emailops.core.line_endings import ENDING_NAMES, line_ending, lines, only_line_endings_differ
 from emailops.core.ports import TemplateMapping
-from templates_admin.drafts.layout import validate_template_key
+from templates_admin.drafts.layout import history_source_key, validate_template_key
 from templates_admin.models import TemplateDraft, TemplateVersion
 
 if TYPE_CHECKING:
@@ -68,12 +68,22 @@ def published_source(*, key: str, template_store: S3TemplateStore) -> tuple[str 
     return current.data.decode("utf-8"), current.version
 
 
+def written_source(current: PublishedObject, *, key: str, template_store: S3TemplateStore) -> str:
+    """What the published file ``current`` was written as: its MJML (or its HTML before CSS
+    inlining) when the console compiled it at publish, else its own bytes."""
+    written = template_store.read_internal(history_source_key(key, current.version))
+    return (written if written is not None else current.data).decode("utf-8")
+
+
 def version_source(*, key: str, version_id: str, template_store: S3TemplateStore) -> str:
-    """The exact source of one version: from the history, or the published file when it is that
-    version and has no history yet (a file the console never replaced). Raises VersionNotFound."""
+    """The exact source of one version: from the history (the MJML of a version compiled from
+    it), or the published file when it is that version and has no history yet (a file the
+    console never replaced). Raises VersionNotFound."""
     version = template_version_get(key=key, version_id=version_id)
     if version is not None:
-        data = template_store.read_internal(version.history_key)
+        data = template_store.read_internal(
+            history_source_key(key, version_id)
+        ) or template_store.read_internal(version.history_key)
         if data is not None:
             return data.decode("utf-8")
     else:

@@ -23,8 +23,13 @@ from emailops.core.errors import ConcurrentUpdate
 from emailops.core.events import EventLog
 from emailops.core.line_endings import with_line_endings_of
 from emailops.core.ports import TemplateMapping
+from emailops.core.template_source import publishable
 from templates_admin.drafts.check import draft_verdict
-from templates_admin.drafts.layout import draft_object_key, validate_template_key
+from templates_admin.drafts.layout import (
+    draft_object_key,
+    history_source_key,
+    validate_template_key,
+)
 from templates_admin.drafts.publishing import (
     DraftConflict,
     FileChange,
@@ -32,6 +37,7 @@ from templates_admin.drafts.publishing import (
     mark_published,
     publish_file,
 )
+from templates_admin.drafts.selectors import written_source
 from templates_admin.mappings import services as mapping_services
 from templates_admin.models import TemplateDraft, TemplateVersion
 
@@ -99,6 +105,8 @@ def draft_create(
         raise ValidationError(f"There is no mapping for messageId {message_id!r}.")
     current = adapters.template_store.read_object(key)
     published = current.data.decode("utf-8") if current else None
+    if current is not None:  # what the owner edits: the MJML, not the HTML compiled from it
+        published = written_source(current, key=key, template_store=adapters.template_store)
     if source is None:
         source = published or ""
     elif from_editor:
@@ -166,15 +174,18 @@ def draft_publish(
     mapping = _subject_preflight(draft, adapters)
     version = None
     if draft.source:
+        # MJML compiled, CSS inlined where the template asks: the consumers read HTML
+        out = publishable(draft.key, draft.source)
         version = publish_file(
             FileChange(
                 key=draft.key,
-                data=draft.source.encode("utf-8"),
+                data=out.encode("utf-8"),
                 base_version=draft.base_version,
                 kind=TemplateVersion.Kind.PUBLISH,
                 user=user,
                 reason=reason,
                 draft=draft,
+                source=draft.source.encode("utf-8") if out != draft.source else None,
             ),
             template_store=adapters.template_store,
         )
@@ -294,6 +305,7 @@ def template_rollback(
         FileChange(
             key=key,
             data=data,
+            source=template_store.read_internal(history_source_key(key, version_id)),
             base_version=None,
             kind=TemplateVersion.Kind.ROLLBACK,
             user=user,

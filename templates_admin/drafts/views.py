@@ -164,6 +164,8 @@ def _detail_page(
         "errors": verdict.errors,
         "warnings": verdict.new_warnings,
         "inherited_warnings": verdict.inherited_warnings,
+        "notes": verdict.notes,
+        "spam_scores": [f for f in verdict.findings if f.rule == "spam-score"],
         "publish_form": publish_form,
         "pickup_note": _pickup_note(request),
         "is_open": draft.is_open,

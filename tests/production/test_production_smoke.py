@@ -325,17 +325,12 @@ def stack(tmp_path_factory):
             for replica in range(1, replicas + 1):
                 own = dict(env)
                 ports = {8000: console_port}
-                if "CONSUMER_METRICS_PORT" in own and "consume_emails" in str(
-                    service.get("command")
-                ):
-                    ports[int(own["CONSUMER_METRICS_PORT"])] = free_port()
-                    own["CONSUMER_METRICS_PORT"] = str(ports[int(own["CONSUMER_METRICS_PORT"])])
-                argv = localize(
-                    command_argv(service.get("command") or image.cmd),
-                    ports=ports,
-                    tmp=tmp,
-                    data=data,
-                )
+                argv = command_argv(service.get("command") or image.cmd)
+                if "--metrics-port" in argv:  # each replica's own port on this machine
+                    at = argv.index("--metrics-port") + 1
+                    ports[int(argv[at])] = free_port()
+                    argv[at] = str(ports[int(argv[at])])
+                argv = localize(argv, ports=ports, tmp=tmp, data=data)
                 label = f"{name}-{replica}" if replicas > 1 else name
                 started.append(
                     start(

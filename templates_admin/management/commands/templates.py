@@ -6,6 +6,7 @@
     templates publish DRAFT_ID [--reason R] [--accept-warnings]   prints the new version
     templates history KEY                    versions, newest first, the version id first
     templates rollback KEY VERSION [--reason R]
+    templates lint PATH... [--org ORG] [--message-id ID] [--subject S] [--axe]   local files; exit 1 on errors
 
 Every action takes --json. KEY is an object key: default/welcome.html, custom/O367/welcome.html.
 --user names the console user the change is recorded for (default: the OS user, if such a console
@@ -78,6 +79,12 @@ class Command(ActionCommand):
         rollback.add_argument("key")
         rollback.add_argument("version")
         rollback.add_argument("--reason", default="")
+        lint = action("lint", "check local template files (HTML or MJML); exit 1 on errors")
+        lint.add_argument("paths", nargs="+", type=Path)
+        lint.add_argument("--org", default=None, help="check as this organization's copy")
+        lint.add_argument("--message-id", default="", help="the manifest entry to sample")
+        lint.add_argument("--subject", default=None, help="the subject to check with the body")
+        lint.add_argument("--axe", action="store_true", help="also run axe-core in chromium")
 
     @cached_property
     def adapters(self) -> Container:
@@ -151,21 +158,27 @@ class Command(ActionCommand):
         verdict = draft_verdict(draft=draft, adapters=self.adapters)
         findings, errors = verdict.findings, verdict.errors
         inherited = {id(f) for f in verdict.inherited_warnings}
-        lines = [
-            f"{f.severity:7}  {f.file}"
-            + (f" [O{f.organization}]" if f.organization else "")
-            + (f":{f.line}" if f.line else "")
-            + f"  {f.code}: {f.message}"
-            + ("  (the published version has it too)" if id(f) in inherited else "")
-            for f in findings
-        ]
+        lines = []
+        for f in findings:
+            lines.append(
+                f"{f.severity:7}  {f.file}"
+                + (f" [O{f.organization}]" if f.organization else "")
+                + (f":{f.line}" if f.line else "")
+                + f"  {f.rule}: {f.message}"
+                + ("  (the published version has it too)" if id(f) in inherited else "")
+            )
+            if f.element and f.severity != "note":
+                lines.append(f"         at {f.element}")
+            if f.fix and f.severity != "note":
+                lines.append(f"         fix: {f.fix}")
         lines.append(
             f"{len(errors)} error(s), {len(verdict.new_warnings)} new warning(s), "
             f"{len(inherited)} already published"
         )
         lines.append(verdict.basis)
         self.emit(
-            [{**asdict(f), "inherited": id(f) in inherited} for f in findings], "\n".join(lines)
+            [{"rule": f.rule, **asdict(f), "inherited": id(f) in inherited} for f in findings],
+            "\n".join(lines),
         )
         if errors:
             raise CommandError(f"the check found {len(errors)} error(s)", returncode=1)
@@ -211,3 +224,38 @@ class Command(ActionCommand):
             template_store=self.adapters.template_store,
         )
         self.emit(version_json(version), version.version_id)
+
+    def _lint(self, options) -> None:
+        from templates_admin.drafts.lint import finding_json, lint_files, lint_paths
+
+        files = lint_paths(options["paths"])
+        missing = [str(p) for p in files if not p.is_file()]
+        if missing:
+            raise CommandError(f"no such file: {', '.join(missing)}")
+        try:
+            found = lint_files(
+                files,
+                adapters=self.adapters,
+                organization=options["org"],
+                message_id=options["message_id"],
+                subject=options["subject"],
+                axe=options["axe"],
+            )
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read: {exc}") from exc
+        lines = []
+        for path, f in found:
+            where = f"{path}" + (f":{f.line}" if f.line else "")
+            lines.append(f"{f.severity:7}  {where}  {f.rule}: {f.message}")
+            if f.element and f.severity != "note":
+                lines.append(f"         at {f.element}")
+            if f.fix and f.severity != "note":
+                lines.append(f"         fix: {f.fix}")
+        errors = sum(1 for _, f in found if f.is_error)
+        lines.append(
+            f"{len(files)} file(s): {errors} error(s), "
+            f"{sum(1 for _, f in found if f.severity == 'warning')} warning(s)"
+        )
+        self.emit([finding_json(path, f) for path, f in found], "\n".join(lines))
+        if errors:
+            raise CommandError(f"the lint found {errors} error(s)", returncode=1)

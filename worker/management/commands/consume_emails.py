@@ -35,7 +35,7 @@ class Command(QueueCommand):
             type=int,
             default=None,
             metavar="P",
-            help="serve Prometheus metrics on this port (default CONSUMER_METRICS_PORT; 0 = off)",
+            help="serve Prometheus metrics on this port (default: off)",
         )
         parser.add_argument(
             "--allow-no-dead-letter-queue",
