@@ -171,6 +171,7 @@ def create_admin_args(password: str) -> list[str]:
         "--email",
         "admin@example.com",  # a deliverable-looking address: .local recipients are refused
         f"--password={password}",
+        "--reset-password",  # each start prints the password it set: an existing admin's too
     ]
 
 
