@@ -8,6 +8,7 @@ Redis under a key of the test's own."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from html import unescape
@@ -129,6 +130,9 @@ def test_every_console_role_sees_the_charts_data(counters, client, make_user, gr
     assert "30 hard bounces, 1 complaint " in " ".join(page.split())
     can_pause = group in ("Support leads", None)
     assert ('id="reputation-pause-form"' in page) is can_pause
+    # The Pause and Emergency stop forms each have their own ids (both had id_action, id_reason).
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
 
 
 def test_staff_without_a_console_role_gets_the_plain_index(counters, client, make_user):
