@@ -364,3 +364,70 @@ def test_record_unsubscribe_without_a_stats_table_counts_nothing(aws, settings):
     settings.STATS_TABLE = ""
     container.reset()
     assert record_unsubscribe("dataset-activity", stats=container.current().stats) is False
+
+
+def test_a_low_volume_state_is_explained_and_sends_without_an_organization_are_not_nothing(
+    aws, reputation_key, client, make_user
+):
+    """At 33 % bounces the headline said "state low_volume", unexplained; "Worst organizations"
+    said "Nothing sent in the window" after 10 sends without an organization."""
+    stats = container.current().stats
+    counts = {"sent": 10, "delivered": 6, "bounced_permanent": 3, "complained": 3}
+    stats.add(message_id="welcome", organization=None, hour=hour(0), counts=counts)
+    stats.flush()
+    client.force_login(make_user("Support"))
+
+    page = " ".join(text(client.get(INDEX)).split())
+
+    assert 'state <strong id="reputation-state">low_volume</strong>: ' in page
+    assert "too few sends to judge: fewer than 200 delivered or bounced in the last 24 h" in page
+    assert "the guard neither warns nor pauses" in page
+    assert "None of the 10 sends of the last 24 h named an organization." in page
+
+
+def test_an_act_says_what_the_guard_did(counters, client, make_user):
+    lead = make_user("Support leads")
+    client.force_login(lead)
+    page = " ".join(text(client.get(INDEX)).split())
+    assert (
+        "Act: organization 367</strong> — bounce rate 12.0 %, complaint rate 0.5 %: the guard "
+        "pauses bulk mail and slows normal mail at its next check (within 5 minutes)." in page
+    )
+    assert "not one messageId." in page  # the guard judges the account and organizations
+
+    client.post(
+        PAUSE, {"action": "set", "priority": "bulk", "organization": "367", "reason": "bad list"}
+    )
+    page = " ".join(text(client.get(INDEX)).split())
+    assert "complaint rate 0.5 %: bulk mail is paused and normal mail slowed (below)." in page
+
+
+def test_the_charts_show_the_last_day_or_the_week(counters, client, make_user):
+    client.force_login(make_user("Support"))
+
+    week = client.get(INDEX)
+    day = client.get(INDEX + "?range=24h")
+
+    assert len(week.context["dashboard"]["charts"]["hours"]) == 7 * 24
+    assert 'href="?range=24h"' in text(week) and "<strong>last 7 days</strong>" in text(week)
+    charts = day.context["dashboard"]["charts"]
+    assert len(charts["hours"]) == 24 and charts["hours"][-1] == hour(0)
+    assert sum(charts["sends"]["sent"]) == 550  # both hours are within the day
+    assert "<strong>last 24 h</strong>" in text(day)
+
+
+def test_the_quota_chart_is_titled_by_the_quota_the_rate_and_an_over_quota_state():
+    from templates_admin.dashboard.words import quota_words
+
+    quota = {"max_24_hour_send": 200.0, "sent_last_24_hours": 268.0, "max_send_rate": 1.0}
+    over = quota_words({**quota, "remaining": 0.0}, 50.0)
+    assert over == {
+        "title": "SES 24-hour sending quota — over quota: 268 sent of 200 allowed; sending at up "
+        "to 50/s (SES_MAX_SEND_RATE; SES allows 1/s)",
+        "over": True,
+    }
+    under = quota_words({**quota, "sent_last_24_hours": 20.0, "remaining": 180.0}, None)
+    assert under["title"] == (
+        "SES 24-hour sending quota — 20 of 200 sent, 180 left; sending at up to 1/s (SES's rate)"
+    )
+    assert not under["over"]
