@@ -431,3 +431,34 @@ def test_the_quota_chart_is_titled_by_the_quota_the_rate_and_an_over_quota_state
         "SES 24-hour sending quota — 20 of 200 sent, 180 left; sending at up to 1/s (SES's rate)"
     )
     assert not under["over"]
+
+
+def test_the_stop_banner_and_the_pauses_write_their_time_as_every_page_does(
+    counters, client, make_user
+):
+    """The stop banner and the pauses showed raw ISO ("2026-12-08T01:02:03Z")."""
+    client.force_login(make_user("Support leads"))
+    client.post(
+        PAUSE, {"action": "set", "priority": "bulk", "organization": "", "reason": "bad list"}
+    )
+    client.post(
+        "/admin/templates_admin/operationspage/send-stop/", {"action": "set", "reason": "x"}
+    )
+
+    page = text(client.get(INDEX))
+
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", page.split('id="ops-dashboard-data"')[0])
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert re.search(rf"Emergency stop: .* since {stamp} by ", page)
+    assert re.search(rf'<tr class="reputation-pause">.*<td>{stamp}</td><td>bad list</td>', page)
+
+
+def test_console_time_writes_every_kind_of_moment_one_way():
+    from datetime import UTC, datetime
+
+    from templates_admin.templatetags.console_time import console_time
+
+    moment = datetime(2026, 12, 8, 1, 2, 3, tzinfo=UTC)
+    for value in (moment, "2026-12-08T01:02:03Z", "2026-12-08T01:02:03+00:00", moment.timestamp()):
+        assert console_time(value) == "2026-12-08 01:02:03 UTC", value
+    assert console_time("") == "" and console_time("soon") == "soon"

@@ -5,7 +5,7 @@ per URL shape: ids and query values left out) and fails on what a newcomer trips
 - two elements with one id (a label then focuses another form's field: the dashboard's Pause and
   Emergency stop forms shared ``id_action``/``id_reason``);
 - a form control without a label (``<label for>``, a wrapping label, ``aria-label``, ``title``);
-- a raw ISO time in the page's text (the console writes "2026-12-08 01:02 UTC"; raw data in
+- a raw ISO time in the page's text (the console writes "2026-12-08 01:02:03 UTC"; raw data in
   ``<pre>``/``<code>`` is the stored value and may keep its form);
 - a link that leads to the "Not open to you" page;
 - a page without the console's navigation (the header and the breadcrumbs).
