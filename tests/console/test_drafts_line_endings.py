@@ -126,3 +126,15 @@ def test_templates_history_of_a_file_never_published_here_says_so(samples, capsy
     assert capsys.readouterr().out.strip() == (
         f"{KEY}: no version recorded (written outside the console)"
     )
+
+
+def test_the_original_row_shows_when_the_file_was_uploaded(samples, owner_client):
+    """The history's "original" row showed the publish's time, not the upload's."""
+    store = container.current().template_store
+    uploaded = store.client.head_object(Bucket=store.bucket, Key=KEY)["LastModified"]
+
+    edit_and_publish(owner_client, published_bytes().decode().replace("</p>", " (x)</p>", 1))
+
+    [new, original] = template_history(key=KEY)
+    assert original.kind == "original" and original.at == uploaded
+    assert new.at > original.at
