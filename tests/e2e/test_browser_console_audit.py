@@ -8,7 +8,8 @@ per URL shape: ids and query values left out) and fails on what a newcomer trips
 - a raw ISO time in the page's text (the console writes "2026-12-08 01:02:03 UTC"; raw data in
   ``<pre>``/``<code>`` is the stored value and may keep its form);
 - a link that leads to the "Not open to you" page;
-- a page without the console's navigation (the header and the breadcrumbs).
+- a page without the console's navigation (the header and the breadcrumbs);
+- a toolbar button covered by another element (a row's buttons wrapped into the heading).
 """
 
 from __future__ import annotations
@@ -54,11 +55,18 @@ INSPECT = r"""() => {
     if (node.parentElement.closest('pre, code, textarea, script, style, template')) continue;
     if (pattern.test(node.nodeValue)) iso.push(node.nodeValue.trim().slice(0, 100));
   }
+  const covered = [];  // a toolbar button under another element (wrapped into the heading)
+  for (const a of document.querySelectorAll('.object-tools a')) {
+    const box = a.getBoundingClientRect();
+    if (!box.width) continue;
+    const top = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    if (top && !a.contains(top) && !top.contains(a)) covered.push(a.innerText.trim().slice(0, 40));
+  }
   const links = [...document.querySelectorAll('a[href]')].map((a) => ({
     href: a.href, text: a.innerText.trim().slice(0, 60), id: a.id,
   }));
   return {
-    duplicates, unlabelled, iso, links,
+    duplicates, unlabelled, iso, links, covered,
     header: !!document.querySelector('#header #site-name'),
     breadcrumbs: !!document.querySelector('.breadcrumbs'),
     refused: !!document.querySelector('#console-refused'),
@@ -67,12 +75,15 @@ INSPECT = r"""() => {
 
 
 @pytest.fixture
-def console(aws):
+def console(aws, settings, redis_key):
     """Something on every page: sample templates and mappings, a bounced row, a row that
-    recorded its template version, a dead letter seen by beat."""
+    recorded its template version, a dead letter seen by beat, a pause and the emergency stop
+    (their times are on every page's banner and the dashboard)."""
     from datetime import UTC, datetime
 
+    from emailops import container
     from monitoring.models import OpsReading
+    from templates_admin.reputation import services
 
     aws.load_samples()
     put_rows(
@@ -90,6 +101,13 @@ def console(aws):
         ],
     )
     OpsReading.objects.create(name="dlq_depth", value={"depth": 1}, at=datetime.now(UTC))
+    settings.SES_RATE_REDIS_KEY = redis_key  # the pauses and the stop: this test's own
+    container.reset()
+    state = container.current().reputation_state
+    services.pause_set(
+        reputation_state=state, priority="bulk", organization=None, reason="walk", user=None
+    )
+    services.send_stop_set(reputation_state=state, reason="walk", user=None, actor="walker")
 
 
 def shape(url: str) -> str:
@@ -147,6 +165,8 @@ def walk(page, base: str, who: str) -> tuple[list[str], int]:
             findings.append(f"{who} {here}: duplicate ids {found['duplicates']}")
         if found["unlabelled"]:
             findings.append(f"{who} {here}: controls without a label {found['unlabelled']}")
+        if found["covered"]:
+            findings.append(f"{who} {here}: buttons covered by another element {found['covered']}")
         if found["iso"]:
             findings.append(f"{who} {here}: raw ISO times {found['iso'][:3]}")
         if not found["header"] or not (found["breadcrumbs"] or urlsplit(url).path == "/admin/"):
@@ -170,7 +190,7 @@ def signed_in(browser, base: str, user, static: dict):
 
     client = Client()
     client.force_login(user, backend="django.contrib.auth.backends.ModelBackend")
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport={"width": 1024, "height": 768})
     context.add_cookies(
         [{"name": "sessionid", "value": client.cookies["sessionid"].value, "url": base}]
     )
