@@ -5,6 +5,7 @@ A setting missing or malformed, or a database not made yet, stops any command in
 leads with what to do (``refusal``), never a traceback: ``--traceback`` still shows one."""
 
 import os
+import re
 import sys
 
 SOURCE_FIRST = "run `source .devstack.env` first (`make run` writes it)"
@@ -47,7 +48,7 @@ def _name(command: list[str]) -> str:
 
 def _first_sentence(exc: Exception) -> str:
     text = " ".join(str(exc).split())
-    return text.split(". ")[0].rstrip(".")
+    return re.split(r"(?<!e\.g)(?<!i\.e)\. ", text)[0].rstrip(".")
 
 
 def refusal(command: list[str], exc: Exception) -> str:

@@ -57,7 +57,13 @@ def test_consume_emails_on_a_development_machine_without_aws_settings_names_the_
 
 
 @pytest.mark.django_db
-def test_a_setting_a_command_finds_missing_as_it_runs_ends_it_in_one_line(settings, capsys):
+def test_a_setting_a_command_finds_missing_as_it_runs_ends_it_in_one_line(
+    settings, capsys, monkeypatch
+):
+    import django
+
+    # Django is set up already: again would configure logging on pytest's captured stderr
+    monkeypatch.setattr(django, "setup", lambda *args, **kwargs: None)
     settings.EMAIL_SERVICE_QUEUE_URL = ""
     container.reset()
 
@@ -77,3 +83,18 @@ def test_a_database_not_made_yet_says_to_migrate():
     assert said.startswith("manage.py email_log: run `source .devstack.env` first")
     assert "run `manage.py migrate`" in said
     assert said.endswith("(the console's database: no such table: auth_user).")
+
+
+def test_a_malformed_value_keeps_its_example():
+    from django.core.exceptions import ImproperlyConfigured
+
+    said = manage.refusal(
+        ["consume_emails"],
+        ImproperlyConfigured(
+            "SES_MAX_SEND_RATE must be emails per second (e.g. 14 or 0.5), 0 for no limit"
+        ),
+    )
+    assert said.endswith(
+        "fix the setting (docs/configuration.md): SES_MAX_SEND_RATE must be emails per second "
+        "(e.g. 14 or 0.5), 0 for no limit."
+    )

@@ -20,12 +20,13 @@ __all__ = ["ActionCommand", "HumanCommand", "log_lines_hidden"]
 
 @contextlib.contextmanager
 def log_lines_hidden() -> Iterator[None]:
-    """The log's handlers show WARNING and above only, for the time being: the INFO events a
-    change logs (``webhooks.endpoint_enabled`` …) are for the log, not for the person at a shell."""
+    """The log's handlers show ERROR and above only, for the time being: the events a change
+    logs (``webhook.endpoint_enabled``, ``reputation.pause_lifted`` …) are for the log, not for
+    the person at a shell, who reads the command's own line."""
     handlers = [h for h in logging.getLogger().handlers if isinstance(h.formatter, LogfmtFormatter)]
     levels = [handler.level for handler in handlers]
     for handler in handlers:
-        handler.setLevel(max(handler.level, logging.WARNING))
+        handler.setLevel(max(handler.level, logging.ERROR))
     try:
         yield
     finally:
@@ -34,8 +35,8 @@ def log_lines_hidden() -> Iterator[None]:
 
 
 class HumanCommand(BaseCommand):
-    """A command whose output is read by a person: no INFO log lines among it (``-v 2`` shows
-    them)."""
+    """A command whose output is read by a person: no log lines below ERROR among it (``-v 2``
+    shows them)."""
 
     def execute(self, *args: Any, **options: Any) -> Any:
         if options.get("verbosity", 1) >= 2:
