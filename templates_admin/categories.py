@@ -38,12 +38,10 @@ def category_label(slug: str) -> str:
 def category_choices(*, current: str = "") -> list[tuple[str, str]]:
     """The choices of a mapping's Category select: uncategorised first, then each definition;
     ``current`` stays choosable even when no definition has it (it is what is stored)."""
-    labels = category_labels()
+    labels = {slug: f"{label} ({slug})" for slug, label in category_labels().items()}
     if current and current not in labels:
-        labels[current] = f"{current} (not defined in the console)"
-    return [("", UNCATEGORISED)] + [
-        (slug, f"{label} ({slug})") for slug, label in sorted(labels.items())
-    ]
+        labels[current] = f"{current} (not defined in the console)"  # the slug once, not twice
+    return [("", UNCATEGORISED), *sorted(labels.items())]
 
 
 def preference_store(adapters: Container) -> Any | None:

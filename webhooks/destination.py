@@ -17,7 +17,8 @@ def resolve(host: str, port: int) -> list[str]:
 
 def destination_check(url: str, *, allow_loopback: bool) -> list[str]:
     """The addresses to post to, or WebhookRefused (see ``check_destination``);
-    ``allow_loopback`` is WEBHOOK_ALLOW_LOOPBACK (plain http to this machine, for tests)."""
+    ``allow_loopback``: plain http to this machine, in development only (it follows
+    DJANGO_DEBUG; ``WebhooksConfig.allow_loopback``)."""
     return check_destination(
         url, resolve=resolve, allow_loopback=allow_loopback, require_https=not allow_loopback
     )

@@ -24,6 +24,23 @@ class QueueCommand(BaseCommand):
     requires_system_checks: list[str] = []
     concurrency_help = "records worked on at once"
 
+    verbosity = 1
+
+    def execute(self, *args, **options):
+        self.verbosity = options.get("verbosity", 1)
+        return super().execute(*args, **options)
+
+    def say(self, text: str) -> None:
+        """A line for the person watching (the stop signal taken, the run's totals): ``-v 0``
+        leaves it out (devstack's children: Ctrl-C there ends with devstack's one line)."""
+        if self.verbosity >= 1:
+            self.stderr.write(text)
+
+    def totals(self, text: str) -> None:
+        """The run's totals on stdout, unless ``-v 0``."""
+        if self.verbosity >= 1:
+            self.stdout.write(text)
+
     def add_arguments(self, parser) -> None:
         add_queue_arguments(parser)
         parser.add_argument(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import mimetypes
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from botocore.exceptions import BotoCoreError, ClientError
@@ -46,11 +47,19 @@ class PublishedObject:
     data: bytes
     version: str
     etag: str  # with its quotes, as S3 gives it (what If-Match takes)
+    modified: datetime | None = None  # S3's LastModified (PutObject's answer has none)
 
     @classmethod
     def from_response(cls, key: str, data: bytes, response: dict) -> PublishedObject:
         """The object a GetObject/HeadObject/PutObject answer describes."""
-        return cls(key, data, object_version(response), response.get("ETag", ""))
+        modified = response.get("LastModified")
+        return cls(
+            key,
+            data,
+            object_version(response),
+            response.get("ETag", ""),
+            modified if isinstance(modified, datetime) else None,
+        )
 
 
 class S3TemplateStore:

@@ -227,6 +227,9 @@ class SharedRateLimiter:
             self._rate = 0.0
             return 0.0
         gave_up = False  # once per send: under a lasting overload a send must still go
+        # Seconds slept for a slot: the store's round trip is not a wait (counted as one, every
+        # send at a rate was a "rate-limit wait" on the dashboard while rateLimitWaitSeconds was 0).
+        waited = 0.0
         while True:
             asked = self.clock()
             grant = self._call(
@@ -243,7 +246,7 @@ class SharedRateLimiter:
                 with self._lock:
                     self._paused_until = max(self._paused_until, self.clock() + grant.paused)
                 self._raise_if_paused(grant.paused)
-            self._sleep_until(deadline)
+            waited += self._sleep_until(deadline)
             if not grant.granted:
                 continue
             late = self.clock() - deadline
@@ -255,7 +258,6 @@ class SharedRateLimiter:
                     self._slots_given_up += 1
                 continue
             break
-        waited = self.clock() - start
         with self._lock:
             self._waited += waited
         return waited
@@ -301,10 +303,14 @@ class SharedRateLimiter:
 
     # --- internals -------------------------------------------------------------------------------
 
-    def _sleep_until(self, deadline: float) -> None:
-        """Sleep to ``deadline`` on this process's clock: one sleep, again only if woken early."""
-        while (left := deadline - self.clock()) > 0:
+    def _sleep_until(self, deadline: float) -> float:
+        """Sleep to ``deadline`` on this process's clock: one sleep, again only if woken early.
+        Returns the seconds slept (0 when the deadline had passed)."""
+        start = now = self.clock()
+        while (left := deadline - now) > 0:
             self.sleep(left)
+            now = self.clock()
+        return now - start
 
     def _share(self, store: BucketStore) -> int:
         """How many processes split the rate on ``store``: all of them on the shared one."""

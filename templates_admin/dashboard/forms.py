@@ -9,6 +9,12 @@ PRIORITIES = [("bulk", "bulk"), ("normal", "normal")]
 
 
 class PauseForm(forms.Form):
+    # Its own ids: the Emergency stop form beside it on the dashboard has an action and a reason too
+    # (a shared id_reason made its label focus the other form's field).
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("auto_id", "id_pause_%s")
+        super().__init__(*args, **kwargs)
+
     action = forms.ChoiceField(choices=[("set", "Pause"), ("lift", "Resume")])
     priority = forms.ChoiceField(choices=PRIORITIES)
     organization = forms.RegexField(
@@ -28,6 +34,10 @@ class PauseForm(forms.Form):
 
 class SendStopForm(forms.Form):
     """The emergency stop: every request journaled log-only, none sent, until it is lifted."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        kwargs.setdefault("auto_id", "id_stop_%s")
+        super().__init__(*args, **kwargs)
 
     action = forms.ChoiceField(choices=[("set", "Stop all sending"), ("lift", "Resume sending")])
     reason = forms.CharField(

@@ -25,6 +25,7 @@ from emailops.unsubscribes import UNSUBSCRIBED, category_of_counter
 from monitoring.checks import DLQ_DEPTH, HOUR_SEPARATOR
 from monitoring.models import OpsReading
 from templates_admin.categories import category_labels
+from templates_admin.dashboard import words
 from templates_admin.jobs.selectors import ops_readings
 from templates_admin.reputation import selectors as reputation
 
@@ -198,7 +199,14 @@ def _alerts(summary: dict[str, Any], ses: dict[str, Any]) -> list[dict[str, str]
     alerts = []
     account = summary.get("account") or {}
     if account.get("state") in ("warn", "act"):
-        alerts.append({"level": account["state"], "scope": "account", **_rate_text(account)})
+        alerts.append(
+            {
+                "level": account["state"],
+                "scope": "account",
+                "organization": None,
+                **_rate_text(account),
+            }
+        )
     for scope, key, entries in (
         ("organization", "organization", summary.get("organizations")),
         ("messageId", "message_id", summary.get("message_ids")),
@@ -209,6 +217,8 @@ def _alerts(summary: dict[str, Any], ses: dict[str, Any]) -> list[dict[str, str]
             if entry.get("state") in ("warn", "act"):
                 name = f"{scope} {entry.get(key, '')}"
                 alerts.append({"level": entry["state"], "scope": name, **_rate_text(entry)})
+                if scope == "organization":
+                    alerts[-1]["organization"] = str(entry.get(key, ""))
     if str(ses.get("enforcement_status", "")).upper() == "PROBATION":
         alerts.append(
             {"level": "warn", "scope": "account", "text": "SES has put the account on probation"}
@@ -237,18 +247,24 @@ def _quota(ses: dict[str, Any]) -> dict[str, Any]:
 
 
 def dashboard(
-    *, adapters: Container, admin_site_name: str = "admin", now: datetime | None = None
+    *,
+    adapters: Container,
+    admin_site_name: str = "admin",
+    now: datetime | None = None,
+    chart_hours: int | None = None,
 ) -> dict[str, Any]:
-    """Everything the front page shows: ``charts`` (JSON for the chart script), ``worst_*``
-    tables, ``alerts`` (the banner), ``pauses`` and ``slowdowns``, ``ses`` (SES's own view) and ``problems``."""
+    """Everything the front page shows: ``charts`` (JSON for the chart script) over
+    ``chart_hours`` (default OPS_DASHBOARD_DAYS), ``worst_*`` tables, ``alerts`` (the banner),
+    ``pauses`` and ``slowdowns``, ``ses`` (SES's own view) and ``problems``."""
     now = now or datetime.now(UTC)
     days = adapters.config.ops.dashboard_days
     window = adapters.config.reputation.window_hours
-    hours = hour_labels(now=now, hours=days * 24)
+    chart_hours = chart_hours or days * 24
+    hours = hour_labels(now=now, hours=chart_hours)
     problems: list[str] = []
 
     # One Query: the chart's days plus the rolling window before its first hour.
-    read_days = days + -(-window // 24)
+    read_days = -(-chart_hours // 24) + -(-window // 24)
     counted = _read(
         "counters",
         problems,
@@ -301,6 +317,7 @@ def dashboard(
         },
         "rates": _rolling_rates(hours, counts, window),
         "rate_window_hours": window,
+        "range_hours": chart_hours,
         "lines": {
             "review": SES_REVIEW,
             "pause": SES_PAUSE,
@@ -313,6 +330,15 @@ def dashboard(
     }
     account = summary.get("account") or {}
     rates = charts["rates"]
+    alerts = _alerts(summary, ses)
+    for alert in alerts:
+        if alert["level"] == "act":
+            alert["did"] = (
+                words.act_consequence(alert["organization"], paused)
+                if "organization" in alert
+                else "the guard pauses the account or an organization, not one messageId"
+            )
+    organizations = summary.get("organizations")
     unsubscribed = unsubscribes(counts, hours[-window:])
     return {
         "unsubscribes": unsubscribed,
@@ -330,7 +356,9 @@ def dashboard(
             "delivery_percent": rates["delivery"][-1],
             "dlq_now": dlq_now,
         },
-        "alerts": _alerts(summary, ses),
+        "state_text": words.state_words(account.get("state", ""), adapters.config.reputation),
+        "quota": words.quota_words(charts["quota"], adapters.config.sending.max_send_rate),
+        "alerts": alerts,
         "worst_message_ids": _worst(
             summary.get("message_ids"),
             key="message_id",
@@ -338,10 +366,17 @@ def dashboard(
             url=lambda name: _journal_url(admin_site_name, message_id=name, since=since),
         ),
         "worst_organizations": _worst(
-            summary.get("organizations"),
+            organizations,
             key="organization",
             limit=top,
             url=lambda name: _journal_url(admin_site_name, since=since),
+        ),
+        "range_days": days,
+        "worst_organizations_empty": (
+            f"None of the {account.get('sent', 0)} sends of the last {window} h named an "
+            "organization."
+            if account.get("sent")
+            else "Nothing sent in the window."
         ),
         "pauses": paused,
         "slowdowns": slowed,

@@ -36,7 +36,9 @@ def index_view(
         context = dict(extra_context or {})
         if request.user.has_perm(roles.VIEW_JOBS):
             context["dashboard"] = selectors.dashboard(
-                adapters=request.container, admin_site_name=admin_site.name
+                adapters=request.container,
+                admin_site_name=admin_site.name,
+                chart_hours=CHART_RANGES.get(request.GET.get("range", "")),
             )
             context["can_manage_pauses"] = request.user.has_perm(roles.MANAGE_REPUTATION)
             if context["can_manage_pauses"]:
@@ -45,6 +47,10 @@ def index_view(
         return django_index(request, extra_context=context)
 
     return strict_csp(index)
+
+
+# The charts' time range (``?range=``): the last day, or OPS_DASHBOARD_DAYS (the default).
+CHART_RANGES = {"24h": 24}
 
 
 @require_POST

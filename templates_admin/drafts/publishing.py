@@ -241,7 +241,7 @@ def _record_original(
     original_key = history_object_key(key, current.version)
     store.write_internal(original_key, current.data)
     latest = latest_published(key)
-    return TemplateVersion.objects.create(
+    original = TemplateVersion.objects.create(
         key=key,
         version_id=current.version,
         etag=current.etag,
@@ -252,6 +252,10 @@ def _record_original(
         history_key=original_key,
         content_sha256=content_digest(current.data),
     )
+    if current.modified is not None:  # when it was uploaded, not when it was replaced
+        original.at = current.modified
+        original.save(update_fields=["at"])
+    return original
 
 
 def _slot_taken(key: str, current: PublishedObject | None) -> DraftConflict:

@@ -4,17 +4,48 @@ through ``emit`` (JSON, or the text an operator reads)."""
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 from argparse import ArgumentParser
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from django.core.management.base import BaseCommand
 
-__all__ = ["ActionCommand"]
+from emailops.logging import LogfmtFormatter
+
+__all__ = ["ActionCommand", "HumanCommand", "log_lines_hidden"]
 
 
-class ActionCommand(BaseCommand):
+@contextlib.contextmanager
+def log_lines_hidden() -> Iterator[None]:
+    """The log's handlers show ERROR and above only, for the time being: the events a change
+    logs (``webhook.endpoint_enabled``, ``reputation.pause_lifted`` …) are for the log, not for
+    the person at a shell, who reads the command's own line."""
+    handlers = [h for h in logging.getLogger().handlers if isinstance(h.formatter, LogfmtFormatter)]
+    levels = [handler.level for handler in handlers]
+    for handler in handlers:
+        handler.setLevel(max(handler.level, logging.ERROR))
+    try:
+        yield
+    finally:
+        for handler, level in zip(handlers, levels, strict=True):
+            handler.setLevel(level)
+
+
+class HumanCommand(BaseCommand):
+    """A command whose output is read by a person: no log lines below ERROR among it (``-v 2``
+    shows them)."""
+
+    def execute(self, *args: Any, **options: Any) -> Any:
+        if options.get("verbosity", 1) >= 2:
+            return super().execute(*args, **options)
+        with log_lines_hidden():
+            return super().execute(*args, **options)
+
+
+class ActionCommand(HumanCommand):
     # The system checks import the URLconf (the console, the API): 0.4 s of every run of an
     # operator's command. `manage.py check` (CI, the deploy) runs them.
     requires_system_checks: list[str] = []

@@ -22,6 +22,18 @@ class EndpointForm(forms.Form):
         "a public (globally routable) address, never a private, shared, loopback or link-local "
         "one.",
     )
+    # In development (DJANGO_DEBUG on) the check lets plain http to this machine through.
+    LOOPBACK_HELP = (
+        "HTTPS, or in development (DJANGO_DEBUG on) also http to this machine, e.g. "
+        "http://127.0.0.1:9000/hook. Checked now and before every delivery: no private or "
+        "link-local address."
+    )
+
+    def __init__(self, *args: Any, allow_loopback: bool = False, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        if allow_loopback:
+            self.fields["url"].help_text = self.LOOPBACK_HELP
+
     description = forms.CharField(max_length=200, required=False)
     event_types = forms.MultipleChoiceField(
         label="Event types",

@@ -89,7 +89,9 @@ def index(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
 
 @console_view(roles.MANAGE_WEBHOOKS)
 def add(request: HttpRequest, *, admin_site: AdminSite) -> HttpResponse:
-    form = EndpointForm(request.POST or None)
+    form = EndpointForm(
+        request.POST or None, allow_loopback=request.container.config.webhooks.allow_loopback
+    )
     error = ""
     if request.method == "POST" and form.is_valid():
         added = attempt(

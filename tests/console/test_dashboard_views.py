@@ -8,6 +8,7 @@ Redis under a key of the test's own."""
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from datetime import UTC, datetime, timedelta
 from html import unescape
@@ -129,6 +130,9 @@ def test_every_console_role_sees_the_charts_data(counters, client, make_user, gr
     assert "30 hard bounces, 1 complaint " in " ".join(page.split())
     can_pause = group in ("Support leads", None)
     assert ('id="reputation-pause-form"' in page) is can_pause
+    # The Pause and Emergency stop forms each have their own ids (both had id_action, id_reason).
+    ids = re.findall(r'\sid="([^"]+)"', page)
+    assert sorted({i for i in ids if ids.count(i) > 1}) == []
 
 
 def test_staff_without_a_console_role_gets_the_plain_index(counters, client, make_user):
@@ -360,3 +364,101 @@ def test_record_unsubscribe_without_a_stats_table_counts_nothing(aws, settings):
     settings.STATS_TABLE = ""
     container.reset()
     assert record_unsubscribe("dataset-activity", stats=container.current().stats) is False
+
+
+def test_a_low_volume_state_is_explained_and_sends_without_an_organization_are_not_nothing(
+    aws, reputation_key, client, make_user
+):
+    """At 33 % bounces the headline said "state low_volume", unexplained; "Worst organizations"
+    said "Nothing sent in the window" after 10 sends without an organization."""
+    stats = container.current().stats
+    counts = {"sent": 10, "delivered": 6, "bounced_permanent": 3, "complained": 3}
+    stats.add(message_id="welcome", organization=None, hour=hour(0), counts=counts)
+    stats.flush()
+    client.force_login(make_user("Support"))
+
+    page = " ".join(text(client.get(INDEX)).split())
+
+    assert 'state <strong id="reputation-state">low_volume</strong>: ' in page
+    assert "too few sends to judge: fewer than 200 delivered or bounced in the last 24 h" in page
+    assert "the guard neither warns nor pauses" in page
+    assert "None of the 10 sends of the last 24 h named an organization." in page
+
+
+def test_an_act_says_what_the_guard_did(counters, client, make_user):
+    lead = make_user("Support leads")
+    client.force_login(lead)
+    page = " ".join(text(client.get(INDEX)).split())
+    assert (
+        "Act: organization 367</strong> — bounce rate 12.0 %, complaint rate 0.5 %: the guard "
+        "pauses bulk mail and slows normal mail at its next check (within 5 minutes)." in page
+    )
+    assert "not one messageId." in page  # the guard judges the account and organizations
+
+    client.post(
+        PAUSE, {"action": "set", "priority": "bulk", "organization": "367", "reason": "bad list"}
+    )
+    page = " ".join(text(client.get(INDEX)).split())
+    assert "complaint rate 0.5 %: bulk mail is paused and normal mail slowed (below)." in page
+
+
+def test_the_charts_show_the_last_day_or_the_week(counters, client, make_user):
+    client.force_login(make_user("Support"))
+
+    week = client.get(INDEX)
+    day = client.get(INDEX + "?range=24h")
+
+    assert len(week.context["dashboard"]["charts"]["hours"]) == 7 * 24
+    assert 'href="?range=24h"' in text(week) and "<strong>last 7 days</strong>" in text(week)
+    charts = day.context["dashboard"]["charts"]
+    assert len(charts["hours"]) == 24 and charts["hours"][-1] == hour(0)
+    assert sum(charts["sends"]["sent"]) == 550  # both hours are within the day
+    assert "<strong>last 24 h</strong>" in text(day)
+
+
+def test_the_quota_chart_is_titled_by_the_quota_the_rate_and_an_over_quota_state():
+    from templates_admin.dashboard.words import quota_words
+
+    quota = {"max_24_hour_send": 200.0, "sent_last_24_hours": 268.0, "max_send_rate": 1.0}
+    over = quota_words({**quota, "remaining": 0.0}, 50.0)
+    assert over == {
+        "title": "SES 24-hour sending quota — over quota: 268 sent of 200 allowed; sending at up "
+        "to 50/s (SES_MAX_SEND_RATE; SES allows 1/s)",
+        "over": True,
+    }
+    under = quota_words({**quota, "sent_last_24_hours": 20.0, "remaining": 180.0}, None)
+    assert under["title"] == (
+        "SES 24-hour sending quota — 20 of 200 sent, 180 left; sending at up to 1/s (SES's rate)"
+    )
+    assert not under["over"]
+
+
+def test_the_stop_banner_and_the_pauses_write_their_time_as_every_page_does(
+    counters, client, make_user
+):
+    """The stop banner and the pauses showed raw ISO ("2026-12-08T01:02:03Z")."""
+    client.force_login(make_user("Support leads"))
+    client.post(
+        PAUSE, {"action": "set", "priority": "bulk", "organization": "", "reason": "bad list"}
+    )
+    client.post(
+        "/admin/templates_admin/operationspage/send-stop/", {"action": "set", "reason": "x"}
+    )
+
+    page = text(client.get(INDEX))
+
+    assert not re.search(r"\d{4}-\d\d-\d\dT\d\d:\d\d", page.split('id="ops-dashboard-data"')[0])
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+    assert re.search(rf"Emergency stop: .* since {stamp} by ", page)
+    assert re.search(rf'<tr class="reputation-pause">.*<td>{stamp}</td><td>bad list</td>', page)
+
+
+def test_console_time_writes_every_kind_of_moment_one_way():
+    from datetime import UTC, datetime
+
+    from templates_admin.templatetags.console_time import console_time
+
+    moment = datetime(2026, 12, 8, 1, 2, 3, tzinfo=UTC)
+    for value in (moment, "2026-12-08T01:02:03Z", "2026-12-08T01:02:03+00:00", moment.timestamp()):
+        assert console_time(value) == "2026-12-08 01:02:03 UTC", value
+    assert console_time("") == "" and console_time("soon") == "soon"

@@ -111,3 +111,30 @@ def test_a_change_of_line_endings_alone_is_said_not_shown_as_a_rewrite(samples, 
     ]
     page = unescape(owner_client.get(f"{BASE}history/{KEY}/").content.decode())
     assert "only the line endings differ" in page
+
+
+def test_templates_history_of_an_unknown_key_says_so_and_fails(samples):
+    """`templates history default/nope.html` printed nothing and exited 0."""
+    from django.core.management.base import CommandError
+
+    with pytest.raises(CommandError, match=r"no template at default/nope\.html"):
+        call_command("templates", "history", "default/nope.html")
+
+
+def test_templates_history_of_a_file_never_published_here_says_so(samples, capsys):
+    call_command("templates", "history", KEY)
+    assert capsys.readouterr().out.strip() == (
+        f"{KEY}: no version recorded (written outside the console)"
+    )
+
+
+def test_the_original_row_shows_when_the_file_was_uploaded(samples, owner_client):
+    """The history's "original" row showed the publish's time, not the upload's."""
+    store = container.current().template_store
+    uploaded = store.client.head_object(Bucket=store.bucket, Key=KEY)["LastModified"]
+
+    edit_and_publish(owner_client, published_bytes().decode().replace("</p>", " (x)</p>", 1))
+
+    [new, original] = template_history(key=KEY)
+    assert original.kind == "original" and original.at == uploaded
+    assert new.at > original.at

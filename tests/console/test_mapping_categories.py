@@ -57,6 +57,11 @@ def test_the_choices_start_uncategorised_and_keep_an_undefined_stored_one(activi
     choices = category_choices(current="legacy")
     assert choices[0][0] == ""
     assert [slug for slug, _ in choices[1:]] == ["dataset-activity", "legacy"]
+    # each named once: it read "legacy (not defined in the console) (legacy)"
+    assert choices[1:] == [
+        ("dataset-activity", "Activity on datasets you follow (dataset-activity)"),
+        ("legacy", "legacy (not defined in the console)"),
+    ]
 
 
 def test_template_owners_define_categories_in_the_admin(owner_client):

@@ -224,6 +224,8 @@ def test_edit_saves_and_shows_the_change_in_the_history(owner_client, samples):
     assert "Saved dataset-publication-accepted (version 2)" in page
     history = page[page.index('id="history"') :]
     assert "Accepted: {{.datasetName}}" in history and "template-owners" in history
+    # When, with its zone, as every console page writes a time
+    assert re.search(r"<td>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC</td>", history), history[:600]
 
 
 @pytest.mark.parametrize(

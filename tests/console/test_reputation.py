@@ -271,6 +271,24 @@ def test_reputation_pause_and_resume_from_the_command_line(guard_env):
     assert [c.actor.startswith("cli:") for c in ReputationPauseChange.objects.all()] == [True] * 2
 
 
+def test_reputation_pause_prints_its_line_without_the_logs_warning(guard_env):
+    """`reputation resume` printed `ts=… level=warning … reputation.pause_lifted` before its line."""
+    from emailops.logging import LogfmtFormatter
+
+    [handler] = [
+        h for h in logging.getLogger().handlers if isinstance(h.formatter, LogfmtFormatter)
+    ]
+    stream, out = StringIO(), StringIO()
+    previous = handler.setStream(stream)
+    try:
+        call_command("reputation", "pause", "bulk", "--reason", "r", stdout=out)
+        call_command("reputation", "resume", "bulk", "--reason", "ok", stdout=out)
+    finally:
+        handler.setStream(previous)
+    assert out.getvalue().splitlines()[-1] == "bulk mail resumed (account)"
+    assert "reputation.pause" not in stream.getvalue(), stream.getvalue()
+
+
 def test_the_consumers_metrics_carry_the_guards_rates_and_pauses(guard_env, settings):
     from worker.stats import _reputation_metrics
 

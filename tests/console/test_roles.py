@@ -51,3 +51,24 @@ def test_create_console_user_refuses_an_unknown_group_and_creates_nobody():
     with pytest.raises(CommandError, match=r"no group 'Admins'.*Support"):
         call_command("create_console_user", "bob", "--group", "Admins")
     assert not get_user_model().objects.filter(username="bob").exists()
+
+
+@pytest.mark.django_db
+def test_create_console_user_again_keeps_the_password_unless_asked_to_reset_it():
+    ensure_console_groups()
+    call_command("create_console_user", "sam", "--group", "Support", "--password=first-pass-1")
+    out = io.StringIO()
+    call_command("create_console_user", "sam", "--group", "Support leads", stdout=out)
+
+    sam = get_user_model().objects.get(username="sam")
+    assert sam.check_password("first-pass-1")
+    assert out.getvalue().strip() == (
+        "updated sam (groups: Support, Support leads) password unchanged "
+        "(--reset-password sets a new one)"
+    )
+    with pytest.raises(CommandError, match="sam exists: add --reset-password"):
+        call_command("create_console_user", "sam", "--password=second-pass-2")
+    assert get_user_model().objects.get(username="sam").check_password("first-pass-1")
+
+    call_command("create_console_user", "sam", "--reset-password", "--password=third-pass-3")
+    assert get_user_model().objects.get(username="sam").check_password("third-pass-3")

@@ -256,6 +256,24 @@ def test_acquire_returns_the_seconds_waited_and_they_add_up(time_, shared):
     assert stats.effective_rate == 10 and stats.backend == "redis"
 
 
+def test_the_stores_round_trip_is_not_a_wait(time_, shared):
+    """Every send at a rate counted as a rate-limit wait (the dashboard's chart): the time from
+    asking the store to its answer was returned as waited, while nothing slept."""
+
+    class SlowReply(Flaky):
+        def reserve(self, **kwargs):
+            grant = super().reserve(**kwargs)
+            time_.now += 0.002  # Redis answers in 2 ms
+            return grant
+
+    limiter = make(time_, SlowReply(shared.inner), rate=1)
+    assert limiter.acquire() == 0  # the first slot is free: no sleep, no wait
+    time_.now += 5  # well after the next slot
+    assert limiter.acquire() == 0
+    assert limiter.acquire() > 0.5  # the next one did wait for its slot
+    assert limiter.stats().waited_seconds == pytest.approx(sum(time_.slept))
+
+
 def test_an_idle_bucket_does_not_save_up_a_burst(time_, shared):
     limiter = make(time_, shared, rate=10)
     limiter.acquire()

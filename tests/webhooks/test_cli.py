@@ -227,3 +227,32 @@ def test_a_host_that_does_not_resolve_is_refused(db, monkeypatch):
 def test_a_bad_producer_is_refused(loopback_webhooks, receiver, producer):
     with pytest.raises(CommandError, match=r"--producer must be queue or api:<token id>"):
         run("add", receiver.url, "--producer", producer)
+
+
+def test_enable_and_disable_print_the_message_without_a_log_line(loopback_webhooks, receiver):
+    """`webhooks enable` printed `ts=… level=info event=webhooks.endpoint_enabled …` before its
+    message: the log's console handler shows WARNING and above while a person's command runs."""
+    import logging
+
+    from emailops.logging import LogfmtFormatter
+
+    endpoint_id = run_json("add", receiver.url)["id"]
+    [handler] = [
+        h for h in logging.getLogger().handlers if isinstance(h.formatter, LogfmtFormatter)
+    ]
+    stream = StringIO()
+    previous = handler.setStream(stream)
+    try:
+        said = run("disable", str(endpoint_id), "--reason", "moving") + run(
+            "enable", str(endpoint_id)
+        )
+        logging.getLogger("webhooks").warning("after the command")  # the handler works again
+    finally:
+        handler.setStream(previous)
+
+    assert said.splitlines() == [
+        f"webhook endpoint #{endpoint_id} disabled: moving",
+        f"webhook endpoint #{endpoint_id} enabled (the failing mark is cleared)",
+    ]
+    assert "level=info" not in stream.getvalue()
+    assert "after the command" in stream.getvalue()

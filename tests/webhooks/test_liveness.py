@@ -162,3 +162,18 @@ def test_the_console_add_page_says_so_in_one_line(on, client, make_user):
     assert "no webhook worker seen on queue emailops-webhooks-liveness" in page
     tasks.webhook_heartbeat()
     assert 'id="webhooks-delivery-gap"' not in client.get(ADD_PAGE).content.decode()
+
+
+@pytest.mark.parametrize("development", [True, False])
+def test_the_url_help_says_what_the_check_accepts(settings, client, make_user, development):
+    """The help said "HTTPS … no loopback address" while development accepts http://127.0.0.1."""
+    from emailops import container
+
+    settings.WEBHOOK_ALLOW_LOOPBACK = development
+    container.reset()
+    client.force_login(make_user(superuser=True))
+
+    page = client.get(ADD_PAGE).content.decode()
+
+    assert ("also http to this machine, e.g. http://127.0.0.1:9000/hook" in page) is development
+    assert ("no private, loopback or link-local address" in page) is not development

@@ -151,10 +151,16 @@ def test_ctrl_c_stops_every_child_quietly_and_exits_0(tmp_path):
         # console, two consumers, the celery worker, the webhook worker and beat
         assert len(children) >= 6, children
         time.sleep(3)  # let the children finish starting: Ctrl-C comes at any time, usually later
+        before = len(stack.lines)
         os.killpg(stack.process.pid, signal.SIGINT)  # what the terminal does on Ctrl-C
         code = stack.process.wait(timeout=90)
         stack.reader.join(timeout=30)
     lines = stack.lines
+    # The README's promise: Ctrl-C ends with one line (no "signal 15: …" from each consumer).
+    assert "".join(lines[before:]).strip().splitlines() == [
+        "stopped: console, consumer, events consumer, celery worker, webhook worker, celery beat, "
+        "moto"
+    ], "".join(lines[before:])
     output = "".join(lines)
     assert code == 0, output
     assert "Traceback" not in output, output

@@ -15,11 +15,12 @@ import getpass
 import json
 
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from emailops import container
 from emailops.container import Container
 from emailops.core.errors import EmailOpsError
+from templates_admin.management.actions import HumanCommand
 from templates_admin.reputation import guard, selectors, services
 
 
@@ -27,7 +28,7 @@ def _percent(rate: float) -> str:
     return f"{rate * 100:.2f} %"
 
 
-class Command(BaseCommand):
+class Command(HumanCommand):
     help = "Show bounce and complaint rates and the reputation guard's pauses, or set/lift one."
 
     # The system checks import the URLconf (the console, the API): 0.4 s of every run of an

@@ -206,6 +206,13 @@ class Command(ActionCommand):
     def _history(self, options) -> None:
         validate_template_key(options["key"])
         versions = selectors.template_history(key=options["key"])
+        if not versions and self.adapters.template_store.head_object(options["key"]) is None:
+            raise CommandError(f"no template at {options['key']} (templates pull lists them)")
+        if not versions and not self.as_json:
+            self.stdout.write(
+                f"{options['key']}: no version recorded (written outside the console)"
+            )
+            return
         self.emit(
             [version_json(v) for v in versions],
             "\n".join(

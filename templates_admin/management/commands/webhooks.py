@@ -17,13 +17,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.utils import timezone
 
 from emailops import container
 from emailops.core.dedupe import API_NAMESPACE_PREFIX
 from emailops.core.errors import EmailOpsError
 from emailops.core.webhooks import EVENT_TYPES
+from templates_admin.management.actions import HumanCommand
 from webhooks import endpoints, liveness
 from webhooks.models import WebhookEndpoint
 
@@ -75,7 +76,7 @@ def _event_types(values: list[str]) -> list[str]:
     return types
 
 
-class Command(BaseCommand):
+class Command(HumanCommand):
     help = "Add, list, rotate the secret of, disable, enable and remove webhook endpoints."
 
     # As `templates`: the system checks import the URLconf (the console, the API).

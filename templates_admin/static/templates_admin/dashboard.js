@@ -135,11 +135,16 @@
     options: options({ scales: { x: common.scales.x, y: { beginAtZero: true } } }),
   });
   if (data.quota && data.quota.max_24_hour_send !== undefined) {
+    // Over the quota: the quota's share and what went past it, in red (not a solid blue ring).
+    var quota = data.quota, over = quota.sent_last_24_hours - quota.max_24_hour_send;
+    var parts = over > 0
+      ? { labels: ["the 24-hour quota", "sent past the quota"],
+          data: [quota.max_24_hour_send, over], colors: [COLORS.sent, COLORS.pause] }
+      : { labels: ["sent in the last 24 h", "left of the 24-hour quota"],
+          data: [quota.sent_last_24_hours, quota.remaining], colors: [COLORS.sent, "#dddddd"] };
     draw("chart-quota", {
       type: "doughnut",
-      data: { labels: ["sent in the last 24 h", "headroom"], datasets: [{
-        data: [data.quota.sent_last_24_hours, data.quota.remaining],
-        backgroundColor: [COLORS.sent, "#dddddd"] }] },
+      data: { labels: parts.labels, datasets: [{ data: parts.data, backgroundColor: parts.colors }] },
       options: { animation: false, responsive: true, maintainAspectRatio: false,
         plugins: { legend: { position: "bottom" } } },
     });

@@ -49,7 +49,7 @@ class Command(QueueCommand):
             options["concurrency"], adapters.config.sending.consumer_concurrency
         )
         first = f"finishing in-flight records (up to {options['stop_timeout']:g} s), then stopping"
-        with stop_signals(self.stderr.write, first) as (stop, force):
+        with stop_signals(self.say, first) as (stop, force):
             consumer = build_consumer(
                 adapters=adapters,
                 concurrency=concurrency,
@@ -75,7 +75,7 @@ class Command(QueueCommand):
                 wait_time=options["wait_time"],
                 batch_size=options["batch_size"],
             )
-        self.stdout.write(
+        self.totals(
             f"received={stats.received} deleted={stats.deleted} sent={stats.sent} "
             f"retried={stats.retried} waiting={stats.waiting} "
             f"dead_lettered={stats.dead_lettered} healthy={consumer.health.healthy}"

@@ -18,12 +18,12 @@ class Command(QueueCommand):
         if concurrency is not None:
             concurrency = self.concurrency(concurrency, 1)
         first = "finishing the current batch, then stopping"
-        with stop_signals(self.stderr.write, first, interrupt_on_second=True) as (stop, _):
+        with stop_signals(self.say, first, interrupt_on_second=True) as (stop, _):
             consumer = build_events_consumer(adapters=container.current(), concurrency=concurrency)
             stats = consumer.run(
                 stop=stop, until_empty=until_empty, max_messages=max_messages, wait_time=wait_time
             )
-        self.stdout.write(
+        self.totals(
             f"received={stats.received} applied={stats.applied} duplicates={stats.duplicates} "
             f"stored={stats.stored} retried={stats.retried} dead_lettered={stats.dead_lettered} "
             f"healthy={consumer.health.healthy}"

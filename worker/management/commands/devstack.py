@@ -90,8 +90,9 @@ def stack_processes(
     celery = [sys.executable, "-m", "celery", "-A", "emailops"]
     return [
         ("console", [*manage, "runserver", f"127.0.0.1:{port}", "--noreload"], False),
-        ("consumer", [*manage, "consume_emails", "--wait-time", "5"], False),
-        ("events consumer", [*manage, "consume_ses_events", "--wait-time", "5"], False),
+        # -v 0: no "signal 15: …" or totals line at Ctrl-C, which ends with devstack's one line
+        ("consumer", [*manage, "consume_emails", "--wait-time", "5", "-v", "0"], False),
+        ("events consumer", [*manage, "consume_ses_events", "--wait-time", "5", "-v", "0"], False),
         ("celery worker", [*celery, "worker", "--loglevel", "INFO", "--concurrency", "2"], True),
         # Its own worker, as in production: a slow receiver never holds the console's jobs.
         (
@@ -171,6 +172,7 @@ def create_admin_args(password: str) -> list[str]:
         "--email",
         "admin@example.com",  # a deliverable-looking address: .local recipients are refused
         f"--password={password}",
+        "--reset-password",  # each start prints the password it set: an existing admin's too
     ]
 
 
