@@ -226,11 +226,6 @@ def test_every_page_as_each_role_has_unique_ids_labels_times_links_and_navigatio
     assert min(counts.values()) >= 5, counts  # the walk did walk
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 36 point 6 (branch `findable`): Support is offered a 'Template version' link "
-    "to a template history it cannot open; remove this mark when `findable` is merged",
-)
 def test_support_is_not_offered_a_template_version_it_cannot_open(
     console, login, make_user, live_server
 ):
