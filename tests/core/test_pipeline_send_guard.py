@@ -45,7 +45,7 @@ def test_a_counter_error_holds_every_recipient():
 
 
 def test_a_suppressed_recipient_is_not_counted():
-    stack, counters = guarded(global_cap=10)
+    stack, counters = guarded(global_cap=10, message_cap=10)  # caps under 10: a send a call
 
     class Suppressed:
         def suppression_reason(self, address):
