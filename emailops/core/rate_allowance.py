@@ -51,20 +51,34 @@ class RateAllowance:
     most: int = BLOCK_MOST
     _left: dict[str, int] = field(default_factory=dict, repr=False)
     _ends: dict[str, int] = field(default_factory=dict, repr=False)  # bucket -> its window's end
+    # Buckets whose row said "full" this window: refused with no call until the window ends (the
+    # row only goes down as a stopping process gives back; refusing is always within the cap).
+    _full: dict[str, int] = field(default_factory=dict, repr=False)
 
     def block(self, cap: int) -> int:
         return max(1, min(self.most, cap // 10))
 
-    def take(self, bucket: str, *, cap: int, window_end: int, expires_at: int) -> bool:
+    def take(self, bucket: str, *, cap: int, now: float, window_end: int, expires_at: int) -> bool:
         """One send of ``bucket``'s window: from the reserved block, else a new block. False
         when the shared row has no room left (the send is over the cap). Raises the counters'
-        EmailOpsError."""
+        EmailOpsError. Ended windows not yet settled are settled first (a process that never
+        calls ``settle``, the API's, holds nothing for long)."""
+        with self.lock:
+            stale = any(end <= now for end in self._ends.values()) or any(
+                end <= now for end in self._full.values()
+            )
+        if stale:
+            self.settle(now)
         with self.lock:
             if self._left.get(bucket, 0) > 0:
                 self._left[bucket] -= 1
                 return True
+            if bucket in self._full:
+                return False
         granted = self.counters.reserve(bucket, self.block(cap), cap=cap, expires_at=expires_at)
         if granted <= 0:
+            with self.lock:
+                self._full[bucket] = window_end
             return False
         with self.lock:
             self._left[bucket] = self._left.get(bucket, 0) + granted - 1
@@ -85,6 +99,8 @@ class RateAllowance:
             unspent = {b: self._left.pop(b, 0) for b in done}
             for bucket in done:
                 del self._ends[bucket]
+            for bucket in [b for b, end in self._full.items() if end <= now]:
+                del self._full[bucket]
         for bucket, n in unspent.items():
             if n <= 0:
                 continue

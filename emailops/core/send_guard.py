@@ -232,7 +232,11 @@ class Safeguard:
                 continue
             try:
                 allowed = self.allowance.take(
-                    bucket, cap=cap, window_end=start + RATE_WINDOW_SECONDS, expires_at=expires_at
+                    bucket,
+                    cap=cap,
+                    now=now,
+                    window_end=start + RATE_WINDOW_SECONDS,
+                    expires_at=expires_at,
                 )
             except EmailOpsError as exc:
                 for taken in counted:  # the global send taken: not spent
