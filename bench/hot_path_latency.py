@@ -141,11 +141,17 @@ def phase(
     *,
     drain: bool,
     profile: Path | None = None,
+    root: Path | None = None,
 ) -> dict:
     """One consumer: warm up, then ``args.seconds`` at ``args.rate``, measured."""
     stack.purge()
     env = {"SES_MAX_SEND_RATE": "0", **env}
-    if profile is None:
+    if root is not None:  # another checkout's consumer (--before), on the same stack
+        argv = [sys.executable, str(root / "manage.py"), "consume_emails"]
+        argv += stack.consumer_args(concurrency=concurrency)
+        env |= {"AWS_SDK_UA_APP_ID": name, "PYTHONPATH": str(root)}
+        consumer = stack.start_process(name, argv, env=env)
+    elif profile is None:
         consumer = stack.start_consumer(name, stack.consumer_args(concurrency=concurrency), env=env)
     else:  # every thread under cProfile (its overhead is in this run's CPU)
         argv = [sys.executable, str(Path(__file__).with_name("profiled_consumer.py"))]
@@ -235,6 +241,9 @@ def main() -> None:
     parser.add_argument("--binding-seconds", type=float, default=70)
     parser.add_argument("--binding-cap", type=int, default=120)
     parser.add_argument("--profile", type=int, default=0, help="top N of our consumer's profile")
+    parser.add_argument(
+        "--before", default="", help="another checkout (e.g. main's worktree) run the same way"
+    )
     parser.add_argument("--sort", default="tottime", help="pstats order: tottime, cumulative")
     args = parser.parse_args()
     sys.stdout.reconfigure(line_buffering=True)
@@ -253,7 +262,14 @@ def main() -> None:
         producer = Producer(stack)
         ours = phase(stack, proxy, producer, "ours", None, args, guard, drain=True)
         seq = phase(stack, proxy, producer, "seq", 1, args, guard, drain=False)
-        report(ours, seq, args)
+        report(ours, seq, args, "this checkout")
+        if args.before:
+            root = Path(args.before).resolve()
+            b_ours = phase(
+                stack, proxy, producer, "bours", None, args, guard, drain=True, root=root
+            )
+            b_seq = phase(stack, proxy, producer, "bseq", 1, args, guard, drain=False, root=root)
+            report(b_ours, b_seq, args, f"before: {root}")
         if args.profile:
             phase(stack, proxy, producer, "prof", None, args, guard, drain=True, profile=profile)
         capped = binding(stack, proxy, producer, args) if args.binding_seconds > 0 else None
@@ -273,7 +289,8 @@ def main() -> None:
         pstats.Stats(*parts).sort_stats(args.sort).print_stats(args.profile)
 
 
-def report(ours: dict, seq: dict, args: argparse.Namespace) -> None:
+def report(ours: dict, seq: dict, args: argparse.Namespace, which: str) -> None:
+    print(f"== {which}")
     print(
         f"hot path, send guard on: {args.rate:g} emails/s of one messageId for {args.seconds:g} s, "
         f"{args.latency_ms:g} ms injected on every AWS call, moto a process per service behind "
