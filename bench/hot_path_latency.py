@@ -33,16 +33,23 @@ import collections
 import json
 import os
 import pstats
-import statistics
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import moto_env  # noqa: F401  (the project on sys.path, moto credentials, never real AWS)
 
 from tests.support.aws_proxy import AwsProxy, Call, latency
-from tests.support.stack import MotoPerService, Stack, wait_until
+from tests.support.stack import (
+    ACCOUNT,
+    MANAGE,
+    ChildProcess,
+    MotoPerService,
+    Stack,
+    wait_until,
+)
 
 MESSAGE_ID = "added-to-team"
 RATE_TABLE = "email-rate-counter"
@@ -64,28 +71,31 @@ def cpu_seconds(pid: int) -> float:
 
 
 class Producer:
-    """Sends one request per SendMessage at ``rate`` a second; remembers when each was sent."""
+    """Sends one request per SendMessage at ``rate`` a second to each queue given, the same tick
+    for all (their order turned each tick); remembers when each was sent."""
 
     def __init__(self, stack: Stack) -> None:
         self.stack = stack
-        self.url = stack.direct(stack.queue_url)
         self.sent_at: dict[str, float] = {}
         self.count = 0
 
-    def run(self, prefix: str, rate: float, seconds: float) -> list[str]:
-        addresses = []
+    def run(self, queues: dict[str, str], rate: float, seconds: float, tag: str = "") -> dict:
+        """``queues``: name → URL as moto knows it. The addresses sent, per name."""
+        addresses: dict[str, list[str]] = {name: [] for name in queues}
+        order = list(queues)
         start = time.perf_counter()
-        n = int(rate * seconds)
-        for i in range(n):
+        for i in range(int(rate * seconds)):
             due = start + i / rate
             if (pause := due - time.perf_counter()) > 0:
                 time.sleep(pause)
             self.count += 1
-            address = f"{prefix}-{self.count}@example.com"
-            body = json.dumps(request(address, self.count))
-            self.sent_at[address] = time.time()
-            self.stack.sqs.send_message(QueueUrl=self.url, MessageBody=body)
-            addresses.append(address)
+            order = order[1:] + order[:1]
+            for name in order:
+                address = f"{name}{tag}-{self.count}@example.com"
+                body = json.dumps(request(address, self.count))
+                self.sent_at[address] = time.time()
+                self.stack.sqs.send_message(QueueUrl=queues[name], MessageBody=body)
+                addresses[name].append(address)
         return addresses
 
 
@@ -130,67 +140,90 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def phase(
+@dataclass
+class Entrant:
+    name: str
+    concurrency: int | None  # None: the defaults; 1: the sequential reference
+    root: Path | None = None  # another checkout's consumer (--before)
+    profile: Path | None = None  # every thread under cProfile (its overhead in its CPU)
+    queue: str = ""  # as moto knows it
+    consumer: ChildProcess | None = None
+
+
+def start(stack: Stack, entrant: Entrant, env: dict[str, str]) -> None:
+    """The entrant's consumer on a queue of its own, through the proxy."""
+    name = entrant.name
+    created = stack.sqs.create_queue(
+        QueueName=f"bench-hot-{name}", Attributes={"VisibilityTimeout": "60"}
+    )
+    entrant.queue = created["QueueUrl"]
+    env = {
+        "SES_MAX_SEND_RATE": "0",
+        **env,
+        "EMAIL_SERVICE_QUEUE_URL": f"{stack.endpoint}/{ACCOUNT}/bench-hot-{name}",
+        "AWS_SDK_UA_APP_ID": name,
+    }
+    flags = stack.consumer_args(concurrency=entrant.concurrency)
+    if entrant.root is not None:
+        argv = [sys.executable, str(entrant.root / "manage.py"), "consume_emails", *flags]
+        env["PYTHONPATH"] = str(entrant.root)
+    elif entrant.profile is not None:
+        argv = [sys.executable, str(Path(__file__).with_name("profiled_consumer.py"))]
+        argv += [str(entrant.profile), "consume_emails", *flags]
+    else:
+        argv = [*MANAGE, "consume_emails", *flags]
+    entrant.consumer = stack.start_process(name, argv, env=env)
+
+
+def side_by_side(
     stack: Stack,
     proxy: AwsProxy,
     producer: Producer,
-    name: str,
-    concurrency: int | None,
+    entrants: list[Entrant],
     args: argparse.Namespace,
     env: dict[str, str],
-    *,
-    drain: bool,
-    profile: Path | None = None,
-    root: Path | None = None,
-) -> dict:
-    """One consumer: warm up, then ``args.seconds`` at ``args.rate``, measured."""
-    stack.purge()
-    env = {"SES_MAX_SEND_RATE": "0", **env}
-    if root is not None:  # another checkout's consumer (--before), on the same stack
-        argv = [sys.executable, str(root / "manage.py"), "consume_emails"]
-        argv += stack.consumer_args(concurrency=concurrency)
-        env |= {"AWS_SDK_UA_APP_ID": name, "PYTHONPATH": str(root)}
-        consumer = stack.start_process(name, argv, env=env)
-    elif profile is None:
-        consumer = stack.start_consumer(name, stack.consumer_args(concurrency=concurrency), env=env)
-    else:  # every thread under cProfile (its overhead is in this run's CPU)
-        argv = [sys.executable, str(Path(__file__).with_name("profiled_consumer.py"))]
-        argv += [str(profile), "consume_emails", *stack.consumer_args(concurrency=concurrency)]
-        consumer = stack.start_process(name, argv, env={**env, "AWS_SDK_UA_APP_ID": name})
-    warm = producer.run(f"{name}-warm", args.rate, 3)
-    if not wait_until(
-        lambda: len(sends_of(proxy.records()).keys() & set(warm)) == len(warm), timeout=90
-    ):
-        raise SystemExit(f"{name}: warm-up not sent:\n{consumer.output()[-3000:]}")
-    if not drain:  # the sequential one: let it catch up with the warm-up before measuring
-        time.sleep(0.5)
-    cpu0, t0 = cpu_seconds(consumer.pid), time.time()
-    measured = producer.run(name, args.rate, args.seconds)
-    if drain:
-        wait_until(
-            lambda: len(sends_of(proxy.records()).keys() & set(measured)) == len(measured),
-            timeout=30,
-        )
-    cpu1, t1 = cpu_seconds(consumer.pid), time.time()
-    consumer.terminate(timeout=30)
-    calls = [c for c in proxy.records() if c.client == name and t0 <= c.at <= t1]
-    sends = {a: c for a, c in sends_of(calls).items()}
-    sent = [a for a in measured if a in sends]
-    latencies = [(sends[a].arrived - producer.sent_at[a]) * 1000 for a in sent]
-    per_email = max(1, len(sends))
-    owners = collections.Counter(owner(c) for c in calls)
-    return {
-        "name": name,
-        "sent": len(sent),
-        "enqueued": len(measured),
-        "p50": percentile(latencies, 0.5),
-        "p99": percentile(latencies, 0.99),
-        "mean": statistics.fmean(latencies) if latencies else float("nan"),
-        "cpu_ms": (cpu1 - cpu0) * 1000 / per_email,
-        "calls": {k: v / per_email for k, v in owners.items()},
-        "steady": sum(1 for c in calls if c.service in ("dynamodb", "ses")) / per_email,
-        "output": consumer.output(),
-    }
+) -> dict[str, dict]:
+    """Every entrant at once, each on its own queue, fed the same requests at the same ticks:
+    the machine's load, whatever it is, is the same for all. A warm-up, then the stretch."""
+    for entrant in entrants:
+        start(stack, entrant, env)
+    queues = {e.name: e.queue for e in entrants}
+    warm = producer.run(queues, args.rate, 3, tag="-warm")
+    every = {a for sent in warm.values() for a in sent}
+    if not wait_until(lambda: every <= sends_of(proxy.records()).keys(), timeout=180):
+        tails = "\n".join(e.consumer.output()[-1500:] for e in entrants if e.consumer)
+        raise SystemExit(f"warm-up not sent:\n{tails}")
+    cpu0 = {e.name: cpu_seconds(e.consumer.pid) for e in entrants if e.consumer}
+    t0 = time.time()
+    measured = producer.run(queues, args.rate, args.seconds)
+    keeping_up = {
+        a for e in entrants if e.concurrency != 1 for a in measured[e.name]
+    }  # the sequential one falls behind: not waited for
+    wait_until(lambda: keeping_up <= sends_of(proxy.records()).keys(), timeout=60)
+    cpu1 = {e.name: cpu_seconds(e.consumer.pid) for e in entrants if e.consumer}
+    t1 = time.time()
+    for entrant in entrants:
+        if entrant.consumer:
+            entrant.consumer.terminate(timeout=30)
+    records = proxy.records()
+    results = {}
+    for entrant in entrants:
+        name = entrant.name
+        calls = [c for c in records if c.client == name and t0 <= c.at <= t1]
+        sends = sends_of(calls)
+        sent = [a for a in measured[name] if a in sends]
+        latencies = [(sends[a].arrived - producer.sent_at[a]) * 1000 for a in sent]
+        per_email = max(1, len(sends))
+        results[name] = {
+            "sent": len(sent),
+            "enqueued": len(measured[name]),
+            "p50": percentile(latencies, 0.5),
+            "p99": percentile(latencies, 0.99),
+            "cpu_ms": (cpu1[name] - cpu0[name]) * 1000 / per_email,
+            "calls": {k: v / per_email for k, v in collections.Counter(map(owner, calls)).items()},
+            "steady": sum(1 for c in calls if c.service in ("dynamodb", "ses")) / per_email,
+        }
+    return results
 
 
 def binding(stack: Stack, proxy: AwsProxy, producer: Producer, args: argparse.Namespace) -> dict:
@@ -206,7 +239,8 @@ def binding(stack: Stack, proxy: AwsProxy, producer: Producer, args: argparse.Na
     consumers = [stack.start_consumer(n, stack.consumer_args(), env=env) for n in names]
     time.sleep(3)  # both up (their start-up is not what is measured)
     t0 = time.time()
-    measured = producer.run("cap", args.rate, args.binding_seconds)
+    measured = producer.run({"cap": stack.direct(stack.queue_url)}, args.rate, args.binding_seconds)
+    measured = measured["cap"]
     time.sleep(2)
     for consumer in consumers:
         consumer.terminate(timeout=30)
@@ -260,26 +294,24 @@ def main() -> None:
         stack = Stack(moto, endpoint=proxy.url, queue="bench-hot-path", visibility_timeout=60)
         proxy.add(latency(args.latency_ms / 1000))
         producer = Producer(stack)
-        ours = phase(stack, proxy, producer, "ours", None, args, guard, drain=True)
-        seq = phase(stack, proxy, producer, "seq", 1, args, guard, drain=False)
-        report(ours, seq, args, "this checkout")
+        entrants = [Entrant("ours", None), Entrant("seq", 1)]
         if args.before:
             root = Path(args.before).resolve()
-            b_ours = phase(
-                stack, proxy, producer, "bours", None, args, guard, drain=True, root=root
-            )
-            b_seq = phase(stack, proxy, producer, "bseq", 1, args, guard, drain=False, root=root)
-            report(b_ours, b_seq, args, f"before: {root}")
-        if args.profile:
-            phase(stack, proxy, producer, "prof", None, args, guard, drain=True, profile=profile)
+            entrants += [Entrant("bours", None, root=root), Entrant("bseq", 1, root=root)]
+        results = side_by_side(stack, proxy, producer, entrants, args, guard)
+        report(results, args)
         capped = binding(stack, proxy, producer, args) if args.binding_seconds > 0 else None
+        if capped:
+            report_binding(capped, args)
+        if args.profile:
+            side_by_side(
+                stack, proxy, producer, [Entrant("prof", None, profile=profile)], args, guard
+            )
     finally:
         if stack:
             stack.close()
         proxy.stop()
         moto.stop()
-    if capped:
-        report_binding(capped, args)
     parts = sorted(str(p) for p in profile.parent.glob(profile.name + ".*"))
     if args.profile and parts:
         print(
@@ -289,15 +321,24 @@ def main() -> None:
         pstats.Stats(*parts).sort_stats(args.sort).print_stats(args.profile)
 
 
-def report(ours: dict, seq: dict, args: argparse.Namespace, which: str) -> None:
-    print(f"== {which}")
+LABELS = {
+    "ours": "ours",
+    "seq": "sequential",
+    "bours": "before: ours",
+    "bseq": "before: seq",
+}
+
+
+def report(results: dict[str, dict], args: argparse.Namespace) -> None:
     print(
-        f"hot path, send guard on: {args.rate:g} emails/s of one messageId for {args.seconds:g} s, "
-        f"{args.latency_ms:g} ms injected on every AWS call, moto a process per service behind "
-        "the proxy; machine shared (2 cores, other work running): compare within this run"
+        f"hot path, send guard on: {args.rate:g} emails/s of one messageId to each consumer at "
+        f"once (its own queue) for {args.seconds:g} s, {args.latency_ms:g} ms injected on every "
+        "AWS call, moto a process per service behind the proxy; the machine is shared (2 cores, "
+        "other helpers' work running): compare within this run"
     )
     print("caps not binding (counted, far above the rate), loop detector on:")
-    print(f"{'':26}{'ours (defaults)':>17}{'sequential':>13}{'ratio':>8}   target")
+    names = list(results)
+    print(f"{'':26}" + "".join(f"{LABELS.get(n, n):>14}" for n in names) + "   ours/seq  target")
     rows = [
         ("enqueue→SES p50 ms", "p50", "<= 75"),
         ("enqueue→SES p99 ms", "p99", "<= 120"),
@@ -305,15 +346,18 @@ def report(ours: dict, seq: dict, args: argparse.Namespace, which: str) -> None:
         ("DynamoDB+SES calls/email", "steady", ""),
     ]
     for label, key, target in rows:
-        a, b = ours[key], seq[key]
-        print(f"  {label:24}{a:17.1f}{b:13.1f}{a / b:8.2f}   {target}")
-    print(
-        f"  sent/enqueued in the stretch: ours {ours['sent']}/{ours['enqueued']}, "
-        f"sequential {seq['sent']}/{seq['enqueued']} (it falls behind)"
-    )
+        cells = "".join(f"{results[n][key]:14.1f}" for n in names)
+        ratios = [f"{results[a][key] / results[b][key]:.2f}" for a, b in PAIRS if a in results]
+        print(f"  {label:24}{cells}   {' / '.join(ratios):9} {target}")
+    sent = ", ".join(f"{n} {r['sent']}/{r['enqueued']}" for n, r in results.items())
+    print(f"  sent/enqueued in the stretch: {sent} (the sequential ones fall behind)")
     print("  calls per email by owner:")
-    for key in sorted(ours["calls"].keys() | seq["calls"].keys()):
-        print(f"    {key:28}{ours['calls'].get(key, 0):8.2f}{seq['calls'].get(key, 0):8.2f}")
+    owners = sorted({k for r in results.values() for k in r["calls"]})
+    for key in owners:
+        print(f"    {key:26}" + "".join(f"{results[n]['calls'].get(key, 0):14.2f}" for n in names))
+
+
+PAIRS = (("ours", "seq"), ("bours", "bseq"))
 
 
 def report_binding(capped: dict, args: argparse.Namespace) -> None:
