@@ -153,8 +153,14 @@ class Entrant:
 def start(stack: Stack, entrant: Entrant, env: dict[str, str]) -> None:
     """The entrant's consumer on a queue of its own, through the proxy."""
     name = entrant.name
+    dlq = stack.sqs.create_queue(QueueName=f"bench-hot-{name}-dlq")["QueueUrl"]
+    arn = stack.sqs.get_queue_attributes(QueueUrl=dlq, AttributeNames=["QueueArn"])
+    redrive = json.dumps(
+        {"deadLetterTargetArn": arn["Attributes"]["QueueArn"], "maxReceiveCount": "5"}
+    )
     created = stack.sqs.create_queue(
-        QueueName=f"bench-hot-{name}", Attributes={"VisibilityTimeout": "60"}
+        QueueName=f"bench-hot-{name}",
+        Attributes={"VisibilityTimeout": "60", "RedrivePolicy": redrive},
     )
     entrant.queue = created["QueueUrl"]
     env = {
@@ -252,7 +258,7 @@ def binding(stack: Stack, proxy: AwsProxy, producer: Producer, args: argparse.Na
     rows = {}
     for start in sorted(windows):
         item = stack.item(RATE_TABLE, {"Bucket": f"msg#{MESSAGE_ID}#{start}"})
-        rows[start] = int((item or {}).get("Count", {"N": "0"})["N"])
+        rows[start] = int((item or {}).get("Count", 0))
     wait_until(lambda: stack.depth() >= len(measured) - len(per_address), timeout=30)
     queued = stack.depth()
     return {
