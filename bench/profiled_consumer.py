@@ -1,4 +1,4 @@
-"""``manage.py <command> ...`` with every thread under cProfile, for a benchmark's profile of a
+"""``manage.py <command> ...`` with every thread under cProfile (its own CPU time: waits are not in it), for a benchmark's profile of a
 consumer at steady state (cProfile alone sees only the main thread; a consumer's work is in its
 worker threads). Each thread's profile is written at exit to ``<out>.<n>``; merge them with
 ``pstats.Stats(*paths)``.
@@ -13,6 +13,7 @@ import cProfile
 import runpy
 import sys
 import threading
+import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -24,7 +25,7 @@ def main() -> None:
     lock = threading.Lock()
 
     def first_call(frame, event, arg) -> None:  # a new thread's first event: its own profiler
-        profile = cProfile.Profile()
+        profile = cProfile.Profile(time.thread_time)
         with lock:
             profiles.append(profile)
         sys.setprofile(None)
@@ -40,7 +41,7 @@ def main() -> None:
                 print(f"profile {n} not written: {exc}", file=sys.stderr)
 
     threading.setprofile(first_call)
-    main_profile = cProfile.Profile()
+    main_profile = cProfile.Profile(time.thread_time)
     profiles.append(main_profile)
     atexit.register(dump)
     sys.argv = [str(ROOT / "manage.py"), *args]
