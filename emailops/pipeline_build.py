@@ -1,7 +1,7 @@
 """The pipeline as the container assembles it (``Container.build_pipeline`` and ``composer``): the
 composer with or without caches, the send-policy chain (``send_policies``, the one place its order
-is written), the recipients' own pool and the policy walks' pool, and the pipeline's settings read from the typed config.
-Beside the container so that it stays the list of adapters."""
+is written), the recipients' own pool and the policy walks' pool, and the pipeline's settings read
+from the typed config. Beside the container so that it stays the list of adapters."""
 
 from __future__ import annotations
 
