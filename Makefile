@@ -30,6 +30,7 @@ CHAOS_SECONDS ?= 600
 
 bench: $(PY)  ## benchmarks: figures side by side, not pass/fail (several minutes)
 	$(PY) bench/consumer_concurrency.py
+	$(PY) bench/hot_path_latency.py
 	$(PY) bench/pipeline_cpu.py
 	$(PY) bench/suppression_check.py
 	$(PY) bench/consumer_rss_threads.py

@@ -89,6 +89,29 @@ def count_calls(calls: Counter) -> None:
         client.meta.events.register("before-call.*.*", count)
 
 
+class Timed:
+    """A send policy with its cost counted: asks, DynamoDB/SES calls, wall and CPU seconds."""
+
+    def __init__(self, policy, calls: Counter) -> None:
+        self.policy, self.stage, self.calls = policy, policy.stage, calls
+        self.asked = self.made = 0
+        self.wall = self.cpu = 0.0
+
+    def check(self, ask):
+        before, cpu, wall = sum(self.calls.values()), time.process_time(), time.perf_counter()
+        try:
+            return self.policy.check(ask)
+        finally:
+            self.asked += 1
+            self.made += sum(self.calls.values()) - before
+            self.cpu += time.process_time() - cpu
+            self.wall += time.perf_counter() - wall
+
+    def settle(self, now: float, *, everything: bool = False) -> None:
+        if hasattr(self.policy, "settle"):
+            self.policy.settle(now, everything=everything)
+
+
 def fake_pipeline() -> EmailPipeline:
     templates = {
         str(p.relative_to(SAMPLES / "templates")): p.read_text()
@@ -146,6 +169,8 @@ def main() -> None:
         proxy = ProxyProcess(moto.url)
         pipeline = aws_pipeline(stack, proxy.url)
         count_calls(calls)
+        timed = [Timed(policy, calls) for policy in pipeline.policies]
+        pipeline.policies = tuple(timed)
         # CPU time, not wall: waits on the socket are moto's time, not ours.
         profiler = cProfile.Profile(time.process_time) if args.profile else None
         if profiler:
@@ -165,6 +190,13 @@ def main() -> None:
     print(f"{'boto3, a connection per call':30}{direct[0]:9.3f}{direct[1]:9.3f}")
     per_email = ", ".join(f"{op} {n / args.aws_emails:.2f}" for op, n in sorted(calls.items()))
     print(f"  DynamoDB and SES calls per email with boto3: {per_email}")
+    print("  per send policy (boto3, kept connections; warm-up included): asked, per ask")
+    for t in timed:
+        n = max(1, t.asked)
+        print(
+            f"    {type(t.policy).__name__:18} {t.asked:5}  calls {t.made / n:4.2f}  "
+            f"wall {t.wall * 1000 / n:6.2f} ms  CPU {t.cpu * 1000 / n:6.3f} ms"
+        )
     if profiler:
         print(
             f"top {args.profile} by own time (boto3, kept connections; profiler overhead included):"

@@ -134,6 +134,7 @@ class SharedStateAdapters:
             hold_max_seconds=sending.rate_safeguard_hold_max_seconds,
             loop_limit=sending.loop_limit_per_hour,
             alert=_background_alert(url) if url else lambda text: None,
+            lock=threading.Lock(),  # the process's reserved sends, shared by its threads
         )
 
     def flush_stats(self) -> None:

@@ -1,7 +1,7 @@
 """The pipeline as the container assembles it (``Container.build_pipeline`` and ``composer``): the
 composer with or without caches, the send-policy chain (``send_policies``, the one place its order
-is written), the recipients' own pool, and the pipeline's settings read from the typed config.
-Beside the container so that it stays the list of adapters."""
+is written), the recipients' own pool and the policy walks' pool, and the pipeline's settings read
+from the typed config. Beside the container so that it stays the list of adapters."""
 
 from __future__ import annotations
 
@@ -136,6 +136,10 @@ def build_pipeline(
     if recipient_threads > 1:
         pool = ThreadPoolExecutor(recipient_threads, thread_name_prefix="recipient")
         extra["fan_out"] = _parallel(pool)
+        # A recipient's two independent policy walks side by side: leaf calls on a pool of
+        # their own (they wait on nothing), so neither pool can wait on itself.
+        checks = ThreadPoolExecutor(recipient_threads, thread_name_prefix="policy")
+        extra["alongside"] = _alongside(checks)
     policies = send_policies(
         gate=adapters.reputation_gate,
         slow_limiter=adapters.slow_rate_limiter,
@@ -160,6 +164,21 @@ def build_pipeline(
         outbox=adapters.webhook_outbox,
         **extra,
     )
+
+
+def _alongside(pool: ThreadPoolExecutor) -> Callable[[Callable, Callable], tuple]:
+    """The second on the pool, the first on the caller's thread; both answered (or raised)
+    before it returns, so nothing of a recipient runs on after its walk."""
+
+    def alongside(first: Callable, second: Callable) -> tuple:
+        later = pool.submit(second)
+        try:
+            answer = first()
+        finally:
+            other = later.result()
+        return answer, other
+
+    return alongside
 
 
 def _parallel(pool: ThreadPoolExecutor) -> Callable[[Callable, Sequence], list]:

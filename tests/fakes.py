@@ -370,6 +370,13 @@ class InMemoryRateCounters:
         self.counts[bucket] = self.counts.get(bucket, 0) + by
         return self.counts[bucket]
 
+    def reserve(self, bucket: str, n: int, *, cap: int, expires_at: int) -> int:
+        self._check()
+        granted = max(0, min(n, cap - self.counts.get(bucket, 0)))
+        if granted:
+            self.counts[bucket] = self.counts.get(bucket, 0) + granted
+        return granted
+
     def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int):
         from emailops.core.send_guard import LoopCount
 

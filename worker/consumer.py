@@ -153,7 +153,7 @@ class Consumer(Supervised):
         finally:
             self.deletes.close()
             self.keeper.close()
-            self.pipeline.flush_counters()
+            self.pipeline.flush_counters(stopping=True)
         return self.stats
 
     def _keep_leases(self, stop: threading.Event) -> None:

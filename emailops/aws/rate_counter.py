@@ -53,6 +53,37 @@ class DynamoRateCounters:
         )
         return int(answer["Attributes"]["Count"]["N"])
 
+    def reserve(self, bucket: str, n: int, *, cap: int, expires_at: int) -> int:
+        """Up to ``n`` sends of the window for this process (emailops.core.rate_allowance): one
+        ``ADD n`` granted only while the count stays at most ``cap``; refused, the row's count
+        (returned with the refusal) says how much room is left, and that much is asked for."""
+        want = min(n, cap)
+        for _ in range(4):  # the room shrinks as others take it: a few tries, then "full"
+            if want <= 0:
+                return 0
+            answer = conditional_call(
+                self.client,
+                self.table,
+                "update_item",
+                "reserve sends (rate safeguard)",
+                bucket,
+                Key={"Bucket": {"S": bucket}},
+                UpdateExpression="ADD #c :n SET ExpiresAt = if_not_exists(ExpiresAt, :exp)",
+                ConditionExpression="attribute_not_exists(#c) OR #c <= :room",
+                ExpressionAttributeNames={"#c": "Count"},
+                ExpressionAttributeValues={
+                    ":n": {"N": str(want)},
+                    ":room": {"N": str(cap - want)},
+                    ":exp": {"N": str(expires_at)},
+                },
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+            if not isinstance(answer, ClientError):
+                return want
+            count = answer.response.get("Item", {}).get("Count", {}).get("N")
+            want = min(n, cap - int(count)) if count is not None else want // 2
+        return 0
+
     def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int) -> LoopCount:
         answer = conditional_call(
             self.client,

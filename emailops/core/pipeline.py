@@ -13,20 +13,27 @@ not in it. The steps up to the send live here; the journal marks and the record'
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from email.utils import formataddr
+from typing import TypeVar
 
-from emailops.core.compose import Composer
+from emailops.core.compose import Composed, Composer
 from emailops.core.contract import EmailRequest, Recipient, parse_request
 from emailops.core.dedupe import dedupe_key, reserved_dedupe_id
 from emailops.core.erasure import Tombstones
 from emailops.core.errors import EmailOpsError, InvalidRequest
 from emailops.core.events import EventLog
 from emailops.core.paced_send import send_paced
-from emailops.core.personal_copy import UNSUBSCRIBE_URL, NoUnsubscribeLinks, personalised
+from emailops.core.personal_copy import (
+    UNSUBSCRIBE_URL,
+    Headers,
+    NoUnsubscribeLinks,
+    personalised,
+)
 from emailops.core.pipeline_model import (
     Action,
     HeldClaim,
@@ -48,7 +55,17 @@ from emailops.core.pipeline_settle import PipelineSettlement
 from emailops.core.ports import ClaimState, Journal, OutgoingEmail, Sender, SendRateLimiter, Stats
 from emailops.core.preferences import UnsubscribeLinks
 from emailops.core.retry import RetryState, backoff_seconds
-from emailops.core.send_policy import Ask, Kind, SendPolicy, Staged, Verdict, ask_each
+from emailops.core.send_policy import (
+    Alongside,
+    Ask,
+    Kind,
+    SendPolicy,
+    Staged,
+    Verdict,
+    ask_each,
+    both_verdicts,
+    in_turn,
+)
 from emailops.core.webhooks import NullOutbox, WebhookOutbox
 
 __all__ = [
@@ -62,6 +79,22 @@ __all__ = [
 ]
 
 logger = logging.getLogger("emailops.pipeline")
+
+Personal = tuple[Composed, Headers]  # the recipient's copy and its extra headers
+V = TypeVar("V")
+
+
+def _caught(fn: Callable[[], V]) -> Callable[[], tuple[V, EmailOpsError | None]]:
+    """``fn`` whose EmailOpsError is returned beside its (absent) answer, not raised: the other
+    walk's count can then be given back before the error goes on."""
+
+    def run() -> tuple[V, EmailOpsError | None]:
+        try:
+            return fn(), None
+        except EmailOpsError as exc:
+            return None, exc  # type: ignore[return-value]
+
+    return run
 
 
 @dataclass(eq=False, kw_only=True)
@@ -79,6 +112,8 @@ class EmailPipeline(PipelineSettlement):
     rate_limiter: SendRateLimiter = field(default_factory=Unpaced)  # the shared SES send rate
     stats: Stats = field(default_factory=NoStats)  # the reputation counters
     fan_out: Callable[[Callable[[T], R], Sequence[T]], list[R]] = sequential
+    # Two independent walks of one recipient side by side (its policies' stages), or in turn.
+    alongside: Alongside = in_turn
     clock: Callable[[], float] = time.time
     sleep: Callable[[float], None] = time.sleep
     # Delivery webhooks: told of each fact once its journal write succeeded (see _emit).
@@ -203,13 +238,7 @@ class EmailPipeline(PipelineSettlement):
             return _Result(_Kind.STOPPED, key, "consumer stopping")
         claim = self._claim(request, ask.name, key, ask.composed)
         try:
-            verdict = ask_each(staged.recipient, ask, record)
-            if verdict.kind is Kind.SEND:
-                personal, headers = personalised(
-                    self.composer, self.unsubscribe_links, request, recipient, ask.composed, log
-                )
-                # Last, before the claim as in Go: an admission counts the send it allows.
-                verdict = ask_each(staged.admission, ask, verdict)
+            verdict, (personal, headers) = self._ask(ask, record, staged)
             if verdict.kind is not Kind.SEND:
                 return self._not_sent(verdict, claim, request, log)
             claimed = self.journal.claim(claim)
@@ -262,6 +291,50 @@ class EmailPipeline(PipelineSettlement):
         if result.counted:
             self._count(request, log, sent=1, rate_waits=1 if waited > 0 else 0)
         return result
+
+    def _ask(self, ask: Ask, record: Verdict, staged: Staged) -> tuple[Verdict, Personal]:
+        """The recipient stage, then, its copy made, the admission stage (last before the claim
+        as in Go: an admission counts the send it allows). The two are independent questions,
+        so with both to ask they are asked side by side (``alongside``: the consumer's pool),
+        and the answer is the walk's: the recipient stage's refusal first, then the admission's;
+        an admission's count is given back (``undo``) when the recipient stage refused."""
+        copy = functools.partial(
+            personalised,
+            self.composer,
+            self.unsubscribe_links,
+            ask.request,
+            ask.recipient,
+            ask.composed,
+            ask.log,
+        )
+        if record.kind is not Kind.SEND or not (staged.recipient and staged.admission):
+            verdict = ask_each(staged.recipient, ask, record)
+            if verdict.kind is not Kind.SEND:
+                return verdict, (ask.composed, ())
+            personal = copy()
+            return ask_each(staged.admission, ask, verdict), personal
+
+        def admit() -> tuple[Verdict, Personal]:
+            personal = copy()
+            return ask_each(staged.admission, ask), personal
+
+        (first, failed), (then, then_failed) = self.alongside(
+            _caught(lambda: ask_each(staged.recipient, ask, record)), _caught(admit)
+        )
+        if failed is not None or first.kind is not Kind.SEND:
+            if then_failed is None and then[0].kind is Kind.SEND:
+                then[0].undo()
+            if failed is not None:
+                raise failed
+            return first, (ask.composed, ())
+        if then_failed is not None:
+            first.undo()
+            raise then_failed
+        verdict, personal = then
+        if verdict.kind is not Kind.SEND:
+            first.undo()  # as the walk does: a refusal gives back what the SENDs before it took
+            return verdict, personal
+        return both_verdicts(first, verdict), personal
 
     def _ready_to_send(self, key: str, attempt: int, held: HeldClaims, log: EventLog) -> None:
         """Never send on a claim that may have lapsed: waits (the rate, throttling) and a keeper

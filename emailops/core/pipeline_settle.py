@@ -25,7 +25,7 @@ from emailops.core.pipeline_model import Action, RecordOutcome, _Kind, _Result
 from emailops.core.ports import Claim
 from emailops.core.reputation import hour_of
 from emailops.core.retry import RetryPolicy, RetryState
-from emailops.core.send_policy import Kind, Verdict
+from emailops.core.send_policy import HoldsCounts, Kind, Verdict
 from emailops.core.webhooks import WebhookEvent, failed_event, not_delivered_event, sent_event
 
 __all__ = ["PipelineSettlement"]
@@ -105,9 +105,14 @@ class PipelineSettlement:
             log.error("accepted.unmarked", key=key, sesMessageId=provider_id)
         return replace(state, accepted=left)
 
-    def flush_counters(self) -> None:
-        """Write the reputation counts still buffered (a consumer calls this every second)."""
+    def flush_counters(self, *, stopping: bool = False) -> None:
+        """Write the reputation counts still buffered (a consumer calls this every second), and
+        give back the rate sends a policy reserved and left unspent in ended windows (all of
+        them when ``stopping``: another consumer may spend them)."""
         self.stats.flush()
+        for policy in self.policies:
+            if isinstance(policy, HoldsCounts):
+                policy.settle(self.clock(), everything=stopping)
 
     def _mark_accepted(
         self, key: str, provider_id: str, log: EventLog, *, request: EmailRequest | None = None

@@ -302,3 +302,7 @@ class SendGuard(Protocol):
     def refund(self, verdict: GuardVerdict, *, now: float) -> None:
         """An allowed recipient was not sent after all (a duplicate, another's claim)."""
         ...
+
+    def settle(self, now: float, *, everything: bool = False) -> None:
+        """Give back reserved sends left unspent (ended windows; ``everything``: all)."""
+        ...

@@ -22,7 +22,8 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field
 from enum import Enum
 from typing import NamedTuple, Protocol
 
@@ -30,6 +31,7 @@ from emailops.core.contract import address_key, masked_address
 from emailops.core.errors import EmailOpsError
 from emailops.core.events import EventLog
 from emailops.core.log_only import LogOnlyReason
+from emailops.core.rate_allowance import BLOCK_MOST, RateAllowance
 
 __all__ = [
     "LOOP_WINDOW_SECONDS",
@@ -88,6 +90,10 @@ class RateCounters(Protocol):
 
     def increment(self, bucket: str, *, expires_at: int, by: int = 1) -> int:
         """``ADD Count by`` (ExpiresAt set on the first count): the new count."""
+        ...
+
+    def reserve(self, bucket: str, n: int, *, cap: int, expires_at: int) -> int:
+        """Add up to ``n`` without taking the count over ``cap``: how many were added."""
         ...
 
     def note_copy(self, bucket: str, member: str, *, limit: int, expires_at: int) -> LoopCount:
@@ -173,6 +179,14 @@ class Safeguard:
     hold_max_seconds: int = 3600  # RATE_SAFEGUARD_HOLD_MAX_SECONDS
     loop_limit: int = 5  # LOOP_LIMIT_PER_HOUR; 0: no loop detector
     alert: Callable[[str], None] = lambda text: None
+    # Sends reserved in blocks (emailops.core.rate_allowance): ``lock`` guards this process's
+    # share when threads use one guard; ``block_most`` caps a block (1: a call per send).
+    lock: AbstractContextManager = field(default_factory=nullcontext)
+    block_most: int = BLOCK_MOST
+    allowance: RateAllowance = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.allowance = RateAllowance(counters=self.counters, lock=self.lock, most=self.block_most)
 
     def check(self, *, message_id: str, recipient: str, key: str, now: float) -> GuardVerdict:
         log = EventLog(logger, messageId=message_id, recipient=recipient, key=key)
@@ -187,10 +201,12 @@ class Safeguard:
         some recipients would count the ones already sent each time it came back, and a request
         with more recipients than the cap would never get past it."""
         for bucket in verdict.counted:
-            try:
-                self.counters.increment(bucket, expires_at=int(now) + RATE_WINDOW_SECONDS, by=-1)
-            except EmailOpsError as exc:  # the window ends soon anyway
-                EventLog(logger).warning("rate.refund_failed", bucket=bucket, error=exc.describe())
+            self.allowance.give_back(bucket)
+
+    def settle(self, now: float, *, everything: bool = False) -> None:
+        """Give back to the shared counters the reserved sends of ended windows left unspent
+        (``everything``: of the current window too, as the process stops)."""
+        self.allowance.settle(now, everything=everything)
 
     # --- the loop detector -------------------------------------------------------------------
 
@@ -252,8 +268,16 @@ class Safeguard:
             if cap <= 0:
                 continue
             try:
-                count = self.counters.increment(bucket, expires_at=expires_at)
+                allowed = self.allowance.take(
+                    bucket,
+                    cap=cap,
+                    now=now,
+                    window_end=start + RATE_WINDOW_SECONDS,
+                    expires_at=expires_at,
+                )
             except EmailOpsError as exc:
+                for taken in counted:  # the global send taken: not spent
+                    self.allowance.give_back(taken)
                 log.error(
                     "rate limit check failed; holding the request",
                     bucket=bucket,
@@ -263,12 +287,14 @@ class Safeguard:
                 return GuardVerdict(
                     Verdict.HOLD, until=until, detail=f"rate counter unavailable: {exc.describe()}"
                 )
-            counted.append(bucket)
-            if count > cap:
+            if not allowed:
+                for taken in counted:  # the global send taken: not spent on a held request
+                    self.allowance.give_back(taken)
                 counter = bucket.rsplit("#", 1)[0]
                 log.warning("rate limit exceeded", rateKey=counter, limitPerMinute=cap)
                 held = HeldRequestOf(message_id, recipient, key)
                 return self._over_cap(held, counter, cap, start, int(now), log)
+            counted.append(bucket)
         return GuardVerdict(Verdict.ALLOW, counted=tuple(counted)) if counted else ALLOW
 
     def _over_cap(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Protocol
+from typing import Protocol, TypeVar, runtime_checkable
 
 from emailops.core.compose import Composed
 from emailops.core.contract import EmailRequest, Recipient
@@ -21,7 +21,30 @@ from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import SendRateLimiter
 from emailops.core.retry import RetryState
 
-__all__ = ["SEND", "Ask", "Kind", "SendPolicy", "Stage", "Staged", "Verdict", "ask_each"]
+__all__ = [
+    "SEND",
+    "Alongside",
+    "Ask",
+    "HoldsCounts",
+    "Kind",
+    "SendPolicy",
+    "Stage",
+    "Staged",
+    "Verdict",
+    "ask_each",
+    "both_verdicts",
+    "in_turn",
+]
+
+A = TypeVar("A")
+B = TypeVar("B")
+# Two calls run side by side, both answered (the core has no threads: a pool is handed in).
+Alongside = Callable[[Callable[[], A], Callable[[], B]], tuple[A, B]]
+
+
+def in_turn(first: Callable[[], A], second: Callable[[], B]) -> tuple[A, B]:
+    """``Alongside`` with no pool: one after the other."""
+    return first(), second()
 
 
 class Stage(Enum):
@@ -100,6 +123,14 @@ class SendPolicy(Protocol):
         ...
 
 
+@runtime_checkable
+class HoldsCounts(Protocol):
+    """A policy holding counts of a shared budget it reserved ahead (the send guard's blocks):
+    the pipeline's ``flush_counters`` lets it give back what it did not spend."""
+
+    def settle(self, now: float, *, everything: bool = False) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class Staged:
     """A chain split by stage, each part in the chain's order."""
@@ -131,6 +162,11 @@ def ask_each(policies: Iterable[SendPolicy], ask: Ask, allowed: Verdict = SEND) 
         if verdict is not SEND:
             allowed = _both(allowed, verdict)
     return allowed
+
+
+def both_verdicts(first: Verdict, then: Verdict) -> Verdict:
+    """Two SENDs as one: both paces, both undos."""
+    return _both(first, then)
 
 
 def _both(first: Verdict, then: Verdict) -> Verdict:

@@ -15,7 +15,7 @@ from emailops.core.dedupe import dedupe_key
 from emailops.core.log_only import LogOnlyReason
 from emailops.core.pipeline import Action, EmailPipeline, PipelineSettings
 from emailops.core.ports import TemplateMapping
-from emailops.core.send_guard import OverCap, Safeguard, global_bucket
+from emailops.core.send_guard import OverCap, Safeguard, global_bucket, message_bucket
 from emailops.pipeline_build import send_policies
 
 START = 1_750_000_020  # 20 s into a one-minute window
@@ -67,9 +67,9 @@ def body(n: int, recipient: str = "") -> str:
     )
 
 
-def run(pipelines, clock, bodies, *, until: float) -> dict[int, int]:
+def run(pipelines, clock, bodies, *, until: float, after=lambda: None) -> dict[int, int]:
     """Deliver ``bodies`` to the consumers in turn, each record again when its WAIT ends, until
-    ``until``: the sends counted per window."""
+    ``until``: the sends counted per window. ``after`` runs after each record."""
     queue = [(clock.now, b) for b in bodies]
     sent_by_window: dict[int, int] = {}
     turn = 0
@@ -88,6 +88,9 @@ def run(pipelines, clock, bodies, *, until: float) -> dict[int, int]:
                 queue.append((outcome.wait_until, item[1]))
             else:
                 assert outcome.action is Action.DELETE, outcome
+            after()
+        for pipeline in pipelines:  # as each consumer does every second
+            pipeline.flush_counters()
         clock.now += 1
     assert not queue, f"still queued: {len(queue)}"
     return sent_by_window
@@ -103,8 +106,9 @@ def test_two_consumers_send_five_a_minute_and_hold_the_rest_for_later_windows(aw
     sent = run(consumers(stack, clock), clock, [body(n) for n in range(12)], until=START + 600)
     assert sent == {WINDOW: 5, WINDOW + 60: 5, WINDOW + 120: 2}
     assert len(aws.sent_emails()) == 12  # held, never dropped
-    # Every check is counted, as Go counts it: 12 in the first window, the 7 held in the next.
-    assert [count(stack, global_bucket(WINDOW + 60 * i)) for i in range(3)] == [12, 7, 2]
+    # The row shows the sends: a denial is not counted (Go's ADD 1 counts it), so it never
+    # goes over the cap by our writes.
+    assert [count(stack, global_bucket(WINDOW + 60 * i)) for i in range(3)] == [5, 5, 2]
     item = stack.client("dynamodb").get_item(
         TableName=TABLE, Key={"Bucket": {"S": global_bucket(WINDOW)}}
     )["Item"]
@@ -154,3 +158,57 @@ def test_a_loop_of_eight_sends_five_logs_three_and_alerts_once(aws, stack):
     # The address is never stored in clear in the counter table.
     scan = stack.client("dynamodb").scan(TableName=TABLE)["Items"]
     assert "pat@example.com" not in json.dumps(scan)
+
+
+def test_two_consumers_reserving_blocks_never_take_the_row_over_the_cap(aws, stack):
+    """A cap of 30: each consumer reserves 3 sends a call. The shared row is read after every
+    record: never over 30; once the consumers stop it shows exactly the sends of each window,
+    and every request went out once."""
+    clock = Clock()
+    pipelines = consumers(stack, clock, global_cap=0, message_cap=30)
+    rows: dict[str, int] = {}
+
+    def look() -> None:
+        window = int(clock.now) - int(clock.now) % 60
+        bucket = message_bucket("invite", window)
+        rows[bucket] = max(rows.get(bucket, 0), count(stack, bucket))
+
+    reservations = []
+
+    def counted(params, **_) -> None:
+        if params.get("Key", {}).get("Bucket", {}).get("S", "").startswith("msg#"):
+            reservations.append(params)
+
+    stack.client("dynamodb").meta.events.register(
+        "before-parameter-build.dynamodb.UpdateItem", counted
+    )
+    bodies = [body(n) for n in range(45)]
+    sent = run(pipelines, clock, bodies, until=START + 600, after=look)
+    for pipeline in pipelines:
+        pipeline.flush_counters(stopping=True)
+    assert sent == {WINDOW: 30, WINDOW + 60: 15}
+    assert max(rows.values()) == 30
+    assert {w: count(stack, message_bucket("invite", w)) for w in sent} == sent
+    addresses = [to for email in aws.sent_emails() for to in email.destinations["ToAddresses"]]
+    assert len(addresses) == 45 and len(set(addresses)) == 45  # none lost, none twice
+    assert len(reservations) < 45 / 2  # blocks of 3, not a call a send
+
+
+def test_the_go_consumers_add_one_on_the_same_row_stays_within_the_cap(aws, stack):
+    """Go counts each send with ADD 1 and sends while the new count is at most the cap; ours
+    and its sends together never pass the cap in a window."""
+    clock = Clock()
+    pipelines = consumers(stack, clock, global_cap=0, message_cap=20)
+    go = DynamoRateCounters(stack.client("dynamodb"), TABLE)
+    go_sent: dict[int, int] = {}
+
+    def go_sends() -> None:
+        window = int(clock.now) - int(clock.now) % 60
+        if go.increment(message_bucket("invite", window), expires_at=int(clock.now) + 120) <= 20:
+            go_sent[window] = go_sent.get(window, 0) + 1
+
+    sent = run(pipelines, clock, [body(n) for n in range(24)], until=START + 600, after=go_sends)
+    assert len(aws.sent_emails()) == 24
+    for window in sent.keys() | go_sent.keys():
+        assert sent.get(window, 0) + go_sent.get(window, 0) <= 20, window
+    assert sum(go_sent.values()) > 0

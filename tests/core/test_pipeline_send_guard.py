@@ -45,7 +45,7 @@ def test_a_counter_error_holds_every_recipient():
 
 
 def test_a_suppressed_recipient_is_not_counted():
-    stack, counters = guarded(global_cap=10)
+    stack, counters = guarded(global_cap=10, message_cap=10)  # caps under 10: a send a call
 
     class Suppressed:
         def suppression_reason(self, address):
@@ -71,3 +71,58 @@ def test_the_released_keys_travel_with_the_state():
     assert RetryState.from_json(state.to_json()).released == ("k1", "k2")
     assert "released" not in RetryState().to_json()
     assert RetryState.from_json(state.to_json()).redriven().released == ("k1", "k2")
+
+
+# --- the recipient's stages side by side (``alongside``, the consumer's pool) --------------------
+
+
+def backwards(first, second):
+    """An ``alongside`` that answers the admission first: the answer must not depend on it."""
+    then = second()
+    return first(), then
+
+
+def side_by_side(**caps) -> tuple[Stack, InMemoryRateCounters, Safeguard]:
+    stack, counters = Stack(), InMemoryRateCounters()
+    guard = Safeguard(counters=counters, loop_limit=0, **caps)
+    stack.use(send_guard=guard)
+    stack.pipeline.alongside = backwards
+    return stack, counters, guard
+
+
+def test_side_by_side_a_suppressed_recipient_gives_the_guards_count_back():
+    stack, counters, guard = side_by_side(global_cap=10, message_cap=10)
+
+    class Suppressed:
+        def suppression_reason(self, address):
+            return "hard bounce" if address == "a@example.com" else None
+
+    stack.use(suppressions=Suppressed())
+    outcome = stack.process(TWO)
+    assert (outcome.action, outcome.sent) == (Action.DELETE, 1)
+    assert stack.row(TWO, "a@example.com")["Status"] == "SUPPRESSED"
+    guard.settle(NOW, everything=True)
+    assert sum(counters.counts.values()) == 2  # b only: global and messageId
+
+
+def test_side_by_side_a_suppression_store_that_cannot_answer_retries_and_gives_back():
+    from emailops.core.errors import TransientError
+
+    stack, counters, guard = side_by_side(global_cap=10, message_cap=10)
+
+    class Down:
+        def suppression_reason(self, address):
+            raise TransientError("read suppression", key=address, reason="unreachable")
+
+    stack.use(suppressions=Down())
+    outcome = stack.process(TWO)
+    assert outcome.action is Action.RETRY and stack.sender.sent == []
+    guard.settle(NOW, everything=True)
+    assert sum(counters.counts.values()) == 0  # nothing sent, nothing counted
+
+
+def test_side_by_side_over_the_cap_still_holds_unclaimed():
+    stack, _, _ = side_by_side(global_cap=1)
+    outcome = stack.process(TWO)
+    assert (outcome.action, outcome.sent) == (Action.WAIT, 1)
+    assert stack.row(TWO, "b@example.com") is None

@@ -165,15 +165,18 @@ def test_unsubscribed_is_log_only_for_refusable_mail_only_read_under_the_journal
 
 def test_send_guard_check_holds_over_the_cap_undoes_its_count_and_passes_a_released_key():
     counters = InMemoryRateCounters()
-    policy = SendGuardCheck(Safeguard(counters=counters, global_cap=1, loop_limit=0))
+    guard = Safeguard(counters=counters, global_cap=1, message_cap=0, loop_limit=0)
+    policy = SendGuardCheck(guard)
     assert policy.stage is Stage.ADMISSION
     allowed = policy.check(ask(key="k1"))
-    assert allowed.kind is Kind.SEND and sum(counters.counts.values()) == 2
-    allowed.undo()  # the claim was not ours: the slot is given back
+    assert allowed.kind is Kind.SEND and sum(counters.counts.values()) == 1
+    allowed.undo()  # the claim was not ours: the slot is this process's to spend again
+    policy.settle(NOW, everything=True)  # a stopping consumer gives back what it holds
     assert sum(counters.counts.values()) == 0
     assert policy.check(ask(key="k2")).kind is Kind.SEND  # the cap's one slot, free again
     held = policy.check(ask(key="k3"))
     assert (held.kind, held.until) == (Kind.HOLD, NOW - NOW % 60 + 60)
+    assert sum(counters.counts.values()) == 1  # the row shows the send, never over the cap
     released = RetryState(released=("k4",))
     assert policy.check(ask(key="k4", state=released)) is SEND  # not even counted
 

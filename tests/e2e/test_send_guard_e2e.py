@@ -118,6 +118,16 @@ def journal_row(stack, body: dict) -> dict | None:
     return stack.item(stack.journal_table, {"Id": key_for(body, body["recipients"][0]["email"])})
 
 
+def held_on_queue(stack, expected: int) -> None:
+    """The queue's depth settles at ``expected`` and nothing is dead-lettered. SQS's counts are
+    approximate and a loaded machine can read a copy being refreshed or a batch delete still on
+    its way (off by one for a moment): waited for, within a bound, rather than read once."""
+    depths: list[int] = []
+    settled = wait_until(lambda: depths.append(stack.depth()) or depths[-1] == expected, timeout=20)
+    assert settled, f"queue depth {depths[-5:]}, expected {expected}"
+    assert stack.depth(stack.dlq_url) == 0
+
+
 @pytest.fixture(autouse=True)
 def empty_queue(e2e_stack):
     yield
@@ -131,18 +141,17 @@ def test_two_consumers_send_five_in_the_minute_and_hold_the_rest(e2e_stack, coun
     two_consumers(e2e_stack, env)
     assert window_start(time.time()) == window, "the run outlasted its window"
     assert sent_count(e2e_stack, "held") == 5
-    # Every check counted, as Go counts it: the five sent and the seven denied (one more when
-    # SQS delivered a record twice, as it may: a denied check is never refunded).
-    assert count(e2e_stack, counter_table, global_bucket(window)) >= 12
-    assert e2e_stack.depth() == 7  # held on the queue, unclaimed, not dead-lettered
-    assert e2e_stack.depth(e2e_stack.dlq_url) == 0
+    # The shared row shows the sends: a denial is not counted (Go's ADD 1 counts it) and what a
+    # consumer reserved and did not spend it gave back as it stopped, so never over the cap.
+    assert count(e2e_stack, counter_table, global_bucket(window)) == 5
+    held_on_queue(e2e_stack, 7)  # held on the queue, unclaimed, not dead-lettered
 
     # The next minute: five more of the seven go, two wait for the minute after.
     assert wait_until(lambda: time.time() >= window + 61, timeout=75, interval=0.2)
     two_consumers(e2e_stack, env)
     assert sent_count(e2e_stack, "held") == 10
-    assert count(e2e_stack, counter_table, global_bucket(window + 60)) >= 7
-    assert e2e_stack.depth() == 2 and e2e_stack.depth(e2e_stack.dlq_url) == 0
+    assert count(e2e_stack, counter_table, global_bucket(window + 60)) == 5
+    held_on_queue(e2e_stack, 2)
     rows = [row for row in (journal_row(e2e_stack, b) for b in requests("held")) if row]
     assert [row["Status"] for row in rows] == ["SENT"] * 10  # the two held have no row yet
     assert not any(row.get("LoggedOnly") for row in rows)
@@ -161,9 +170,8 @@ def test_with_log_only_the_seven_over_the_cap_are_journaled_log_only(e2e_stack, 
     assert {row["Status"] for row in logged} == {"SENT"}  # as Go journals it
     assert {row["LoggedOnlyReason"] for row in logged} == {"rate-safeguard"}
     assert not any("SesMessageId" in row for row in logged)
-    # A record SQS delivers twice is checked twice.
-    assert count(e2e_stack, counter_table, global_bucket(window)) >= 12
-    assert e2e_stack.depth() == 0
+    assert count(e2e_stack, counter_table, global_bucket(window)) == 5  # the sends, not the denials
+    held_on_queue(e2e_stack, 0)
 
 
 def test_an_unreachable_counter_table_sends_nothing_and_loses_nothing(e2e_stack):
@@ -172,7 +180,7 @@ def test_an_unreachable_counter_table_sends_nothing_and_loses_nothing(e2e_stack)
     e2e_stack.enqueue(bodies)
     two_consumers(e2e_stack, env)
     assert sent_count(e2e_stack, "nocounter") == 0
-    assert e2e_stack.depth() == 12 and e2e_stack.depth(e2e_stack.dlq_url) == 0
+    held_on_queue(e2e_stack, 12)
     assert not any(journal_row(e2e_stack, b) for b in bodies)
 
 

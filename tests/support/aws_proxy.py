@@ -223,6 +223,7 @@ class Call:
     fault: str = ""  # the rule that hit this call, "" for none
     error_code: str = ""  # moto's error code, or the injected one
     key: str = ""  # DynamoDB item key ("Id"), when the call names one
+    table: str = ""  # DynamoDB: the table the call names
     sets_status: str = ""  # DynamoDB writes: the Status value the write sets
     recipients: tuple[str, ...] = ()  # SES sends: plain addresses, lowercased
     tags: tuple[tuple[str, str], ...] = ()  # SES sends: message tags
@@ -622,6 +623,7 @@ class AwsProxy:
         }
         if service == "dynamodb" and parsed:
             base["key"], base["sets_status"] = _dynamodb_details(parsed)
+            base["table"] = str(parsed.get("TableName", ""))
         is_send = service == "ses" and operation in SES_SEND_OPERATIONS
         decision = self._decide(service, operation)
         if decision.fault is not None and decision.fault.kind == "hang":

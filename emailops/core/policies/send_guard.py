@@ -36,3 +36,7 @@ class SendGuardCheck:
         if answer.verdict is GuardAnswer.LOG_ONLY and answer.reason is not None:
             return Verdict.log_only(answer.reason, answer.detail, loud=True)
         return Verdict(Kind.SEND, undo=lambda: self.guard.refund(answer, now=ask.clock()))
+
+    def settle(self, now: float, *, everything: bool = False) -> None:
+        """Unspent reserved sends back to the shared counters (ended windows; all, stopping)."""
+        self.guard.settle(now, everything=everything)
