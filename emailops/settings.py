@@ -142,6 +142,14 @@ TEMPLATES = [
 DATABASES = {"default": _values["DATABASE_URL"]}
 if not os.environ.get("DATABASE_URL"):  # the default's SQLite file is the project directory's
     DATABASES["default"]["NAME"] = str(BASE_DIR / "db.sqlite3")
+if DATABASES["default"].get("ENGINE", "").endswith("sqlite3"):
+    # Several processes write the file (console, Celery workers, beat). A transaction takes the
+    # write lock as it begins (IMMEDIATE): one that read first and then writes would otherwise be
+    # told "database is locked" at once, with no wait, when another writer holds the lock (SQLite's
+    # deadlock answer); and each waits up to 20 s for the lock rather than 5.
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {"transaction_mode": "IMMEDIATE", "timeout": 20}
+    )
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -122,7 +122,7 @@ GROUPS: tuple[Group, ...] = (
         S("ALERT_WEBHOOK_URL", "str", "", "warn alerts are POSTed here as `{\"text\": ...}` (Slack incoming webhooks accept it)"),
     )),
     Group("Delivery webhooks ([webhooks.md](webhooks.md))", (
-        S("WEBHOOK_OUTBOX", "str", "celery", "where the pipeline and the events consumer hand webhook events: `celery` (one task on the Celery broker per event, for a worker on `WEBHOOK_QUEUE`; empty means this too) or `off` (none emitted; each process says so in one `capability.off` line)"),
+        S("WEBHOOK_OUTBOX", "str", "durable", "webhook events: `durable` (each written with its journal fact in one DynamoDB transaction, to `<JOURNAL_TABLE>-webhook-outbox`; a Celery task on `WEBHOOK_QUEUE` wakes the webhook worker, a sweep takes what a lost wake-up left; empty, or `celery`, means this too) or `off` (none emitted, the journal's plain writes; each process says so in one `capability.off` line)"),
         S("WEBHOOK_QUEUE", "str", "emailops-webhooks", "the Celery queue of the webhook tasks (run a worker on it: `celery -A emailops worker -Q emailops-webhooks`)"),
     )),
     Group("Recipient preferences ([unsubscribe.md](unsubscribe.md))", (

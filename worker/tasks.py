@@ -15,12 +15,14 @@ for ``webhooks add``.
 
 from __future__ import annotations
 
+import contextlib
 import threading
+import time
 from dataclasses import asdict
 
 from celery import shared_task
 from celery.signals import worker_ready
-from django.db import OperationalError
+from django.db import DatabaseError, OperationalError
 from django.utils import timezone
 
 from audit import retention
@@ -31,6 +33,7 @@ from jobs import engine
 from monitoring import checks, periodic
 from webhooks import delivery as webhook_delivery
 from webhooks import liveness as webhook_liveness
+from webhooks import outbox as webhook_outbox
 from worker.wiring import build_consumer
 
 
@@ -96,15 +99,37 @@ def evaluate_reputation() -> list[str]:
 
 @shared_task(name="worker.webhook_fan_out")
 def webhook_fan_out(event: dict) -> list[int]:
-    """One emitted webhook event: a delivery per matching endpoint, each attempted by its task."""
+    """The wake-up for one event in the durable outbox: a delivery per matching endpoint, each
+    attempted by its task, then the outbox item deleted (a failure leaves it for the sweep)."""
     adapters = container.current()
-    ids = webhook_delivery.fan_out(event, journal_reader=adapters.journal_reader)
-    queue = adapters.config.webhooks.queue
-    # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile.
-    webhook_liveness.worker_seen(queue=queue, now=timezone.now(), throttle=True)
+    ids = webhook_outbox.outbox_fan_out(
+        event, journal_reader=adapters.journal_reader, store=adapters.webhook_outbox_store
+    )
+    _schedule(ids, queue=adapters.config.webhooks.queue)
+    return ids
+
+
+@shared_task(name="worker.webhook_outbox_sweep")
+def webhook_outbox_sweep() -> int:
+    """Fan out the durable outbox's events no wake-up took (``webhook_outbox.outbox_sweep``)."""
+    adapters = container.current()
+    store = adapters.webhook_outbox_store
+    if store is None:  # WEBHOOK_OUTBOX=off
+        return 0
+    ids = webhook_outbox.outbox_sweep(
+        journal_reader=adapters.journal_reader, store=store, now=time.time()
+    )
+    _schedule(ids, queue=adapters.config.webhooks.queue)
+    return len(ids)
+
+
+def _schedule(ids: list[int], *, queue: str) -> None:
     for delivery_id in ids:
         webhook_deliver.apply_async(args=[delivery_id], queue=queue)
-    return ids
+    # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile
+    # (a locked database costs this reading, never the deliveries above).
+    with contextlib.suppress(DatabaseError):
+        webhook_liveness.worker_seen(queue=queue, now=timezone.now(), throttle=True)
 
 
 @shared_task(name="worker.webhook_sweep")
