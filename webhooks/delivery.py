@@ -163,7 +163,11 @@ def delivery_attempt(
     """One attempt. ``force`` (a replay): attempt a delivered or failed one again, same id."""
     config = adapters.config
     settings = config.webhooks
-    reserved = _reserve(delivery_id, now=now, force=force, settings=settings)
+    reserved = db_retrying(
+        "reserve delivery",
+        lambda: _reserve(delivery_id, now=now, force=force, settings=settings),
+        sleep=time.sleep,
+    )
     if isinstance(reserved, AttemptOutcome):
         return reserved
     delivery, endpoint = reserved
