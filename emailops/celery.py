@@ -26,7 +26,7 @@ Config.from_settings()
 
 # The guard judges the rates this often (was REPUTATION_CHECK_SECONDS).
 REPUTATION_CHECK_SECONDS = 300.0
-WEBHOOK_SWEEP_SECONDS = 300.0
+WEBHOOK_SWEEP_SECONDS = 30.0
 # The webhook outbox's sweep: a lost wake-up delays an event this long (plus the sweep's grace).
 WEBHOOK_OUTBOX_SWEEP_SECONDS = 10.0
 # A webhook worker's proof of life (webhooks.liveness).

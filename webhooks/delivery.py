@@ -149,7 +149,9 @@ class AttemptOutcome:
     early: bool = False
 
 
-STRANDED_GRACE_SECONDS = 600.0
+# A minute past its time: a live worker's countdown task runs well within it, and a second one is
+# harmless (the reservation refuses an attempt in flight; a delivered one does nothing).
+STRANDED_GRACE_SECONDS = 60.0
 
 
 def delivery_attempt(
