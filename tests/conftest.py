@@ -38,6 +38,7 @@ SLOWEST_FIRST = (
     "tests/faults/test_leases_and_stop.py",
     "tests/faults/test_outage.py",
     "tests/faults/test_attributes.py",
+    "tests/faults/test_webhook_outage.py",  # a broker outage, kills, retries: ~90 s
     "tests/e2e/test_templates_cli_e2e.py",
     "tests/e2e/test_reputation_e2e.py",
     "tests/e2e/test_send_guard_e2e.py",  # waits for the next wall-clock minute
