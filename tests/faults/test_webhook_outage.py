@@ -29,15 +29,16 @@ def test_every_journaled_event_arrives_at_least_once_under_one_signed_id(
 ):
     if shutil.which("redis-server") is None:
         skip_or_fail("redis-server is not installed (the run stops a private one)")
+    emails = knob("FAULTS_WEBHOOK_EMAILS", 45)
     result = run_outage(
         moto_server,
         tmp_path,
-        emails=knob("FAULTS_WEBHOOK_EMAILS", 45),
+        emails=emails,
         redis_seconds=knob("FAULTS_WEBHOOK_REDIS_SECONDS", 12),
         receiver_seconds=knob("FAULTS_WEBHOOK_RECEIVER_SECONDS", 8),
         kills=knob("FAULTS_WEBHOOK_KILLS", 3),
         seed=seed,
-        deadline_seconds=150,
+        deadline_seconds=150 + emails,  # the full run (500) takes minutes
     )
     print(
         f"\n--- webhooks through a broker outage, kills and a failing receiver\n{result.report()}"
