@@ -52,10 +52,11 @@ from emailops.core.journal_row import JournalRow
 from emailops.core.journal_words import bounce_status_code
 from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
+from emailops.core.webhooks import sent_event
 
 if TYPE_CHECKING:
     from emailops.aws.webhook_outbox import DynamoWebhookOutbox
-    from emailops.core.webhooks import WebhookEvent
+    from emailops.core.webhook_event import WebhookEvent
 
 __all__ = [
     "MAX_SUMMARY",
@@ -215,7 +216,7 @@ class DynamoEventJournal:
                 row = row_from_dynamo(item)
             results = decide(row, events, now=now, lease=self.lease)
             fresh = [e for e, r in zip(events, results, strict=True) if r is ApplyResult.APPLIED]
-            made = [w for e in fresh if (w := webhooks(e))] if webhooks else []
+            made = _webhook_events(key, row, fresh, webhooks) if webhooks else []
             if not fresh or self._write(key, row, fresh, now=now, webhooks=made):
                 if on_applied is not None:
                     organization = organization_id_of(dict(row.context))
@@ -255,6 +256,23 @@ class DynamoEventJournal:
 
 def _reconcilable(row: JournalRow, event: DeliveryEvent) -> bool:
     return event.proves_sent and row.status in _RECONCILABLE and not row.ses_message_id
+
+
+def _webhook_events(
+    key: str,
+    row: JournalRow,
+    events: Sequence[DeliveryEvent],
+    webhooks: Callable[[DeliveryEvent], WebhookEvent | None],
+) -> list[WebhookEvent]:
+    """The webhook events the write of ``events`` stores: each event's, and, when the write
+    reconciles the row to SENT (the send's reply was lost), its email.sent, under the id the
+    consumer's own mark would give it (the SES message id), so it is never told twice."""
+    made = [made for event in events if (made := webhooks(event))]
+    proof = next((event for event in events if _reconcilable(row, event)), None)
+    if proof is not None:
+        at = timestamp_ms(proof.sent_at or proof.at) / 1000
+        made.append(sent_event(key, ses_message_id=proof.ses_message_id, sent_at=at))
+    return made
 
 
 def decide(

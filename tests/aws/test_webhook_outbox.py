@@ -189,3 +189,19 @@ def test_a_delivery_event_and_its_webhook_event_are_one_write(aws_events, settin
     handler.handle(envelope(ses_event("delivery.json"), message_id="sns-2"))
     assert len(adapters.webhook_outbox.events) == 1
     assert items(aws_events) == {}
+
+
+def test_a_row_reconciled_by_its_events_gets_its_email_sent_once(aws_events, settings):
+    """The send's reply was lost (the row stayed QUEUED, its claim ended): the Send event that
+    reconciles the row to SENT stores its email.sent too, under the id the consumer's own mark
+    would give it."""
+    settings.WEBHOOK_OUTBOX = "durable"
+    container.reset()
+    adapters = container.current()
+    adapters.__dict__["webhook_outbox"] = RecordingOutbox()
+    adapters.journal.claim(claim("journal-key-1", recipient="recipient@example.com"))
+    outcome = adapters.delivery_event_handler.handle(envelope(ses_event("send.json")))
+    assert outcome.result == "applied"
+    sent = sent_event("journal-key-1", ses_message_id=SES_ID, sent_at=NOW)
+    assert list(items(aws_events)) == [sent.id]
+    assert json.loads(items(aws_events)[sent.id]["Event"]["S"])["type"] == "email.sent"
