@@ -44,5 +44,6 @@ def test_every_journaled_event_arrives_at_least_once_under_one_signed_id(
         f"\n--- webhooks through a broker outage, kills and a failing receiver\n{result.report()}"
     )
     assert result.expected, "the run journaled nothing"
+    assert result.unsigned == 0, "a post did not verify with the endpoint's secret"
     assert result.missing == []
     assert all(len(ids) == 1 for ids in result.ids_per_event.values()), "an event changed id"
