@@ -32,11 +32,14 @@ def outbox_fan_out(
     *,
     journal_reader: JournalReader,
     store: WebhookOutboxStore | None,
+    schedule: Callable[[list[int]], None] = lambda ids: None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[int]:
-    """Fan the event out, then delete its outbox item (``store``; None: no durable outbox). A
-    fan-out that raises leaves the item, for the sweep."""
+    """Fan the event out, ``schedule`` the new deliveries' attempts, then delete its outbox item
+    (``store``; None: no durable outbox). A fan-out or a scheduling that raises (Redis down)
+    leaves the item, for the sweep (which schedules a delivery left unscheduled)."""
     ids = fan_out(event_data, journal_reader=journal_reader, sleep=sleep)
+    schedule(ids)
     if store is not None:
         store.delete(WebhookEvent.from_dict(event_data).id)
     return ids
@@ -47,9 +50,10 @@ def outbox_sweep(
     journal_reader: JournalReader,
     store: WebhookOutboxStore,
     now: float,
+    schedule: Callable[[list[int]], None] = lambda ids: None,
     sleep: Callable[[float], None] = time.sleep,
 ) -> list[int]:
-    """Fan out the outbox's items older than ``SWEEP_GRACE_SECONDS`` (their wake-up was lost:
+    """Fan out (and ``schedule``) the outbox's items older than ``SWEEP_GRACE_SECONDS`` (their wake-up was lost:
     a broker outage, a killed worker): the new deliveries' ids, to attempt."""
     pending = store.pending(created_before=now - SWEEP_GRACE_SECONDS, limit=SWEEP_LIMIT)
     if not pending:
@@ -64,7 +68,11 @@ def outbox_sweep(
     for item in pending:
         try:
             ids += outbox_fan_out(
-                item.event.to_dict(), journal_reader=journal_reader, store=store, sleep=sleep
+                item.event.to_dict(),
+                journal_reader=journal_reader,
+                store=store,
+                schedule=schedule,
+                sleep=sleep,
             )
         except Exception as exc:  # left in the outbox: the next sweep tries it again
             EventLog(logger, key=item.event.journal_key).error(

@@ -102,11 +102,13 @@ def webhook_fan_out(event: dict) -> list[int]:
     """The wake-up for one event in the durable outbox: a delivery per matching endpoint, each
     attempted by its task, then the outbox item deleted (a failure leaves it for the sweep)."""
     adapters = container.current()
-    ids = webhook_outbox.outbox_fan_out(
-        event, journal_reader=adapters.journal_reader, store=adapters.webhook_outbox_store
+    queue = adapters.config.webhooks.queue
+    return webhook_outbox.outbox_fan_out(
+        event,
+        journal_reader=adapters.journal_reader,
+        store=adapters.webhook_outbox_store,
+        schedule=lambda ids: _schedule(ids, queue=queue),
     )
-    _schedule(ids, queue=adapters.config.webhooks.queue)
-    return ids
 
 
 @shared_task(name="worker.webhook_outbox_sweep")
@@ -116,10 +118,13 @@ def webhook_outbox_sweep() -> int:
     store = adapters.webhook_outbox_store
     if store is None:  # WEBHOOK_OUTBOX=off
         return 0
+    queue = adapters.config.webhooks.queue
     ids = webhook_outbox.outbox_sweep(
-        journal_reader=adapters.journal_reader, store=store, now=time.time()
+        journal_reader=adapters.journal_reader,
+        store=store,
+        now=time.time(),
+        schedule=lambda made: _schedule(made, queue=queue),
     )
-    _schedule(ids, queue=adapters.config.webhooks.queue)
     return len(ids)
 
 

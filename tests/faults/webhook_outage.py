@@ -204,7 +204,7 @@ def run_outage(
             "WEBHOOK_OUTBOX": "durable",  # the default (the suite's own settings turn it off)
             "WEBHOOK_QUEUE": queue,
             "CELERY_BROKER_URL": redis.url,
-            # Beat's other periodic work goes to a queue nobody reads: only the webhooks run.
+            # Beat's periodic work (the webhook sweeps among it) goes to the workers below.
             "CELERY_TASK_DEFAULT_QUEUE": f"whout-default-{tag}",
         },
     )
@@ -223,7 +223,10 @@ def run_outage(
         celery = [sys.executable, "-m", "celery", "-A", "emailops"]
 
         def webhook_worker(n: int) -> ChildProcess:
-            argv = [*celery, "worker", "-Q", queue, "--pool", "threads", "--concurrency", "4"]
+            # The webhook queue and the default one (beat's stranded-delivery sweep), as a
+            # deployment's workers read them between them.
+            queues = f"{queue},whout-default-{tag}"
+            argv = [*celery, "worker", "-Q", queues, "--pool", "threads", "--concurrency", "4"]
             return stack.start_process(
                 f"whout-worker{n}", [*argv, "--hostname", f"whout{n}-{tag}@%h"]
             )

@@ -185,3 +185,26 @@ def test_the_outbox_sweep_is_on_the_beat_schedule_on_the_webhook_queue(settings)
     settings.WEBHOOK_OUTBOX = "off"
     _beat_schedule(app)
     assert "webhook-outbox-sweep" not in app.conf.beat_schedule
+
+
+def test_a_scheduling_that_fails_leaves_the_item_for_the_sweep(durable, receiver):
+    """Redis went down between the fan-out and the attempts' tasks: the item stays, so the
+    sweep fans the event out again and (once ORPHAN_SECONDS pass) schedules the delivery."""
+    adapters = durable
+    adapters.__dict__["webhook_outbox"] = wake = RecordingOutbox()
+    endpoints.endpoint_add(adapters=adapters, url=receiver.url)
+    send(adapters, BODY)
+    (event,) = wake.events
+    store = adapters.webhook_outbox_store
+
+    def broker_down(ids):
+        raise ConnectionError("broker unreachable")
+
+    with pytest.raises(ConnectionError):
+        outbox.outbox_fan_out(
+            event.to_dict(),
+            journal_reader=adapters.journal_reader,
+            store=store,
+            schedule=broker_down,
+        )
+    assert [p.event for p in store.pending(created_before=time.time() + 60, limit=10)] == [event]
