@@ -6,6 +6,12 @@ pushes an event to Redis.
 moto server in its own process (tests.support.stack), the real ``consume_emails`` process
 (``--until-empty``, timed), a celery worker process (4 threads) on a console database of its own.
 Needs Redis on 127.0.0.1:6379. Usage: python bench/webhook_outage.py [--messages 300]
+
+``--outage`` instead runs issue 32's fault run (tests/faults/webhook_outage.py, full size: 500
+emails of sends, deliveries, bounces and complaints; the broker, a private redis-server, stopped
+60 s and started empty; 10 kill -9s of consumers and webhook workers; the receiver 503 then hung
+30 s) beside the same run without any fault, and prints emails/s (emails / time until both queues
+drained) and events expected / delivered / duplicated for each.
 """
 
 from __future__ import annotations
@@ -110,10 +116,42 @@ def run(stack: Stack, database: Path, messages: int, hang: float, name: str) -> 
         receiver.close()
 
 
+def outage(messages: int, redis_seconds: float, kills: int) -> None:
+    from tests.faults.webhook_outage import run_outage
+
+    results = {}
+    for name, faults in (("no outage", False), ("outage", True)):
+        moto = MotoServer()
+        try:
+            results[name] = run_outage(
+                moto,
+                Path(tempfile.mkdtemp(prefix="emailops-bench-whout-")),
+                emails=messages,
+                redis_seconds=redis_seconds,
+                receiver_seconds=30,
+                kills=kills,
+                seed=32,
+                deadline_seconds=900,
+                outage=faults,
+            )
+        finally:
+            moto.stop()
+    print(f"webhooks at least once, {messages} emails, broker stopped {redis_seconds:.0f} s")
+    for name, result in results.items():
+        rate = messages / result.timings["queues drained after"]
+        print(f"--- {name}: consume_emails {rate:.1f} emails/s\n{result.report()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=300)
+    parser.add_argument("--outage", action="store_true", help="issue 32's fault run, full size")
+    parser.add_argument("--redis-seconds", type=float, default=60)
+    parser.add_argument("--kills", type=int, default=10)
     args = parser.parse_args()
+    if args.outage:
+        outage(args.messages if args.messages != 300 else 500, args.redis_seconds, args.kills)
+        return
     moto = MotoServer()
     stack = worker = None
     try:

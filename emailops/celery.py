@@ -26,7 +26,9 @@ Config.from_settings()
 
 # The guard judges the rates this often (was REPUTATION_CHECK_SECONDS).
 REPUTATION_CHECK_SECONDS = 300.0
-WEBHOOK_SWEEP_SECONDS = 300.0
+WEBHOOK_SWEEP_SECONDS = 30.0
+# The webhook outbox's sweep: a lost wake-up delays an event this long (plus the sweep's grace).
+WEBHOOK_OUTBOX_SWEEP_SECONDS = 10.0
 # A webhook worker's proof of life (webhooks.liveness).
 WEBHOOK_HEARTBEAT_SECONDS = 60.0
 
@@ -61,6 +63,13 @@ def _beat_schedule(sender: Celery, **kwargs) -> None:
         },
     }
     if config.webhooks.emitted:
+        # The durable outbox's events no wake-up took (a broker outage, a killed worker): on
+        # the webhook queue, where the fan-out runs. Expires: a backlog runs one, not many.
+        schedule["webhook-outbox-sweep"] = {
+            "task": "worker.webhook_outbox_sweep",
+            "schedule": WEBHOOK_OUTBOX_SWEEP_SECONDS,
+            "options": {"queue": config.webhooks.queue, "expires": WEBHOOK_OUTBOX_SWEEP_SECONDS},
+        }
         # Only a worker reading the webhook queue runs it: `webhooks add` knows one is there.
         schedule["webhook-heartbeat"] = {
             "task": "worker.webhook_heartbeat",

@@ -229,9 +229,12 @@ class WebhooksConfig:
     """Delivery webhooks (docs/webhooks.md)."""
 
     PREFIX: ClassVar[str] = "WEBHOOK_"
-    # "celery" or "off"; empty is the default ("" meant off until webhooks were on by default)
+    # "durable" or "off"; empty is the default ("" meant off until webhooks were on by default);
+    # "celery", the broker-only outbox's name, is read as "durable" (the broker is its wake-up)
     outbox: str = setting(
-        parse=lambda v: values.choice("WEBHOOK_OUTBOX", v or "celery", ("celery", "off"))
+        parse=lambda v: values.choice(
+            "WEBHOOK_OUTBOX", {"celery": "durable"}.get(v, v or "durable"), ("durable", "off")
+        )
     )
     queue: str
     timeout_seconds: float

@@ -40,13 +40,15 @@ from emailops.redis.suppression import RedisSuppressionIndex
 # Imported where used: the consumer never needs them, and its start-up is measured (bench/startup.py).
 if TYPE_CHECKING:
     from emailops.aws.erasure import RecipientEraser
-    from emailops.aws.journal_events import DynamoEventJournal, DynamoUnmatchedEvents
+    from emailops.aws.journal_events import DynamoEventJournal
     from emailops.aws.journal_scan import JournalScan
     from emailops.aws.journal_search import JournalSearch
     from emailops.aws.ses_account import SesAccountView
     from emailops.aws.ses_simulator import SimulatingSender
     from emailops.aws.sns_verify import SnsVerifier
     from emailops.aws.tombstones import DynamoTombstones
+    from emailops.aws.unmatched_events import DynamoUnmatchedEvents
+    from emailops.aws.webhook_outbox import DynamoWebhookOutbox
     from emailops.core.compose import Composer
     from emailops.core.delivery_handler import DeliveryEventHandler
     from emailops.core.erasure import IndexedTombstones
@@ -95,7 +97,19 @@ class Container(SharedStateAdapters):
 
     @cached_property
     def journal(self) -> DynamoJournal:
-        return DynamoJournal(self.client("dynamodb"), self._journal_table)
+        return DynamoJournal(
+            self.client("dynamodb"), self._journal_table, outbox=self.webhook_outbox_store
+        )
+
+    @cached_property
+    def webhook_outbox_store(self) -> DynamoWebhookOutbox | None:
+        """The durable webhook outbox (``<JOURNAL_TABLE>-webhook-outbox``): the journal writes
+        each event with its fact, the webhook workers fan out and delete. None when off."""
+        if not self.config.webhooks.emitted:
+            return None
+        from emailops.aws.webhook_outbox import DynamoWebhookOutbox, outbox_table
+
+        return DynamoWebhookOutbox(self.client("dynamodb"), outbox_table(self._journal_table))
 
     @property
     def journal_reader(self) -> JournalReader:
@@ -216,12 +230,15 @@ class Container(SharedStateAdapters):
         from emailops.aws.journal_events import DynamoEventJournal
 
         return DynamoEventJournal(
-            self.client("dynamodb"), self._journal_table, lease=self.lease_policy
+            self.client("dynamodb"),
+            self._journal_table,
+            lease=self.lease_policy,
+            outbox=self.webhook_outbox_store,
         )
 
     @cached_property
     def unmatched_events(self) -> DynamoUnmatchedEvents:
-        from emailops.aws.journal_events import DynamoUnmatchedEvents
+        from emailops.aws.unmatched_events import DynamoUnmatchedEvents
 
         return DynamoUnmatchedEvents(
             self.client("dynamodb"),
@@ -263,8 +280,9 @@ class Container(SharedStateAdapters):
 
     @cached_property
     def webhook_outbox(self) -> WebhookOutbox:
-        """Where the pipeline and the events consumer hand webhook events (WEBHOOK_OUTBOX)."""
-        if self.config.webhooks.outbox == "celery":
+        """What wakes the webhook workers once an event is in the durable outbox (WEBHOOK_OUTBOX):
+        a Celery task; nothing when off."""
+        if self.config.webhooks.emitted:
             from emailops.webhook_outbox import CeleryOutbox
 
             return CeleryOutbox(queue=self.config.webhooks.queue)

@@ -1,7 +1,9 @@
-"""The webhook outbox on the Celery broker (Redis): ``emit`` sends one task by name
-(``worker.webhook_fan_out``), which the webhook workers run. One Redis LPUSH of a few hundred
-bytes per event, on the broker connection the process keeps; never a journal read, never an HTTP
-call in the consumer (docs/webhooks.md has the choice and its cost)."""
+"""The webhook outbox's wake-up on the Celery broker (Redis): ``emit`` sends one task by name
+(``worker.webhook_fan_out``, the event as its argument) once the journal write has stored the
+event in the durable outbox beside its fact (``emailops.aws.webhook_outbox``). One Redis LPUSH of a
+few hundred bytes per event, on the broker connection the process keeps; never a journal read,
+never an HTTP call in the consumer. A lost wake-up (Redis down) loses nothing: the outbox's sweep
+fans the event out (docs/webhooks.md has the choice and its cost)."""
 
 from __future__ import annotations
 
@@ -25,7 +27,8 @@ class CeleryOutbox:
         from emailops.celery import app
 
         try:
-            # retry=False: a broker outage loses the event (logged) rather than holding a send.
+            # retry=False: a broker outage costs the wake-up (logged; the sweep delivers the
+            # event), never a held send.
             app.send_task(FAN_OUT_TASK, args=[event.to_dict()], queue=self.queue, retry=False)
         except Exception as exc:
             EventLog(logger, key=event.journal_key).warning(

@@ -38,6 +38,7 @@ SLOWEST_FIRST = (
     "tests/faults/test_leases_and_stop.py",
     "tests/faults/test_outage.py",
     "tests/faults/test_attributes.py",
+    "tests/faults/test_webhook_outage.py",  # a broker outage, kills, retries: ~90 s
     "tests/e2e/test_templates_cli_e2e.py",
     "tests/e2e/test_reputation_e2e.py",
     "tests/e2e/test_send_guard_e2e.py",  # waits for the next wall-clock minute
@@ -195,6 +196,7 @@ def _provision(*, events: bool):
 
     from emailops import container
     from emailops.aws import provision, provision_events
+    from emailops.aws.webhook_outbox import outbox_table
     from tests.support.moto_snapshot import MotoSnapshot
 
     quiet = lambda _line: None  # noqa: E731
@@ -213,6 +215,7 @@ def _provision(*, events: bool):
         dynamodb, sqs = built.client("dynamodb"), built.client("sqs")
         provision.ensure_templates_table(dynamodb, settings.TEMPLATES_TABLE, quiet)
         provision.ensure_journal_table(dynamodb, settings.JOURNAL_TABLE, quiet)
+        provision.ensure_webhook_outbox_table(dynamodb, outbox_table(settings.JOURNAL_TABLE), quiet)
         provision.ensure_suppression_table(dynamodb, settings.SUPPRESSION_TABLE, quiet)
         provision.ensure_tombstone_table(dynamodb, settings.ERASURE_TOMBSTONE_TABLE, quiet)
         provision.ensure_preferences_table(dynamodb, settings.PREFERENCES_TABLE, quiet)

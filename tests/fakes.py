@@ -84,6 +84,13 @@ class InMemoryJournal:
         self.lock = threading.Lock()
         # operation name → an error to raise once, or a list of errors to raise in turn
         self.fail_next: dict[str, EmailOpsError | list[EmailOpsError]] = {}
+        # the webhook events each write that succeeded stored with its fact (the durable outbox)
+        self.outboxed: list[Any] = []
+
+    def _outbox(self, written: bool, events: Any) -> bool:
+        if written:
+            self.outboxed.extend(events)
+        return written
 
     def _maybe_fail(self, operation: str) -> None:
         planned = self.fail_next.get(operation)
@@ -157,7 +164,12 @@ class InMemoryJournal:
             row.update(changes)
             return True
 
-    def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
+    def mark_sent(
+        self, key: str, *, attempt: int, provider_id: str, sent_at: int, events: Any = ()
+    ) -> bool:
+        return self._outbox(self._mark_sent(key, attempt, provider_id), events)
+
+    def _mark_sent(self, key: str, attempt: int, provider_id: str) -> bool:
         self._maybe_fail("mark_sent")
         with self.lock:
             row = self.rows.get(key)
@@ -170,20 +182,27 @@ class InMemoryJournal:
         return self._mark(key, attempt, Status=Status.SENT, SesMessageId=provider_id)
 
     def mark_failed(
-        self, key: str, *, attempt: int, error: str, kind: str = "", permanent: bool | None = None
+        self,
+        key: str,
+        *,
+        attempt: int,
+        error: str,
+        kind: str = "",
+        permanent: bool | None = None,
+        events: Any = (),
     ) -> bool:
         self._maybe_fail("mark_failed")
         failure = failure_attributes(error, kind=kind, permanent=permanent)
-        return self._mark(key, attempt, Status=Status.FAILED, **failure)
+        return self._outbox(self._mark(key, attempt, Status=Status.FAILED, **failure), events)
 
-    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
+    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int, events: Any = ()) -> bool:
         self._maybe_fail("mark_accepted")
         with self.lock:
             row = self.rows.get(key)
             if row and row["Status"] != Status.SENT:
                 row.update(Status=Status.SENT, SesMessageId=provider_id)
                 row.pop("Error", None)
-                return True
+                return self._outbox(True, events)
             return False
 
     def note_extra_send(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> None:
@@ -203,7 +222,13 @@ class InMemoryJournal:
         return self._mark(key, attempt, ClaimExpiresAt=0)
 
     def record_failure(
-        self, claim: Claim, *, error: str, kind: str = "", permanent: bool | None = None
+        self,
+        claim: Claim,
+        *,
+        error: str,
+        kind: str = "",
+        permanent: bool | None = None,
+        events: Any = (),
     ) -> bool:
         self._maybe_fail("record_failure")
         with self.lock:
@@ -212,18 +237,20 @@ class InMemoryJournal:
                 return False
             failure = failure_attributes(error, kind=kind, permanent=permanent)
             self.rows[claim.key] = self._values(claim, Status.FAILED) | self._kept(row) | failure
-            return True
+            return self._outbox(True, events)
 
-    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+    def record_logged_only(
+        self, claim: Claim, *, reason: LogOnlyReason, detail: str, events: Any = ()
+    ) -> bool:
         with self.lock:
             row = self.rows.get(claim.key)
             if self._foreign(row, claim) or not self._claimable(row, claim):
                 return False
             attributes = logged_only_attributes(reason.value, detail, at=claim.now)
             self.rows[claim.key] = self._values(claim, Status.SENT) | self._kept(row) | attributes
-            return True
+            return self._outbox(True, events)
 
-    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+    def record_suppressed(self, claim: Claim, *, reason: str, events: Any = ()) -> bool:
         with self.lock:
             row = self.rows.get(claim.key)
             if self._foreign(row, claim) or not self._claimable(row, claim):
@@ -232,7 +259,7 @@ class InMemoryJournal:
             self.rows[claim.key] = (
                 self._values(claim, Status.SUPPRESSED) | self._kept(row) | failure
             )
-            return True
+            return self._outbox(True, events)
 
     def read(self, key: str) -> JournalRow | None:
         """The reader port (``JournalReader``), as DynamoJournal.read."""

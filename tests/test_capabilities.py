@@ -18,26 +18,31 @@ def off_lines(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records if "capability.off" in r.getMessage()]
 
 
-def test_with_no_setting_webhook_events_go_to_the_celery_outbox():
+def test_with_no_setting_webhook_events_go_to_the_durable_outbox():
     """A fresh process with none of the suite's variables (the suite turns the outbox off)."""
     script = (
         "from emailops import container; built = container.current(); "
-        "print(built.config.webhooks.outbox, type(built.webhook_outbox).__name__)"
+        "print(built.config.webhooks.outbox, type(built.webhook_outbox).__name__, "
+        "built.journal.outbox.table, built.event_journal.outbox.table)"
     )
-    result = run("-c", script, DJANGO_DEBUG="true")
+    result = run("-c", script, DJANGO_DEBUG="true", JOURNAL_TABLE="email-journal")
     assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["celery", "CeleryOutbox"]
+    outbox_table = "email-journal-webhook-outbox"
+    assert result.stdout.split() == ["durable", "CeleryOutbox", outbox_table, outbox_table]
 
 
 @pytest.mark.parametrize(
-    ("value", "outbox"), [("", "celery"), ("celery", "celery"), ("off", "off")]
+    ("value", "outbox"),
+    [("", "durable"), ("durable", "durable"), ("celery", "durable"), ("off", "off")],
 )
 def test_empty_is_the_default_and_off_turns_the_outbox_off(settings, value, outbox):
     settings.WEBHOOK_OUTBOX = value
+    settings.JOURNAL_TABLE = "email-journal"  # (the durable case's tables: the test above)
     assert Config.from_settings().webhooks.outbox == outbox
-    assert (type(container.current().webhook_outbox).__name__ == "CeleryOutbox") == (
-        outbox == "celery"
-    )
+    built = container.current()
+    assert (type(built.webhook_outbox).__name__ == "CeleryOutbox") == (outbox == "durable")
+    if outbox == "off":  # no outbox writes at all: the journal's plain UpdateItem as before
+        assert built.webhook_outbox_store is None
 
 
 def test_an_unknown_outbox_is_refused_naming_the_setting(settings):

@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import logging
 import random as random_module
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import F
+from django.utils import timezone
 
 from emailops.alerts import post_alert
 from emailops.core.contract import organization_id_of
@@ -42,22 +44,58 @@ if TYPE_CHECKING:
     from emailops.container import Container
     from emailops.core.ports import JournalReader
 
-__all__ = ["AttemptOutcome", "delivery_attempt", "fan_out"]
+__all__ = ["AttemptOutcome", "db_retrying", "delivery_attempt", "fan_out"]
 
 logger = logging.getLogger("webhooks")
 Delivery = WebhookDelivery.State
 # A capped delivery looks again this soon (not an attempt: it never left).
 CAPPED_RETRY_SECONDS = 5
+# A locked SQLite (several worker processes writing) or a dropped connection: tries, and the first
+# back-off (doubling, at most 2 s): about 15 s in all, beyond SQLite's own busy wait.
+DB_ATTEMPTS = 8
+DB_RETRY_BASE_SECONDS = 0.1
+T = TypeVar("T")
+# A delivery made this long ago and never scheduled lost its task (see _created).
+ORPHAN_SECONDS = 30
 
 
-def fan_out(event_data: Mapping[str, Any], *, journal_reader: JournalReader) -> list[int]:
+def db_retrying(what: str, call: Callable[[], T], *, sleep: Callable[[float], None]) -> T:
+    """``call()``, again after an OperationalError ("database is locked" on SQLite, a dropped
+    connection) up to ``DB_ATTEMPTS`` times, backing off; the last one is raised."""
+    for attempt in range(1, DB_ATTEMPTS + 1):
+        try:
+            return call()
+        except OperationalError as exc:
+            if attempt == DB_ATTEMPTS:
+                raise
+            EventLog(logger).warning(
+                "webhook.db_retry", what=what, attempt=attempt, error=f"{exc}"[:200]
+            )
+            if not connection.in_atomic_block:
+                connection.close()  # a dropped connection is made again on the next query
+            sleep(min(DB_RETRY_BASE_SECONDS * 2 ** (attempt - 1), 2.0))
+    raise AssertionError("unreachable")
+
+
+def fan_out(
+    event_data: Mapping[str, Any],
+    *,
+    journal_reader: JournalReader,
+    sleep: Callable[[float], None] = time.sleep,
+) -> list[int]:
     """The deliveries (ids) to attempt for one emitted event: one per enabled endpoint whose
-    filters match the row. Already fanned out (a redelivered task): the same ones, not again."""
+    filters match the row. Already fanned out (a redelivered task, the outbox's sweep): not
+    again. A locked or dropped database is retried (``db_retrying``), never the event lost."""
     event = WebhookEvent.from_dict(event_data)
     row = journal_reader.read(event.journal_key)
     organization = organization_id_of(dict(row.context)) if row else None
     ids = []
-    for endpoint in WebhookEndpoint.objects.filter(enabled=True):
+    endpoints = db_retrying(
+        "read endpoints",
+        lambda: list(WebhookEndpoint.objects.filter(enabled=True)),
+        sleep=sleep,
+    )
+    for endpoint in endpoints:
         if not endpoint_filter(endpoint).matches(event.type, row, organization):
             continue
         body = body_of(
@@ -68,20 +106,38 @@ def fan_out(event_data: Mapping[str, Any], *, journal_reader: JournalReader) -> 
                 context_keys=endpoint.include_context_keys,
             )
         )
-        try:
-            with transaction.atomic():
-                delivery = WebhookDelivery.objects.create(
-                    endpoint=endpoint,
-                    event_id=event.id,
-                    event_type=event.type,
-                    journal_key=event.journal_key,
-                    event=event.to_dict(),
-                    body=body,
-                )
-        except IntegrityError:
-            continue  # fanned out before: its own task carries it
-        ids.append(delivery.pk)
+        fields = {
+            "endpoint": endpoint,
+            "event_id": event.id,
+            "event_type": event.type,
+            "journal_key": event.journal_key,
+            "event": event.to_dict(),
+            "body": body,
+        }
+        created = db_retrying("create delivery", lambda f=fields: _created(f), sleep=sleep)
+        if created is not None:
+            ids.append(created)
     return ids
+
+
+def _created(fields: dict[str, Any]) -> int | None:
+    """The new delivery's id; None when it was fanned out before and its own task carries it.
+    One never scheduled ``ORPHAN_SECONDS`` after it was made (the task that made it died before
+    scheduling it, and the outbox's sweep fans its event out again) is scheduled now."""
+    try:
+        with transaction.atomic():
+            return WebhookDelivery.objects.create(**fields).pk
+    except IntegrityError:
+        pass
+    never = WebhookDelivery.objects.filter(
+        endpoint=fields["endpoint"],
+        event_id=fields["event_id"],
+        state=Delivery.PENDING,
+        attempts=0,
+        next_attempt_at__isnull=True,
+        created_at__lt=timezone.now() - timedelta(seconds=ORPHAN_SECONDS),
+    )
+    return never.values_list("pk", flat=True).first()
 
 
 @dataclass(frozen=True)
@@ -94,7 +150,9 @@ class AttemptOutcome:
     early: bool = False
 
 
-STRANDED_GRACE_SECONDS = 600.0
+# A minute past its time: a live worker's countdown task runs well within it, and a second one is
+# harmless (the reservation refuses an attempt in flight; a delivered one does nothing).
+STRANDED_GRACE_SECONDS = 60.0
 
 
 def delivery_attempt(
@@ -108,7 +166,11 @@ def delivery_attempt(
     """One attempt. ``force`` (a replay): attempt a delivered or failed one again, same id."""
     config = adapters.config
     settings = config.webhooks
-    reserved = _reserve(delivery_id, now=now, force=force, settings=settings)
+    reserved = db_retrying(
+        "reserve delivery",
+        lambda: _reserve(delivery_id, now=now, force=force, settings=settings),
+        sleep=time.sleep,
+    )
     if isinstance(reserved, AttemptOutcome):
         return reserved
     delivery, endpoint = reserved
@@ -161,6 +223,9 @@ def _reserve(delivery_id: int, *, now: datetime, force: bool, settings) -> Any:
         done = delivery.state in (Delivery.DELIVERED, Delivery.FAILED)
         if done and not force:
             return AttemptOutcome(delivery.state)
+        held = delivery.state == Delivery.SENDING and delivery.next_attempt_at
+        if held and delivery.next_attempt_at > now and not force:
+            return AttemptOutcome(delivery.state)  # an attempt in flight: one task too many
         waiting = delivery.state == Delivery.PENDING and delivery.next_attempt_at
         if waiting and delivery.next_attempt_at > now and not force:
             # Early (a broker redelivered the scheduled task): keep to the schedule.

@@ -15,8 +15,9 @@ for ``webhooks add``.
 
 from __future__ import annotations
 
-import logging
+import contextlib
 import threading
+import time
 from dataclasses import asdict
 
 from celery import shared_task
@@ -28,14 +29,12 @@ from audit import retention
 from emailops import container
 from emailops.capabilities import WEBHOOKS, report_off
 from emailops.core.contract import parse_request
-from emailops.core.events import EventLog
 from jobs import engine
 from monitoring import checks, periodic
 from webhooks import delivery as webhook_delivery
 from webhooks import liveness as webhook_liveness
+from webhooks import outbox as webhook_outbox
 from worker.wiring import build_consumer
-
-logger = logging.getLogger("worker.tasks")
 
 
 @shared_task(name="worker.consume_emails_batch")
@@ -100,19 +99,42 @@ def evaluate_reputation() -> list[str]:
 
 @shared_task(name="worker.webhook_fan_out")
 def webhook_fan_out(event: dict) -> list[int]:
-    """One emitted webhook event: a delivery per matching endpoint, each attempted by its task."""
+    """The wake-up for one event in the durable outbox: a delivery per matching endpoint, each
+    attempted by its task, then the outbox item deleted (a failure leaves it for the sweep)."""
     adapters = container.current()
-    ids = webhook_delivery.fan_out(event, journal_reader=adapters.journal_reader)
     queue = adapters.config.webhooks.queue
+    return webhook_outbox.outbox_fan_out(
+        event,
+        journal_reader=adapters.journal_reader,
+        store=adapters.webhook_outbox_store,
+        schedule=lambda ids: _schedule(ids, queue=queue),
+    )
+
+
+@shared_task(name="worker.webhook_outbox_sweep")
+def webhook_outbox_sweep() -> int:
+    """Fan out the durable outbox's events no wake-up took (``webhook_outbox.outbox_sweep``)."""
+    adapters = container.current()
+    store = adapters.webhook_outbox_store
+    if store is None:  # WEBHOOK_OUTBOX=off
+        return 0
+    queue = adapters.config.webhooks.queue
+    ids = webhook_outbox.outbox_sweep(
+        journal_reader=adapters.journal_reader,
+        store=store,
+        now=time.time(),
+        schedule=lambda made: _schedule(made, queue=queue),
+    )
+    return len(ids)
+
+
+def _schedule(ids: list[int], *, queue: str) -> None:
     for delivery_id in ids:
         webhook_deliver.apply_async(args=[delivery_id], queue=queue)
-    # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile.
-    # Only a hint for `webhooks add`: its failure must never cost the deliveries above.
-    try:
+    # A long queue holds the heartbeat behind it: the events say the worker is here meanwhile
+    # (a locked database costs this reading, never the deliveries above).
+    with contextlib.suppress(DatabaseError):
         webhook_liveness.worker_seen(queue=queue, now=timezone.now(), throttle=True)
-    except DatabaseError as exc:
-        EventLog(logger).warning("webhook.liveness_not_recorded", queue=queue, error=repr(exc))
-    return ids
 
 
 @shared_task(name="worker.webhook_sweep")

@@ -21,9 +21,10 @@ the counter also identifies *our* claim when we mark the row afterwards.
 
 from __future__ import annotations
 
-import json
 import re
-from typing import Any
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import ClientError
 
@@ -43,12 +44,17 @@ from emailops.aws.journal_codec import (
     stored_row,
     to_dynamo,
 )
+from emailops.aws.journal_context import MAX_CONTEXT_BYTES, bounded_context, sent_at_key
 from emailops.core.contract import address_key
 from emailops.core.errors import ForeignRow
 from emailops.core.journal_row import JournalRow
 from emailops.core.log_only import LogOnlyReason
 from emailops.core.ports import Claim, ClaimResult, ClaimState, Status
 from emailops.core.stored_attributes import StoredRow
+
+if TYPE_CHECKING:
+    from emailops.aws.webhook_outbox import DynamoWebhookOutbox
+    from emailops.core.webhooks import WebhookEvent
 
 __all__ = [
     "MAX_CONTEXT_BYTES",
@@ -60,11 +66,7 @@ __all__ = [
     "to_dynamo",
 ]
 
-# The context's share of a row: with the capped timeline (~60 KB) and the other attributes the
-# row stays well under DynamoDB's 400 KB.
-MAX_CONTEXT_BYTES = 150_000
 _MAX_ERROR = 4000  # characters of an Error attribute
-_MAX_NAME = 200  # characters of a trimmed value's key
 
 # A row is ours to take when nobody has it, its last attempt failed, or its claim's lease ended
 # (LeasePolicy.stuck, as LEASE_ENDED with the claim's lease_values).
@@ -95,45 +97,6 @@ _UNOWNED = "attribute_not_exists(#producer)"
 _av = attribute_value
 
 
-def sent_at_key(timestamp: int) -> str:
-    return f"{timestamp:020d}"
-
-
-def _size(value: Any) -> int:
-    return len(json.dumps(value, ensure_ascii=False, default=str).encode())
-
-
-def bounded_context(context: dict[str, Any]) -> tuple[dict[str, Any], int]:
-    """The context as stored: whole when it fits ``MAX_CONTEXT_BYTES``, else with its largest
-    top-level values replaced by a "[trimmed: N bytes]" note (the smallest are kept, as many as
-    fit). Returns (context, original size in bytes when trimmed, else 0)."""
-    total = _size(context)
-    if total <= MAX_CONTEXT_BYTES:
-        return context, 0
-    sizes = {key: _size(key) + _size(value) + 4 for key, value in context.items()}  # ": ", ", "
-    keep: set[str] = set()
-    budget = MAX_CONTEXT_BYTES - 8192  # room for the notes
-    for key in sorted(context, key=sizes.__getitem__):
-        if sizes[key] > budget or len(key) > _MAX_NAME:
-            break
-        keep.add(key)
-        budget -= sizes[key]
-    stored: dict[str, Any] = {}
-    notes, dropped = 8192 - 64, 0
-    for key, value in context.items():
-        if key in keep:
-            stored[key] = value
-        elif notes > 0:
-            note = f"[trimmed: {sizes[key]} bytes]"
-            stored[key[:_MAX_NAME]] = note
-            notes -= _size(key[:_MAX_NAME]) + _size(note) + 4
-        else:
-            dropped += 1
-    if dropped:
-        stored["[trimmed]"] = f"{dropped} more keys"
-    return stored, total
-
-
 def _remove_unknown_facts(failure: dict[str, Any]) -> str:
     """A row taken over from an earlier attempt keeps none of that attempt's failure facts."""
     stale = [name for name in ("ErrorKind", "Permanent") if name not in failure]
@@ -141,11 +104,15 @@ def _remove_unknown_facts(failure: dict[str, Any]) -> str:
 
 
 class DynamoJournal:
-    """The journal's writes for the pipeline, and single-row reads."""
+    """The journal's writes for the pipeline, and single-row reads. With ``outbox`` (the durable
+    webhook outbox) a write given ``events`` stores them with its update in one transaction."""
 
-    def __init__(self, client: Any, table: str) -> None:
+    def __init__(
+        self, client: Any, table: str, *, outbox: DynamoWebhookOutbox | None = None
+    ) -> None:
         self.client = client
         self.table = table
+        self.outbox = outbox
 
     def _row_values(self, claim: Claim, status: Status) -> dict[str, Any]:
         context, trimmed = bounded_context(claim.context)
@@ -178,9 +145,12 @@ class DynamoJournal:
         values: dict[str, Any],
         extra: str = "",
         what: str,
+        events: Sequence[WebhookEvent] = (),
         **kwargs: Any,
     ) -> dict[str, Any] | ClientError:
-        """One conditional UpdateItem. Returns the response, or the ConditionalCheckFailed error."""
+        """One conditional UpdateItem (with ``events`` and an outbox: the same update and the
+        events' items in one TransactWriteItems). Returns the response, or the
+        ConditionalCheckFailed error."""
         names = dict(_NAMES)
         exprs = []
         attr_values = {f":{k}": _av(v) for k, v in values.items()}
@@ -190,19 +160,17 @@ class DynamoJournal:
             exprs.append(f"#a{i} = :a{i}")
         update = f"SET {', '.join(exprs)} {extra}" if exprs else extra
         used = set(re.findall(r"#\w+", update + " " + condition))
-        return conditional_call(
-            self.client,
-            self.table,
-            "update_item",
-            what,
-            key,
-            Key={"Id": {"S": key}},
-            UpdateExpression=update,
-            ConditionExpression=condition,
-            ExpressionAttributeNames={k: v for k, v in names.items() if k in used},
-            ExpressionAttributeValues=attr_values,
-            **kwargs,
-        )
+        call = {
+            "Key": {"Id": {"S": key}},
+            "UpdateExpression": update,
+            "ConditionExpression": condition,
+            "ExpressionAttributeNames": {k: v for k, v in names.items() if k in used},
+            "ExpressionAttributeValues": attr_values,
+        }
+        if events and self.outbox is not None:
+            update_item = {"TableName": self.table, **call, **kwargs}
+            return self.outbox.write_with(update_item, events, now=time.time(), what=what, key=key)
+        return conditional_call(self.client, self.table, "update_item", what, key, **call, **kwargs)
 
     def _claim_values(self, claim: Claim) -> dict[str, Any]:
         return (
@@ -246,7 +214,15 @@ class DynamoJournal:
             lease_end = claim.lease_ends_at
         return ClaimResult(ClaimState.IN_PROGRESS, lease_ends_at=lease_end)
 
-    def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
+    def mark_sent(
+        self,
+        key: str,
+        *,
+        attempt: int,
+        provider_id: str,
+        sent_at: int,
+        events: Sequence[WebhookEvent] = (),
+    ) -> bool:
         result = self._conditional_update(
             key,
             sets=sent_attributes(provider_id, sent_at=sent_at),
@@ -263,6 +239,7 @@ class DynamoJournal:
                 "ses": provider_id,
             },
             what="mark journal row SENT",
+            events=events,
         )
         return isinstance(result, dict)
 
@@ -274,6 +251,7 @@ class DynamoJournal:
         error: str,
         kind: str = "",
         permanent: bool | None = None,
+        events: Sequence[WebhookEvent] = (),
     ) -> bool:
         failure = failure_attributes(error[:_MAX_ERROR], kind=kind, permanent=permanent)
         result = self._conditional_update(
@@ -282,10 +260,13 @@ class DynamoJournal:
             condition=_OURS,
             values={"queued": Status.QUEUED.value, "attempt": attempt},
             what="mark journal row FAILED",
+            events=events,
         )
         return isinstance(result, dict)
 
-    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
+    def mark_accepted(
+        self, key: str, *, provider_id: str, sent_at: int, events: Sequence[WebhookEvent] = ()
+    ) -> bool:
         # No claim fence on purpose: SES accepted this send, so the row is SENT whoever holds it.
         result = self._conditional_update(
             key,
@@ -294,6 +275,7 @@ class DynamoJournal:
             values={"sent": Status.SENT.value},
             extra="REMOVE #err, ErrorKind, Permanent",
             what="mark journal row SENT (earlier send)",
+            events=events,
         )
         return not isinstance(result, ClientError)
 
@@ -331,20 +313,44 @@ class DynamoJournal:
         return isinstance(result, dict)
 
     def record_failure(
-        self, claim: Claim, *, error: str, kind: str = "", permanent: bool | None = None
+        self,
+        claim: Claim,
+        *,
+        error: str,
+        kind: str = "",
+        permanent: bool | None = None,
+        events: Sequence[WebhookEvent] = (),
     ) -> bool:
         failure = failure_attributes(error[:_MAX_ERROR], kind=kind, permanent=permanent)
-        return self._record(claim, Status.FAILED, failure, what="record FAILED journal row")
+        return self._record(claim, Status.FAILED, failure, "record FAILED journal row", events)
 
-    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+    def record_logged_only(
+        self,
+        claim: Claim,
+        *,
+        reason: LogOnlyReason,
+        detail: str,
+        events: Sequence[WebhookEvent] = (),
+    ) -> bool:
         attributes = logged_only_attributes(reason.value, detail[:_MAX_ERROR], at=claim.now)
-        return self._record(claim, Status.SENT, attributes, what="record a log-only journal row")
+        return self._record(claim, Status.SENT, attributes, "record a log-only journal row", events)
 
-    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+    def record_suppressed(
+        self, claim: Claim, *, reason: str, events: Sequence[WebhookEvent] = ()
+    ) -> bool:
         failure = failure_attributes(reason[:_MAX_ERROR], kind="Suppressed", permanent=True)
-        return self._record(claim, Status.SUPPRESSED, failure, what="record SUPPRESSED journal row")
+        return self._record(
+            claim, Status.SUPPRESSED, failure, "record SUPPRESSED journal row", events
+        )
 
-    def _record(self, claim: Claim, status: Status, failure: dict[str, Any], *, what: str) -> bool:
+    def _record(
+        self,
+        claim: Claim,
+        status: Status,
+        failure: dict[str, Any],
+        what: str,
+        events: Sequence[WebhookEvent],
+    ) -> bool:
         """A whole row for a recipient that is not sent, on the claim's own condition."""
         result = self._conditional_update(
             claim.key,
@@ -353,6 +359,7 @@ class DynamoJournal:
             values=self._claim_values(claim),
             extra=_remove_unknown_facts(failure),
             what=what,
+            events=events,
         )
         return isinstance(result, dict)
 

@@ -28,9 +28,9 @@ arrival order, on how events were grouped, or on two consumers interleaving.
 
 from __future__ import annotations
 
-import json
+import time
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from botocore.exceptions import BotoCoreError, ClientError
 
@@ -38,7 +38,6 @@ from emailops.aws.clients import error_code, translate_error
 from emailops.aws.journal_codec import (
     LEASE_NAMES,
     LEASE_NOT_HELD,
-    item_from_dynamo,
     lease_values,
     row_from_dynamo,
     sent_attributes,
@@ -53,12 +52,16 @@ from emailops.core.journal_row import JournalRow
 from emailops.core.journal_words import bounce_status_code
 from emailops.core.lease import LeasePolicy
 from emailops.core.ports import Status
+from emailops.core.webhooks import sent_event
+
+if TYPE_CHECKING:
+    from emailops.aws.webhook_outbox import DynamoWebhookOutbox
+    from emailops.core.webhook_event import WebhookEvent
 
 __all__ = [
     "MAX_SUMMARY",
     "MAX_TIMELINE",
     "DynamoEventJournal",
-    "DynamoUnmatchedEvents",
     "decide",
     "delivery_order",
     "merged_update",
@@ -87,13 +90,23 @@ def delivery_order(event: DeliveryEvent) -> int:
 
 class DynamoEventJournal:
     """``lease``: the process's LeasePolicy, read when an event would reconcile a QUEUED row
-    (is a consumer's claim on it live?)."""
+    (is a consumer's claim on it live?). ``outbox``: the durable webhook outbox, written in the
+    same transaction as the events' update (``apply_events``'s ``webhooks``)."""
 
-    def __init__(self, client: Any, table: str, *, lease: LeasePolicy, attempts: int = 8) -> None:
+    def __init__(
+        self,
+        client: Any,
+        table: str,
+        *,
+        lease: LeasePolicy,
+        attempts: int = 8,
+        outbox: DynamoWebhookOutbox | None = None,
+    ) -> None:
         self.client = client
         self.table = table
         self.lease = lease
         self.attempts = attempts
+        self.outbox = outbox
 
     def _call(self, operation: str, what: str, key: str, **kwargs: Any) -> Any:
         try:
@@ -181,10 +194,12 @@ class DynamoEventJournal:
         now: int,
         row: JournalRow | None = None,
         on_applied: Callable[[DeliveryEvent, str, str | None], None] | None = None,
+        webhooks: Callable[[DeliveryEvent], WebhookEvent | None] | None = None,
     ) -> list[ApplyResult]:
         """Apply ``events`` (one email's, any order) to the row in ONE conditional write; a result
         per event. ``row``: the row as ``read_rows`` read it (else it is read here). On a lost
-        race the row is read again and every event decided again on it."""
+        race the row is read again and every event decided again on it. ``webhooks``: the webhook
+        event each applied event makes, stored with the write (the durable outbox)."""
         for _ in range(self.attempts):
             if row is None:
                 item = self._call(
@@ -201,7 +216,8 @@ class DynamoEventJournal:
                 row = row_from_dynamo(item)
             results = decide(row, events, now=now, lease=self.lease)
             fresh = [e for e, r in zip(events, results, strict=True) if r is ApplyResult.APPLIED]
-            if not fresh or self._write(key, row, fresh, now=now):
+            made = _webhook_events(key, row, fresh, webhooks) if webhooks else []
+            if not fresh or self._write(key, row, fresh, now=now, webhooks=made):
                 if on_applied is not None:
                     organization = organization_id_of(dict(row.context))
                     for event in fresh:
@@ -219,8 +235,14 @@ class DynamoEventJournal:
         events: Sequence[DeliveryEvent],
         *,
         now: int,
+        webhooks: Sequence[WebhookEvent] = (),
     ) -> bool:
         update = merged_update(row, events, now=now, lease=self.lease)
+        if webhooks and self.outbox is not None:
+            item = {"TableName": self.table, "Key": {"Id": {"S": key}}, **update}
+            what = "apply delivery event"
+            answer = self.outbox.write_with(item, webhooks, now=time.time(), what=what, key=key)
+            return not isinstance(answer, ClientError)
         try:
             self.client.update_item(TableName=self.table, Key={"Id": {"S": key}}, **update)
         except ClientError as exc:
@@ -234,6 +256,23 @@ class DynamoEventJournal:
 
 def _reconcilable(row: JournalRow, event: DeliveryEvent) -> bool:
     return event.proves_sent and row.status in _RECONCILABLE and not row.ses_message_id
+
+
+def _webhook_events(
+    key: str,
+    row: JournalRow,
+    events: Sequence[DeliveryEvent],
+    webhooks: Callable[[DeliveryEvent], WebhookEvent | None],
+) -> list[WebhookEvent]:
+    """The webhook events the write of ``events`` stores: each event's, and, when the write
+    reconciles the row to SENT (the send's reply was lost), its email.sent, under the id the
+    consumer's own mark would give it (the SES message id), so it is never told twice."""
+    made = [made for event in events if (made := webhooks(event))]
+    proof = next((event for event in events if _reconcilable(row, event)), None)
+    if proof is not None:
+        at = timestamp_ms(proof.sent_at or proof.at) / 1000
+        made.append(sent_event(key, ses_message_id=proof.ses_message_id, sent_at=at))
+    return made
 
 
 def decide(
@@ -353,46 +392,3 @@ def merged_update(
         "ExpressionAttributeNames": update_names | names,
         "ExpressionAttributeValues": attr_values,
     }
-
-
-class DynamoUnmatchedEvents:
-    """``SES_EVENTS_UNMATCHED_TABLE``: events with no journal row, and events of unknown kinds,
-    kept with their raw JSON until TTL (``ExpiresAt``). Keyed by the event's id, so a redelivered
-    event overwrites itself."""
-
-    _MAX_RAW = 300_000  # DynamoDB items hold 400 KB
-
-    def __init__(self, client: Any, table: str, *, ttl_seconds: int) -> None:
-        self.client = client
-        self.table = table
-        self.ttl_seconds = ttl_seconds
-
-    def store(self, event: DeliveryEvent, *, reason: str, now: int) -> None:
-        item = {
-            "Id": event.event_id,
-            "EventType": event.raw_type,
-            "At": event.at,
-            "SesMessageId": event.ses_message_id,
-            "Recipients": list(event.recipients),
-            "JournalKey": event.journal_key or "",
-            "Reason": reason,
-            "Summary": event.summary,
-            "SnsMessageId": event.sns_message_id,
-            "TopicArn": event.topic_arn,
-            "Raw": json.dumps(event.raw, ensure_ascii=False)[: self._MAX_RAW],
-            "ReceivedAt": now,
-            "ExpiresAt": now + self.ttl_seconds,
-        }
-        try:
-            self.client.put_item(
-                TableName=self.table, Item={k: _av(v) for k, v in item.items() if v != ""}
-            )
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, "store unmatched event", key=event.event_id) from exc
-
-    def get(self, event_id: str) -> dict[str, Any] | None:
-        try:
-            item = self.client.get_item(TableName=self.table, Key={"Id": {"S": event_id}})
-        except (ClientError, BotoCoreError) as exc:
-            raise translate_error(exc, "read unmatched event", key=event_id) from exc
-        return item_from_dynamo(item["Item"]) if "Item" in item else None

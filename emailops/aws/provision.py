@@ -27,6 +27,7 @@ __all__ = [
     "ensure_templates_table",
     "ensure_tombstone_table",
     "ensure_unmatched_events_table",
+    "ensure_webhook_outbox_table",
 ]
 
 # name → (hash key, range key or None). Case-sensitive recipient search is the Go service's index;
@@ -137,6 +138,14 @@ def ensure_preferences_table(client: Any, table: str, report: Report) -> None:
     (``emailops.aws.preferences``). emailops's own: the Go service never reads it."""
     _ensure_keyed_table(
         client, table, "Address", report, range_key="Category", what="set up preferences table"
+    )
+
+
+def ensure_webhook_outbox_table(client: Any, table: str, report: Report) -> None:
+    """The durable webhook outbox (``emailops.aws.webhook_outbox``): key ``Id``, TTL on
+    ``ExpiresAt``, so an event no worker ever takes goes in 7 days."""
+    _ensure_keyed_table(
+        client, table, "Id", report, ttl_attribute="ExpiresAt", what="set up webhook outbox"
     )
 
 

@@ -27,7 +27,7 @@ from emailops.core.events import EventLog
 from emailops.core.journal_row import JournalRow
 from emailops.core.ports import Stats, SuppressionWriter
 from emailops.core.reputation import event_counter, hour_of
-from emailops.core.webhooks import NullOutbox, WebhookOutbox, event_from_delivery
+from emailops.core.webhooks import NullOutbox, WebhookEvent, WebhookOutbox, event_from_delivery
 
 __all__ = [
     "ApplyResult",
@@ -68,11 +68,13 @@ class EventJournal(Protocol):
         now: int,
         row: JournalRow | None = None,
         on_applied: Callable[[DeliveryEvent, str, str | None], None] | None = None,
+        webhooks: Callable[[DeliveryEvent], WebhookEvent | None] | None = None,
     ) -> list[ApplyResult]:
         """Apply one email's events to its row in one conditional write (``row``: as
         ``read_rows`` read it; None: read it here); a result per event. ``on_applied(event,
         message_id, organization)`` runs per event once the write holding it succeeded (so
-        never for a duplicate)."""
+        never for a duplicate). ``webhooks(event)``: the webhook event an applied event makes,
+        stored in that same write (the durable outbox)."""
         ...
 
 
@@ -245,24 +247,32 @@ class DeliveryEventHandler:
 
             return applied
 
+        def webhooks(row_key: str) -> Callable[[DeliveryEvent], WebhookEvent | None]:
+            return lambda event: event_from_delivery(row_key, event)
+
         results = [ApplyResult.GONE] * len(events)
         if key and not (key in rows and rows[key] is None):  # None: read, and there is no row
             results = self.journal.apply_events(
-                key, events, now=now, row=rows.get(key), on_applied=applied_to(key)
+                key,
+                events,
+                now=now,
+                row=rows.get(key),
+                on_applied=applied_to(key),
+                webhooks=webhooks(key),
             )
         if ApplyResult.GONE not in results:
             return [(key, result) for result in results]
         found = self.journal.find_row_key(events[0])  # one email's events: one SES id
         if found and found != key:
             results = self.journal.apply_events(
-                found, events, now=now, on_applied=applied_to(found)
+                found, events, now=now, on_applied=applied_to(found), webhooks=webhooks(found)
             )
             key = found
         return [(key, result) for result in results]
 
     def _emit(self, key: str, event: DeliveryEvent) -> None:
-        """Never fails the event: a webhook lost to a broker outage is logged, not retried
-        by redelivering (and re-applying) the SES event."""
+        """Wake delivery of the webhook event the write stored beside the fact. Never fails
+        the event: a lost wake-up is logged (the outbox's sweep delivers the event)."""
         try:
             if (webhook := event_from_delivery(key, event)) is not None:
                 self.outbox.emit(webhook)

@@ -43,9 +43,14 @@ class PipelineSettlement:
         for delay in (0.0, *self.settings.mark_retry_delays):
             if delay:
                 self.sleep(delay)
+            sent = sent_event(key, ses_message_id=provider_id, sent_at=self.clock())
             try:
                 still_ours = self.journal.mark_sent(
-                    key, attempt=attempt, provider_id=provider_id, sent_at=int(self.clock())
+                    key,
+                    attempt=attempt,
+                    provider_id=provider_id,
+                    sent_at=int(self.clock()),
+                    events=(sent,),
                 )
             except EmailOpsError as exc:
                 error = exc.describe()
@@ -53,7 +58,7 @@ class PipelineSettlement:
                 continue
             if still_ours:
                 log.info("recipient.sent", attempt=attempt, sesMessageId=provider_id)
-                self._emit(sent_event(key, ses_message_id=provider_id, sent_at=self.clock()), log)
+                self._emit(sent, log)
             else:
                 self._note_extra_send(key, attempt, provider_id, log)
             return _Result(
@@ -119,9 +124,10 @@ class PipelineSettlement:
     ) -> _Result:
         """Mark SENT an earlier attempt's send; it counts as sent now, when this write makes the
         row SENT."""
+        sent = sent_event(key, ses_message_id=provider_id, sent_at=self.clock())
         try:
             marked = self.journal.mark_accepted(
-                key, provider_id=provider_id, sent_at=int(self.clock())
+                key, provider_id=provider_id, sent_at=int(self.clock()), events=(sent,)
             )
         except EmailOpsError as exc:
             log.warning("mark_sent.failed", sesMessageId=provider_id, error=exc.describe())
@@ -133,7 +139,7 @@ class PipelineSettlement:
             )
         log.info("recipient.sent", sesMessageId=provider_id, reason="mark of an earlier send")
         if marked:
-            self._emit(sent_event(key, ses_message_id=provider_id, sent_at=self.clock()), log)
+            self._emit(sent, log)
         if marked and request is not None:
             self._count(request, log, sent=1)
         return _Result(_Kind.SENT, key, provider_id=provider_id)
@@ -247,19 +253,21 @@ class PipelineSettlement:
         key = claim.key
         if verdict.kind is Kind.HOLD:
             return _Result(_Kind.WAIT, key, verdict.detail, wait_until=verdict.until)
+        reason = LogOnlyReason.SUPPRESSED if verdict.kind is Kind.SUPPRESSED else verdict.reason
+        event = not_delivered_event(key, reason=reason.value, at=self.clock())
         if verdict.kind is Kind.SUPPRESSED:
-            written = self.journal.record_suppressed(claim, reason=verdict.detail)
+            written = self.journal.record_suppressed(claim, reason=verdict.detail, events=(event,))
             log.info("recipient.suppressed", reason=verdict.detail, written=written)
             if written:
                 self._count(request, log, suppressed=1)
-            reason = LogOnlyReason.SUPPRESSED
         else:
-            reason = verdict.reason
-            written = self.journal.record_logged_only(claim, reason=reason, detail=verdict.detail)
+            written = self.journal.record_logged_only(
+                claim, reason=reason, detail=verdict.detail, events=(event,)
+            )
             level = logging.WARNING if verdict.loud else logging.INFO
             log.log(level, "recipient.logged_only", reason=reason.value, written=written)
         if written:
-            self._emit(not_delivered_event(key, reason=reason.value, at=self.clock()), log)
+            self._emit(event, log)
         return _Result(_Kind.SUPPRESSED, key, verdict.detail)
 
     def _release(self, key: str, attempt: int, log: EventLog) -> None:
@@ -270,6 +278,13 @@ class PipelineSettlement:
 
     def _mark_failed(self, key: str, attempt: int, exc: EmailOpsError, log: EventLog) -> bool:
         """Whether the FAILED mark was stored (the change is ours to count)."""
+        failed = failed_event(
+            key,
+            error=exc.describe(),
+            error_kind=type(exc).__name__,
+            permanent=exc.permanent,
+            at=self.clock(),
+        )
         try:
             if self.journal.mark_failed(
                 key,
@@ -277,14 +292,8 @@ class PipelineSettlement:
                 error=exc.describe(),
                 kind=type(exc).__name__,
                 permanent=exc.permanent,
+                events=(failed,),
             ):
-                failed = failed_event(
-                    key,
-                    error=exc.describe(),
-                    error_kind=type(exc).__name__,
-                    permanent=exc.permanent,
-                    at=self.clock(),
-                )
                 self._emit(failed, log)
                 return True
             log.warning("mark_failed.lease_lost", attempt=attempt)
@@ -293,8 +302,9 @@ class PipelineSettlement:
         return False
 
     def _emit(self, event: WebhookEvent, log: EventLog) -> None:
-        """Tell the webhooks, after the write that records the fact succeeded (so a duplicate
-        record emits nothing). Never fails or slows a send: a lost event is logged."""
+        """Wake the webhooks, after the write that stored the fact and its event (so a duplicate
+        record emits nothing). Never fails or slows a send: a lost wake-up is logged, and the
+        outbox's sweep delivers the event."""
         try:
             self.outbox.emit(event)
         except Exception as exc:
@@ -348,13 +358,19 @@ class PipelineSettlement:
             if only is not None and key not in only:
                 continue
             rlog = log.bind(recipient=journalled, key=key)
+            # No exception: a refused recipient (permanent) or a spent retry budget.
+            kind = type(failure).__name__ if failure else ""
+            permanent = failure.permanent if failure else None
+            failed = failed_event(
+                key, error=error, error_kind=kind, permanent=permanent, at=self.clock()
+            )
             try:
                 written = self.journal.record_failure(
                     self._claim(request, journalled, key, None),
                     error=error,
-                    # No exception: a refused recipient (permanent) or a spent retry budget.
-                    kind=type(failure).__name__ if failure else "",
-                    permanent=failure.permanent if failure else None,
+                    kind=kind,
+                    permanent=permanent,
+                    events=(failed,),
                 )
             except EmailOpsError as exc:
                 rlog.error("record_failure.failed", error=exc.describe())
@@ -362,13 +378,6 @@ class PipelineSettlement:
                 continue
             if written:
                 self._count(request, rlog, failed=1)
-                failed = failed_event(
-                    key,
-                    error=error,
-                    error_kind=type(failure).__name__ if failure else "",
-                    permanent=failure.permanent if failure else None,
-                    at=self.clock(),
-                )
                 self._emit(failed, rlog)
             rlog.info(
                 "recipient.failed" if written else "recipient.failure_not_recorded",

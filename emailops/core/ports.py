@@ -6,7 +6,7 @@ Adapters raise only the core's exceptions (``emailops.core.errors``).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Protocol
@@ -18,6 +18,7 @@ from emailops.core.stored_attributes import StoredRow
 if TYPE_CHECKING:
     from emailops.core.log_only import LogOnlyReason
     from emailops.core.send_guard import GuardVerdict
+    from emailops.core.webhook_event import WebhookEvent
 
 __all__ = [
     "Claim",
@@ -140,11 +141,23 @@ class TemplateStore(Protocol):
 
 
 class Journal(Protocol):
+    """Every write that records a fact a webhook reports takes the events it implies
+    (``events``): stored with the fact in one write (the durable outbox) when the adapter has an
+    outbox, else ignored (WEBHOOK_OUTBOX=off). A write that returns False stored none."""
+
     def claim(self, claim: Claim) -> ClaimResult:
         """Conditionally take the row: no row, FAILED, or QUEUED with an ended lease."""
         ...
 
-    def mark_sent(self, key: str, *, attempt: int, provider_id: str, sent_at: int) -> bool:
+    def mark_sent(
+        self,
+        key: str,
+        *,
+        attempt: int,
+        provider_id: str,
+        sent_at: int,
+        events: Sequence[WebhookEvent] = (),
+    ) -> bool:
         """Record the send if claim ``attempt`` is still ours; False when it is not."""
         ...
 
@@ -156,12 +169,15 @@ class Journal(Protocol):
         error: str,
         kind: str = "",
         permanent: bool | None = None,
+        events: Sequence[WebhookEvent] = (),
     ) -> bool:
         """Record a failed send if claim ``attempt`` is still ours; False when it is not.
         ``kind`` and ``permanent`` are stored on the row as data (ErrorKind, Permanent)."""
         ...
 
-    def mark_accepted(self, key: str, *, provider_id: str, sent_at: int) -> bool:
+    def mark_accepted(
+        self, key: str, *, provider_id: str, sent_at: int, events: Sequence[WebhookEvent] = ()
+    ) -> bool:
         """Mark SENT a send an earlier attempt made but could not mark, whoever holds the row
         now (SES accepted it: it is sent). A row already SENT is left alone: False."""
         ...
@@ -180,19 +196,34 @@ class Journal(Protocol):
         ...
 
     def record_failure(
-        self, claim: Claim, *, error: str, kind: str = "", permanent: bool | None = None
+        self,
+        claim: Claim,
+        *,
+        error: str,
+        kind: str = "",
+        permanent: bool | None = None,
+        events: Sequence[WebhookEvent] = (),
     ) -> bool:
         """Write a FAILED row for a request that failed before sending, unless the row is SENT
         or under a live claim; False when it was left alone."""
         ...
 
-    def record_logged_only(self, claim: Claim, *, reason: LogOnlyReason, detail: str) -> bool:
+    def record_logged_only(
+        self,
+        claim: Claim,
+        *,
+        reason: LogOnlyReason,
+        detail: str,
+        events: Sequence[WebhookEvent] = (),
+    ) -> bool:
         """Journal the recipient as not sent, as the Go service's send controls do (SENT,
         ``LoggedOnly``, no SES id) with why, under the claim's condition; False when it was left
         alone (already SENT: a duplicate delivery)."""
         ...
 
-    def record_suppressed(self, claim: Claim, *, reason: str) -> bool:
+    def record_suppressed(
+        self, claim: Claim, *, reason: str, events: Sequence[WebhookEvent] = ()
+    ) -> bool:
         """Write a SUPPRESSED row (never sent: the address is suppressed), under the same
         condition as record_failure; False when it was left alone."""
         ...

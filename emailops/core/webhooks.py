@@ -3,8 +3,10 @@ outbox port that hands them to delivery. Their payloads are ``core.webhook_paylo
 filters, retry schedule, signing and destination (SSRF) check ``core.webhook_delivery``'s. Pure:
 the outbox, the HTTP client and the resolver are passed in.
 
-An event is emitted (``WebhookOutbox.emit``) only after the journal's conditional write that
-records its fact succeeded, so a duplicate SES event or a redelivered record emits nothing. The
+An event is written with its fact: the journal's conditional write that records the fact takes
+the event too (``events=``), and the adapter stores both in one transaction (the durable outbox),
+so a duplicate SES event or a redelivered record emits nothing and a journaled fact never loses
+its event. ``WebhookOutbox.emit`` after the write only wakes delivery. The
 event carries only the row's key and the event's own facts; the payload is built from the row
 when it is delivered, so emitting costs no journal read.
 """
@@ -12,18 +14,19 @@ when it is delivered, so emitting costs no journal read.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Mapping
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from emailops.core.delivery_events import DeliveryEvent, EventType
+from emailops.core.webhook_event import PendingEvent, WebhookEvent
 
 __all__ = [
     "EVENT_TYPES",
     "NullOutbox",
+    "PendingEvent",
     "WebhookEvent",
     "WebhookOutbox",
+    "WebhookOutboxStore",
     "event_from_delivery",
     "failed_event",
     "not_delivered_event",
@@ -55,41 +58,19 @@ _TYPE_OF = {
 }
 
 
-@dataclass(frozen=True)
-class WebhookEvent:
-    """One fact about one journal row, to tell the endpoints that want it. ``id`` is the same
-    for the same (row, event), so a retry or a replay carries the id a receiver dedupes on."""
-
-    id: str
-    type: str
-    journal_key: str
-    occurred_at: str  # RFC 3339, UTC
-    facts: Mapping[str, Any] = field(default_factory=dict)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "type": self.type,
-            "journal_key": self.journal_key,
-            "occurred_at": self.occurred_at,
-            "facts": dict(self.facts),
-        }
-
-    @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> WebhookEvent:
-        return cls(
-            id=data["id"],
-            type=data["type"],
-            journal_key=data["journal_key"],
-            occurred_at=data["occurred_at"],
-            facts=dict(data.get("facts") or {}),
-        )
-
-
 class WebhookOutbox(Protocol):
     def emit(self, event: WebhookEvent) -> None:
-        """Hand the event to delivery; cheap, never raises (a lost event is logged)."""
+        """Wake delivery for an event the journal write stored beside its fact (the journal's
+        ``events=``); cheap, never raises: a lost wake-up is the sweep's (``WebhookOutboxStore``)."""
         ...
+
+
+class WebhookOutboxStore(Protocol):
+    """The durable outbox as the webhook workers read it: an event stays until fanned out."""
+
+    def delete(self, event_id: str) -> None: ...
+
+    def pending(self, *, created_before: float, limit: int) -> list[PendingEvent]: ...
 
 
 class NullOutbox:

@@ -62,8 +62,8 @@ def _actor(user: AbstractBaseUser | None) -> str:
 
 def _retry_later(delivery_id: int, retry_in: float, settings: WebhooksConfig) -> bool:
     """Hand a replay's next attempt to the webhook workers. Only where webhook events go to
-    Celery (WEBHOOK_OUTBOX=celery): elsewhere no webhook worker runs."""
-    if settings.outbox != "celery":
+    Celery (any WEBHOOK_OUTBOX but off): elsewhere no webhook worker runs."""
+    if not settings.emitted:
         return False
     from emailops.celery import app
 

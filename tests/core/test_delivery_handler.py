@@ -28,7 +28,7 @@ class Journal:
             raise self.error
         return {key: (JournalRow(key=key) if key == self.key else None) for key in keys}
 
-    def apply_events(self, key, events, *, now, row=None, on_applied=None):
+    def apply_events(self, key, events, *, now, row=None, on_applied=None, webhooks=None):
         if self.error:
             raise self.error
         if key != self.key:  # only one row exists

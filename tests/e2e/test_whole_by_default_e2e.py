@@ -61,16 +61,21 @@ def test_make_run_then_webhooks_add_and_one_email_delivers_a_signed_email_sent(t
             queued = in_another_shell(stack, [cd, source, enqueue])
             assert queued.returncode == 0, queued.stderr
 
-            def sent() -> list[dict]:
-                events = [
-                    Webhook(secret).verify(body, headers) for headers, body in receiver.received
-                ]
-                return [event for event in events if event["type"] == "email.sent"]
+            def sent() -> dict[str, dict]:
+                """The signed email.sent events by webhook-id: delivery is at least once, so a
+                redelivery (same id) is the same event, never a second one."""
+                events = {}
+                for headers, body in list(receiver.received):
+                    event = Webhook(secret).verify(body, headers)
+                    if event["type"] == "email.sent":
+                        events[headers["webhook-id"]] = event
+                return events
 
-            assert wait_until(lambda: bool(sent()), timeout=45), (
+            # The wake-up is immediate; a lost one is the outbox sweep's (every 10 s, after 5 s).
+            assert wait_until(lambda: bool(sent()), timeout=60), (
                 f"{receiver.received}\n{stack.output()}\n{stack.celery_log()}"
             )
-            (event,) = sent()
+            (event,) = sent().values()
             assert event["data"]["messageId"] == "added-to-team"
             assert event["data"]["recipient"] == "you@example.com"
             print(f"queued → signed email.sent in {time.monotonic() - began:.1f} s")

@@ -12,6 +12,10 @@ tests/conftest.py), the fault proxy in this one, and real ``consume_emails`` pro
 | FAULTS_SLOW_SES_REQUESTS | 16 | requests in the slow-SES run (7 s sends, 6 s visibility) |
 | FAULTS_POISON_REQUESTS | 30 | requests in the poison-state run (every other one poisoned) |
 | FAULTS_STOP_RECIPIENTS | 200 | recipients of the request stopped mid-way (2 s per send) |
+| FAULTS_WEBHOOK_EMAILS | 45 | emails in the webhook outage run (full: 500; test_webhook_outage.py) |
+| FAULTS_WEBHOOK_REDIS_SECONDS | 12 | how long its private broker is stopped (full: 60) |
+| FAULTS_WEBHOOK_RECEIVER_SECONDS | 8 | then the receiver answers 503, then hangs (full: 30) |
+| FAULTS_WEBHOOK_KILLS | 3 | kill -9s of consumers and webhook workers (full: 10) |
 | FAULTS_SEED | random, pinned by .ci/run | the proxy's and the killer's random seed (in pytest's header) |
 
 Consumers log at LOG_LEVEL (WARNING unless set); ``KEEP_CONSUMER_LOGS=1`` keeps their logs.

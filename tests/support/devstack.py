@@ -80,5 +80,11 @@ def running_devstack(tmp_path: Path, *, timeout: float = 180) -> Iterator[Devsta
         yield stack
     finally:
         if process.poll() is None:
+            # As Ctrl-C does: the stack stops its children (each in a session of its own, so
+            # the group's SIGKILL below would leave the Celery workers and beat running).
+            process.send_signal(signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                process.wait(timeout=60)
+        if process.poll() is None:
             os.killpg(process.pid, signal.SIGKILL)
             process.wait()

@@ -89,7 +89,7 @@ def test_the_stacks_settings_leave_every_capability_on(monkeypatch):
         check=True,
         timeout=60,
     ).stdout.split()
-    assert shown == ["celery", "http://127.0.0.1:8123"]
+    assert shown == ["durable", "http://127.0.0.1:8123"]
 
 
 def test_the_stack_runs_a_worker_on_its_webhook_queue_and_beat(tmp_path, monkeypatch):

@@ -8,6 +8,7 @@ from django.core.management.base import BaseCommand, CommandError
 
 from emailops import container
 from emailops.aws import provision, provision_events
+from emailops.aws.webhook_outbox import outbox_table
 from emailops.config import require
 from emailops.core.errors import EmailOpsError
 
@@ -55,9 +56,10 @@ class Command(BaseCommand):
             dynamodb = built.client("dynamodb")
             templates = require("TEMPLATES_TABLE", aws.templates_table)
             provision.ensure_templates_table(dynamodb, templates, report)
-            provision.ensure_journal_table(
-                dynamodb, require("JOURNAL_TABLE", aws.journal_table), report
-            )
+            journal = require("JOURNAL_TABLE", aws.journal_table)
+            provision.ensure_journal_table(dynamodb, journal, report)
+            # Always (an empty table costs nothing): turning WEBHOOK_OUTBOX on needs no re-run.
+            provision.ensure_webhook_outbox_table(dynamodb, outbox_table(journal), report)
             provision.ensure_suppression_table(
                 dynamodb, require("SUPPRESSION_TABLE", aws.suppression_table), report
             )
