@@ -24,9 +24,9 @@ class EndpointForm(forms.Form):
     )
     # In development (DJANGO_DEBUG on) the check lets plain http to this machine through.
     LOOPBACK_HELP = (
-        "HTTPS, or in development (DJANGO_DEBUG on) also http to this machine, e.g. "
-        "http://127.0.0.1:9000/hook. Checked now and before every delivery: no private or "
-        "link-local address."
+        "HTTPS, without user:password@, or in development (DJANGO_DEBUG on) also http to this "
+        "machine, e.g. http://127.0.0.1:9000/hook. Checked now and before every delivery: no "
+        "other private, shared or link-local address."
     )
 
     def __init__(self, *args: Any, allow_loopback: bool = False, **kwargs: Any) -> None:

@@ -125,7 +125,7 @@ def test_the_fan_out_task_keeps_the_worker_seen(aws, on):
 def test_a_liveness_write_that_fails_never_holds_back_the_deliveries(aws, on, monkeypatch):
     """Observed on the local stack: two fan-outs at once, the liveness write of one got "database
     is locked", and its deliveries, already created, were never attempted."""
-    monkeypatch.setattr(tasks.webhook_delivery, "fan_out", lambda event, **_: [7, 8])
+    monkeypatch.setattr(tasks.webhook_outbox, "fan_out", lambda event, **_: [7, 8])
 
     def locked(**_):
         raise OperationalError("database is locked")
@@ -176,4 +176,4 @@ def test_the_url_help_says_what_the_check_accepts(settings, client, make_user, d
     page = client.get(ADD_PAGE).content.decode()
 
     assert ("also http to this machine, e.g. http://127.0.0.1:9000/hook" in page) is development
-    assert ("no private, loopback or link-local address" in page) is not development
+    assert ("never a private, shared, loopback or link-local one" in page) is not development
