@@ -11,6 +11,7 @@ from tests import conftest
 PROVISIONED_TABLES = [
     "email-erasure-tombstones",
     "email-journal",
+    "email-journal-webhook-outbox",
     "email-message-templates",
     "email-preferences",
     "email-rate-counter",

@@ -50,10 +50,13 @@ def full_message(*, subject: str, html: str, text: str, sender: str) -> bytes:
     # (but for its Date), so a scorer may keep its score.
     seed = hashlib.sha256("\0".join((subject, html, text, sender)).encode()).hexdigest()
     message = MIMEMultipart("alternative", boundary=f"=_emailops_{seed[:24]}")
-    message["From"] = sender
-    message["To"] = _RECIPIENT
-    message["Subject"] = subject
-    message["Date"] = formatdate(usegmt=True)
+    for header, value in (
+        ("From", sender),
+        ("To", _RECIPIENT),
+        ("Subject", subject),
+        ("Date", formatdate(usegmt=True)),
+    ):
+        message.add_header(header, value)
     domain = parseaddr(sender)[1].rpartition("@")[2] or "example.com"
     message["Message-ID"] = f"<{seed[24:56]}@{domain}>"
     for body, subtype in ((text, "plain"), (html, "html")):
